@@ -1,0 +1,10 @@
+# accelkit_warnings(<target>): the project's warning set; warnings are errors under ACCELKIT_WERROR.
+option(ACCELKIT_WERROR "Treat compiler warnings as errors" OFF)
+function(accelkit_warnings target)
+  if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+    target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow=local -Wnon-virtual-dtor)
+    if(ACCELKIT_WERROR)
+      target_compile_options(${target} PRIVATE -Werror)
+    endif()
+  endif()
+endfunction()

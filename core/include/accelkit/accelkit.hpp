@@ -1,0 +1,10 @@
+// The application API: include this one header.
+#pragma once
+
+#include "accelkit/context.hpp"
+#include "accelkit/loader.hpp"
+#include "accelkit/log.hpp"
+#include "accelkit/negotiation.hpp"
+#include "accelkit/pci.hpp"
+#include "accelkit/settings.hpp"
+#include "accelkit/version.hpp"

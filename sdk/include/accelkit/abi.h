@@ -1,0 +1,72 @@
+/*
+ * accelkit plugin ABI: the plain-C handshake.
+ *
+ * Every plugin exports
+ *
+ *     const AccelkitPluginInfo* accelkit_plugin_info(void);
+ *
+ * The host calls it right after opening the library and before touching anything C++. It
+ * must return a pointer to static, immutable data (never NULL), do no allocation, start no
+ * device, and never throw. The host reads the struct, compares it with its own build, and
+ * refuses the plugin (with found-vs-expected in the message) unless all of these match:
+ *
+ *   - struct_size >= ACCELKIT_PLUGIN_INFO_MIN_SIZE (the size at ABI minor 0);
+ *   - abi_major == ACCELKIT_ABI_MAJOR;
+ *   - the LibTorch major.minor of torch_version equals the host's;
+ *   - cxx_abi equals the host's C++ ABI tag (ACCELKIT_CXX_ABI_TAG in plugin.hpp).
+ *
+ * Versioning: fields are only ever appended, which raises ACCELKIT_ABI_MINOR; the host reads
+ * an appended field only when struct_size says the plugin has it. Any change to a C++
+ * interface in sdk/ (a virtual added, a struct changed) raises ACCELKIT_ABI_MAJOR.
+ *
+ * Thread-safety: accelkit_plugin_info may be called from any thread, any number of times.
+ */
+#ifndef ACCELKIT_ABI_H
+#define ACCELKIT_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ACCELKIT_ABI_MAJOR 1u
+#define ACCELKIT_ABI_MINOR 0u
+
+/* Name of the C entry point and of the Boost.DLL alias of the C++ factory. */
+#define ACCELKIT_PLUGIN_INFO_SYMBOL "accelkit_plugin_info"
+#define ACCELKIT_PLUGIN_FACTORY_ALIAS "accelkit_create_plugin"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct AccelkitPluginInfo {
+  /* sizeof(AccelkitPluginInfo) as the plugin was compiled. Since 1.0. */
+  size_t struct_size;
+  /* ACCELKIT_ABI_MAJOR / ACCELKIT_ABI_MINOR the plugin was compiled against. Since 1.0. */
+  uint32_t abi_major;
+  uint32_t abi_minor;
+  /* Short unique plugin name, [a-z0-9_-]+ ("cpu", "cuda"); what --device and
+   * ACCELKIT_PLUGINS_DISABLE match. Static storage, never NULL. Since 1.0. */
+  const char* name;
+  /* The plugin's own version ("1.2.0"). Static storage, never NULL. Since 1.0. */
+  const char* version;
+  /* LibTorch version of the headers it was built against, "major.minor.patch".
+   * Static storage, never NULL. Since 1.0. */
+  const char* torch_version;
+  /* C++ ABI tag (see ACCELKIT_CXX_ABI_TAG). Static storage, never NULL. Since 1.0. */
+  const char* cxx_abi;
+  /* One line for humans ("CPU: AVX-512/AMX aware, RAPL power"). Static storage; may be
+   * NULL. Since 1.0. */
+  const char* description;
+} AccelkitPluginInfo;
+
+/* Size of the struct at ABI minor 0: a plugin reporting less is refused. */
+#define ACCELKIT_PLUGIN_INFO_MIN_SIZE \
+  (offsetof(AccelkitPluginInfo, description) + sizeof(const char*))
+
+typedef const AccelkitPluginInfo* (*AccelkitPluginInfoFn)(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACCELKIT_ABI_H */

@@ -1,0 +1,40 @@
+// Optimizer: a plugin's own optimizer implementations (fused kernels), created as
+// torch::optim::Optimizer objects so training code needs no other type.
+//
+// Ownership: the returned optimizer is owned by the caller; the host keeps the plugin loaded
+// while it lives. Thread-safety: create_adamw may be called from any one thread at a time.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "accelkit/status.hpp"
+
+namespace at { class Tensor; }
+namespace torch::optim { class Optimizer; }
+
+namespace accelkit {
+
+// Same meaning and defaults as torch::optim::AdamWOptions.
+struct AdamWConfig {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 1e-2;
+  bool amsgrad = false;
+  bool maximize = false;
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  // One line saying which implementation this is ("fused AdamW, AVX-512, 16 threads").
+  virtual std::string implementation() const = 0;
+  // An AdamW over `params` whose state is compatible with torch::optim::AdamW checkpoints.
+  virtual Result<std::shared_ptr<torch::optim::Optimizer>> create_adamw(
+      const std::vector<at::Tensor>& params, const AdamWConfig& config) noexcept = 0;
+};
+
+}  // namespace accelkit

@@ -1,0 +1,52 @@
+// Precision: which dtype, TF32, loss scaling and thread count a device should use, why, and
+// how to apply that to LibTorch and read it back.
+//
+// Thread-safety: plan() is pure and may be called from any thread. apply() changes LibTorch
+// process-wide state (threads, TF32) and the calling thread's autocast state; call it from the
+// thread that will run the model, before any work on it.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "accelkit/status.hpp"
+
+namespace accelkit {
+
+// What the user asked for. "auto" leaves the choice to the plugin's rules.
+struct PrecisionRequest {
+  std::string precision = "auto";  // auto | fp32 | bf16 | fp16
+  std::string tf32 = "auto";       // auto | on | off
+  int threads = 0;                 // 0 = the plugin's choice
+};
+
+// A decision, with the reason for each value.
+struct PrecisionPlan {
+  std::string dtype = "fp32";    // compute dtype under autocast: fp32 | bf16 | fp16
+  bool autocast = false;         // run forward under autocast with `dtype`
+  bool tf32 = false;             // TF32 for fp32 matmul/convolution
+  bool loss_scaling = false;     // dynamic loss scaling (fp16)
+  int threads = 0;               // intra-op threads to set; 0 = leave LibTorch's default
+  std::vector<std::string> reasons;  // one line per decision, e.g. "bf16: AVX512_BF16 present"
+};
+
+// One value as LibTorch reports it after apply(), for `report --apply`.
+struct AppliedValue {
+  std::string key;    // "num_threads", "autocast_cpu_enabled", "autocast_cpu_dtype", ...
+  std::string value;  // as read back from LibTorch, not as intended
+};
+
+class Precision {
+ public:
+  virtual ~Precision() = default;
+  // Decide. An explicit request the device cannot honour is refused with invalid_argument or
+  // not_supported (never silently downgraded).
+  virtual Result<PrecisionPlan> plan(const PrecisionRequest& request) noexcept = 0;
+  // Set LibTorch's state to `plan`.
+  virtual Status apply(const PrecisionPlan& plan) noexcept = 0;
+  // Read every value apply() sets back from LibTorch.
+  virtual Result<std::vector<AppliedValue>> read_back() noexcept = 0;
+};
+
+}  // namespace accelkit
