@@ -1,0 +1,54 @@
+#include "accelkit/context.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "accelkit/log.hpp"
+
+namespace accelkit {
+
+DeviceRequest device_request_from(const Settings& settings) {
+  DeviceRequest r;
+  const Effective& dev = settings.get("device");
+  r.device = settings.str("device");
+  r.device_origin = dev.source.empty() ? to_string(dev.origin) : dev.source;
+  r.no_gpu = settings.flag("no_gpu");
+  r.prefer = settings.list("prefer");
+  r.require = settings.list("require");
+  return r;
+}
+
+std::unique_ptr<Context> Context::create(const ContextOptions& options) {
+  std::unique_ptr<Context> ctx(new Context());
+  ctx->settings_ = Settings::resolve(options.settings);
+  init_logging(ctx->settings_.str("log_level"));
+  ctx->discovery_ = discover_plugins(options.loader);
+  ctx->pci_ = scan_pci_gpus();
+  ctx->decision_ = negotiate(ctx->discovery_.plugins, device_request_from(ctx->settings_), ctx->pci_);
+  for (const auto& hint : ctx->decision_.hints) spdlog::info("{}", hint);
+  return ctx;
+}
+
+const Candidate& Context::require_device() const {
+  if (!decision_.ok || !decision_.selected) throw DeviceUnavailableError(decision_.error);
+  return *decision_.selected;
+}
+
+const PluginRecord* Context::plugin(const std::string& name) const {
+  for (const auto& rec : discovery_.plugins)
+    if (rec.name == name && rec.plugin) return &rec;
+  return nullptr;
+}
+
+std::shared_ptr<Device> Context::open_selected() const {
+  const Candidate& c = require_device();
+  const PluginRecord* rec = plugin(c.plugin);
+  if (!rec) throw std::runtime_error("plugin '" + c.plugin + "' is not loaded");
+  Result<std::shared_ptr<Device>> dev = rec->plugin->open(c.device_index);
+  if (!dev.ok()) throw std::runtime_error("cannot open " + c.device.id + ": " + dev.status().message());
+  if (!dev.value()) throw std::runtime_error("cannot open " + c.device.id + ": the plugin returned no device");
+  // The device shares ownership of its plugin, so the plugin outlives every device.
+  auto holder = std::make_shared<std::pair<std::shared_ptr<Plugin>, std::shared_ptr<Device>>>(rec->plugin, dev.value());
+  return std::shared_ptr<Device>(holder, holder->second.get());
+}
+
+}  // namespace accelkit

@@ -1,0 +1,355 @@
+#include "accelkit/loader.hpp"
+
+#include <dlfcn.h>
+#include <fnmatch.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include <boost/dll/shared_library.hpp>
+#include <spdlog/spdlog.h>
+
+#include "accelkit/host_paths.hpp"
+#include "accelkit/version.hpp"
+
+namespace fs = std::filesystem;
+
+namespace accelkit {
+
+const char* to_string(PluginStatus s) noexcept {
+  switch (s) {
+    case PluginStatus::loaded: return "loaded";
+    case PluginStatus::rejected: return "rejected";
+    case PluginStatus::unavailable: return "unavailable";
+  }
+  return "rejected";
+}
+
+std::string host_torch_version() { return ACCELKIT_TORCH_VERSION_STRING; }
+std::string host_cxx_abi() { return ACCELKIT_CXX_ABI_TAG; }
+
+namespace {
+
+constexpr std::string_view kPrefix = "libaccelkit-";
+constexpr std::string_view kSuffix = ".so";
+
+// Every library ever opened stays open for the life of the process.
+std::vector<std::shared_ptr<boost::dll::shared_library>>& kept_libraries() {
+  static auto* libs = new std::vector<std::shared_ptr<boost::dll::shared_library>>();
+  return *libs;
+}
+std::mutex& kept_mutex() {
+  static auto* m = new std::mutex();
+  return *m;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == sep) {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+std::string env_or_empty(const char* name) {
+  const char* v = secure_env(name);
+  return v ? std::string(v) : std::string();
+}
+
+std::string major_minor(const std::string& version) {
+  auto first = version.find('.');
+  if (first == std::string::npos) return version;
+  auto second = version.find('.', first + 1);
+  return version.substr(0, second);
+}
+
+std::string mode_string(mode_t mode) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mode & 07777));
+  return buf;
+}
+
+bool is_plugin_file_name(const std::string& file) {
+  return file.size() > kPrefix.size() + kSuffix.size() && file.compare(0, kPrefix.size(), kPrefix) == 0 &&
+         file.compare(file.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0;
+}
+
+std::string name_from_file(const std::string& path) {
+  std::string file = fs::path(path).filename().string();
+  if (!is_plugin_file_name(file)) return file;
+  return file.substr(kPrefix.size(), file.size() - kPrefix.size() - kSuffix.size());
+}
+
+// Why the file is not an ELF shared object we could open, or "".
+std::string elf_problem(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "cannot be read: " + std::string(std::strerror(errno));
+  unsigned char header[18] = {};
+  in.read(reinterpret_cast<char*>(header), sizeof header);
+  if (in.gcount() < 18 || std::memcmp(header, "\x7f" "ELF", 4) != 0)
+  {
+    std::error_code ec;
+    return "not an ELF shared object (" + std::to_string(fs::file_size(path, ec)) + " bytes, no ELF header)";
+  }
+  const unsigned e_type = header[5] == 2 ? (header[16] << 8 | header[17]) : (header[16] | header[17] << 8);
+  if (e_type != 3 /* ET_DYN */) return "an ELF file but not a shared object (e_type " + std::to_string(e_type) + ")";
+  return {};
+}
+
+std::vector<std::string> match_globs(const std::vector<std::string>& globs, const std::string& name,
+                                     const std::string& file) {
+  std::vector<std::string> hits;
+  for (const auto& g : globs)
+    if (fnmatch(g.c_str(), name.c_str(), 0) == 0 || fnmatch(g.c_str(), file.c_str(), 0) == 0) hits.push_back(g);
+  return hits;
+}
+
+std::string join(const std::vector<std::string>& parts, const char* sep) {
+  std::string out;
+  for (const auto& p : parts) {
+    if (!out.empty()) out += sep;
+    out += p;
+  }
+  return out;
+}
+
+// Decides, once the plugin's name is known, whether to go on: "" to continue, else why not.
+using NameVeto = std::function<std::string(const std::string& name)>;
+
+PluginRecord load_impl(const std::string& path, bool probe, const NameVeto& veto,
+                       std::vector<std::string>* trace) {
+  PluginRecord rec;
+  rec.path = path;
+  rec.name = name_from_file(path);
+  auto reject = [&](std::string why) {
+    rec.status = PluginStatus::rejected;
+    rec.reason = std::move(why);
+    return rec;
+  };
+
+  std::error_code ec;
+  if (!fs::path(path).is_absolute()) return reject("not an absolute path; only absolute paths are opened");
+  if (!fs::exists(path, ec)) return reject("no such file");
+  if (!fs::is_regular_file(path, ec)) return reject("not a regular file");
+  if (auto why = insecure_path_reason(path); !why.empty()) return reject("refused as insecure: " + why);
+  if (auto why = elf_problem(path); !why.empty()) return reject(why);
+
+  // Our own dlopen first: it gives the real reason (Boost.DLL would say "Bad file descriptor").
+  dlerror();
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* err = dlerror();
+    std::string text = err ? err : "dlopen failed";
+    if (auto pos = text.find(path + ": "); pos == 0) text = text.substr(path.size() + 2);
+    return reject("cannot be loaded: " + text);
+  }
+  // `handle` is never closed: plugins are never unloaded.
+
+  auto lib = std::make_shared<boost::dll::shared_library>();
+  boost::dll::fs::error_code bec;
+  lib->load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local, bec);
+  if (bec) return reject("cannot be loaded: " + bec.message());
+  {
+    std::lock_guard<std::mutex> lock(kept_mutex());
+    kept_libraries().push_back(lib);
+  }
+
+  if (!lib->has(ACCELKIT_PLUGIN_INFO_SYMBOL))
+    return reject("not an accelkit plugin: no '" ACCELKIT_PLUGIN_INFO_SYMBOL "' symbol");
+  auto& info_fn = lib->get<const AccelkitPluginInfo*()>(ACCELKIT_PLUGIN_INFO_SYMBOL);
+  const AccelkitPluginInfo* info = info_fn();
+  if (!info) return reject(ACCELKIT_PLUGIN_INFO_SYMBOL "() returned NULL");
+
+  if (info->struct_size < ACCELKIT_PLUGIN_INFO_MIN_SIZE)
+    return reject("handshake: AccelkitPluginInfo.struct_size found " + std::to_string(info->struct_size) +
+                  ", expected at least " + std::to_string(ACCELKIT_PLUGIN_INFO_MIN_SIZE));
+  if (info->abi_major != ACCELKIT_ABI_MAJOR)
+    return reject("handshake: ABI major found " + std::to_string(info->abi_major) + " (" +
+                  std::to_string(info->abi_major) + "." + std::to_string(info->abi_minor) + "), expected " +
+                  std::to_string(ACCELKIT_ABI_MAJOR) +
+                  (info->abi_major > ACCELKIT_ABI_MAJOR ? ": the plugin needs a newer accelkit"
+                                                        : ": rebuild the plugin against this SDK"));
+  if (!info->name || !*info->name || !info->version || !info->torch_version || !info->cxx_abi)
+    return reject("handshake: AccelkitPluginInfo has a NULL or empty name/version/torch_version/cxx_abi");
+  rec.name = info->name;
+  rec.version = info->version;
+  rec.torch_version = info->torch_version;
+  rec.cxx_abi = info->cxx_abi;
+  if (info->description) rec.description = info->description;
+  if (major_minor(rec.torch_version) != major_minor(host_torch_version()))
+    return reject("handshake: LibTorch found " + rec.torch_version + ", expected " +
+                  major_minor(host_torch_version()) + ".x (this host runs " + host_torch_version() + ")");
+  if (rec.cxx_abi != host_cxx_abi())
+    return reject("handshake: C++ ABI tag found '" + rec.cxx_abi + "', expected '" + host_cxx_abi() + "'");
+  if (veto) {
+    if (auto why = veto(rec.name); !why.empty()) return reject(why);
+  }
+
+  if (!lib->has(ACCELKIT_PLUGIN_FACTORY_ALIAS))
+    return reject("no '" ACCELKIT_PLUGIN_FACTORY_ALIAS "' factory (use ACCELKIT_PLUGIN(Class))");
+  auto& factory = lib->get_alias<PluginFactory>(ACCELKIT_PLUGIN_FACTORY_ALIAS);
+  Status err;
+  Plugin* raw = factory(&err);
+  if (!raw) return reject("factory failed: " + (err.message().empty() ? std::string("returned null") : err.message()));
+  rec.plugin = std::shared_ptr<Plugin>(raw, [lib](Plugin* p) { delete p; });
+
+  if (!probe) {
+    rec.status = PluginStatus::loaded;
+    return rec;
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  Result<ProbeReport> report = rec.plugin->probe();
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (trace) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.2f ms", ms);
+    trace->push_back("  probed '" + rec.name + "' in " + buf);
+  }
+  if (!report.ok()) {
+    rec.status = PluginStatus::unavailable;
+    rec.reason = "probe failed: " + report.status().message();
+    return rec;
+  }
+  rec.probe = std::move(report).value();
+  for (std::size_t i = 0; i < rec.probe->devices.size(); ++i)
+    if (rec.probe->devices[i].id.empty()) rec.probe->devices[i].id = rec.name + ":" + std::to_string(i);
+  if (rec.probe->score <= 0) {
+    rec.status = PluginStatus::unavailable;
+    rec.reason = rec.probe->reasons.empty() ? "score 0: unusable here" : join(rec.probe->reasons, "; ");
+    return rec;
+  }
+  rec.status = PluginStatus::loaded;
+  return rec;
+}
+
+std::string executable_dir() {
+  std::error_code ec;
+  auto exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return {};
+  return exe.parent_path().string();
+}
+
+}  // namespace
+
+std::string insecure_path_reason(const std::string& path) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::path(path), ec);
+  if (ec) p = fs::path(path);
+  for (fs::path cur = p;; cur = cur.parent_path()) {
+    struct stat st {};
+    if (::stat(cur.c_str(), &st) == 0) {
+      bool writable = st.st_mode & (S_IWGRP | S_IWOTH);
+      bool root_sticky_dir = S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) && st.st_uid == 0;
+      if (writable && !root_sticky_dir)
+        return "'" + cur.string() + "' is writable by " + ((st.st_mode & S_IWOTH) ? "others" : "its group") +
+               " (mode " + mode_string(st.st_mode) + ")";
+    }
+    if (cur == cur.parent_path() || cur.empty()) break;
+  }
+  return {};
+}
+
+std::vector<SearchDir> plugin_search_dirs(const LoaderOptions& options) {
+  std::vector<SearchDir> dirs;
+  auto add_list = [&](const std::vector<std::string>& list, const char* origin) {
+    for (const auto& d : list) dirs.push_back({d, origin});
+  };
+  if (!options.cli_paths.empty()) {
+    add_list(options.cli_paths, "--plugin-path");
+    return dirs;
+  }
+  if (options.read_environment) {
+    if (auto replace = env_or_empty("ACCELKIT_PLUGIN_PATH"); !replace.empty()) {
+      add_list(split(replace, ':'), "ACCELKIT_PLUGIN_PATH");
+      return dirs;
+    }
+    add_list(split(env_or_empty("ACCELKIT_ADD_PLUGIN_PATH"), ':'), "ACCELKIT_ADD_PLUGIN_PATH");
+  }
+  if (options.include_default_dirs) {
+    dirs.push_back({ACCELKIT_BUILDTIME_PLUGIN_DIR, "build-time"});
+    if (auto exe = executable_dir(); !exe.empty())
+      dirs.push_back({(fs::path(exe).parent_path() / "lib" / "accelkit" / "plugins").string(), "executable-relative"});
+  }
+  return dirs;
+}
+
+PluginRecord load_plugin_file(const std::string& path, bool probe) { return load_impl(path, probe, {}, nullptr); }
+
+Discovery discover_plugins(const LoaderOptions& options) {
+  Discovery out;
+  std::vector<std::string> globs = options.disable_globs;
+  if (options.read_environment) {
+    for (auto& g : split(env_or_empty("ACCELKIT_PLUGINS_DISABLE"), ',')) globs.push_back(g);
+  }
+  std::set<std::string> seen_real;
+  std::map<std::string, std::string> seen_name;  // name -> path
+
+  for (const auto& dir : plugin_search_dirs(options)) {
+    if (!fs::path(dir.path).is_absolute()) {
+      out.trace.push_back(dir.path + " (" + dir.origin + "): ignored, not an absolute path");
+      continue;
+    }
+    out.dirs.push_back(dir);
+    std::error_code ec;
+    if (!fs::is_directory(dir.path, ec)) {
+      out.trace.push_back(dir.path + " (" + dir.origin + "): no such directory");
+      continue;
+    }
+    std::vector<std::string> files;
+    for (const auto& entry : fs::directory_iterator(dir.path, ec)) {
+      std::string file = entry.path().filename().string();
+      if (is_plugin_file_name(file)) files.push_back(entry.path().string());
+    }
+    std::sort(files.begin(), files.end());
+    out.trace.push_back(dir.path + " (" + dir.origin + "): " + std::to_string(files.size()) + " candidate(s)");
+
+    for (const auto& path : files) {
+      std::string file = fs::path(path).filename().string();
+      auto real = fs::weakly_canonical(path, ec).string();
+      PluginRecord rec;
+      if (!seen_real.insert(real).second) {
+        rec.path = path;
+        rec.name = name_from_file(path);
+        rec.reason = "duplicate: same file as one already loaded (" + real + ")";
+      } else if (auto hits = match_globs(globs, name_from_file(path), file); !hits.empty()) {
+        rec.path = path;
+        rec.name = name_from_file(path);
+        rec.reason = "disabled by ACCELKIT_PLUGINS_DISABLE ('" + hits.front() + "')";
+      } else {
+        NameVeto veto = [&](const std::string& name) -> std::string {
+          if (auto it = seen_name.find(name); it != seen_name.end())
+            return "duplicate: a plugin named '" + name + "' was already found at " + it->second;
+          if (auto h = match_globs(globs, name, file); !h.empty())
+            return "disabled by ACCELKIT_PLUGINS_DISABLE ('" + h.front() + "')";
+          return {};
+        };
+        rec = load_impl(path, options.probe, veto, &out.trace);
+        if (rec.plugin) seen_name.emplace(rec.name, path);
+      }
+      out.trace.push_back("  " + path + ": " + to_string(rec.status) + (rec.reason.empty() ? "" : " - " + rec.reason));
+      if (rec.status == PluginStatus::rejected)
+        spdlog::debug("plugin {} rejected: {}", path, rec.reason);
+      out.plugins.push_back(std::move(rec));
+    }
+  }
+  return out;
+}
+
+}  // namespace accelkit
