@@ -1,0 +1,32 @@
+#include "cpu_device.hpp"
+
+#include "cpu_monitor.hpp"
+#include "cpu_precision.hpp"
+
+namespace accelkit::cpu {
+
+CpuDevice::CpuDevice(CpuProbe probe, DeviceInfo info)
+    : probe_(std::move(probe)), info_(std::move(info)) {}
+
+Result<std::shared_ptr<Precision>> CpuDevice::precision() noexcept {
+  return capture("cpu precision", [&] {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!precision_) precision_ = std::make_shared<CpuPrecision>(probe_);
+    return precision_;
+  });
+}
+
+Result<std::shared_ptr<Optimizer>> CpuDevice::optimizer() noexcept {
+  return Status(StatusCode::not_supported,
+                "the CPU plugin has no fused optimizer yet; the host uses torch::optim::AdamW");
+}
+
+Result<std::shared_ptr<Monitor>> CpuDevice::monitor() noexcept {
+  return capture("cpu monitor", [&]() -> std::shared_ptr<Monitor> {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!monitor_) monitor_ = std::make_shared<CpuMonitor>();
+    return monitor_;
+  });
+}
+
+}  // namespace accelkit::cpu

@@ -1,0 +1,88 @@
+#include "cpu_monitor.hpp"
+
+#include <accelkit/host_paths.hpp>
+
+#include "meminfo.hpp"
+
+namespace accelkit::cpu {
+namespace {
+FileReader or_default(FileReader read) { return read ? std::move(read) : FileReader(read_text_file); }
+}  // namespace
+
+CpuMonitor::CpuMonitor(FileReader read)
+    : read_(or_default(std::move(read))),
+      temperature_(find_temperature_source(read_)),
+      rapl_(find_rapl_domains(read_), read_) {}
+
+Result<std::vector<Reading>> CpuMonitor::sample() noexcept {
+  return sample_at(Clock::now());
+}
+
+Result<std::vector<Reading>> CpuMonitor::sample_at(Clock::time_point now) noexcept {
+  return capture("cpu monitor sample", [&] { return sample_unchecked(now); });
+}
+
+std::vector<Reading> CpuMonitor::sample_unchecked(Clock::time_point now) {
+  std::vector<Reading> out;
+
+  Reading temp{reading::temperature_c, std::nullopt, "C", "", ""};
+  if (temperature_) {
+    temp.source = temperature_->description;
+    TemperatureValue v = read_temperature(*temperature_, read_);
+    temp.value = v.celsius;
+    if (!v.celsius) temp.note = "n/a: " + v.error;
+  } else {
+    temp.note = "n/a: no hwmon temperature sensor (k10temp, zenpower, coretemp) and no "
+                "x86_pkg_temp thermal zone";
+  }
+  out.push_back(std::move(temp));
+
+  Reading power{reading::power_w, std::nullopt, "W", "", ""};
+  if (!rapl_.empty()) power.source = rapl_.source();
+  RaplMeter::Sample p = rapl_.read(now);
+  power.value = p.watts;
+  power.note = p.note;
+  out.push_back(std::move(power));
+  if (!rapl_.empty()) {
+    if (auto limit = rapl_.power_limit_w())
+      out.push_back({reading::power_limit_w, limit, "W", rapl_.source() + " constraint_0", ""});
+  }
+
+  Reading util{reading::utilisation_pct, std::nullopt, "%", "/proc/stat", ""};
+  const std::string stat_path = procfs_path("stat");
+  ReadResult stat = read_(stat_path);
+  std::optional<CpuTicks> ticks = stat.ok() ? parse_proc_stat(stat.text) : std::nullopt;
+  if (!ticks) {
+    util.note = stat.ok() ? "n/a: no aggregate cpu line in " + stat_path
+                          : "n/a: cannot read " + stat_path + ": " + error_text(stat.error);
+  } else if (!previous_ticks_) {
+    util.note = "n/a: first sample (utilisation is the tick delta between samples)";
+  } else {
+    util.value = utilisation_pct(*previous_ticks_, *ticks);
+    if (!util.value) util.note = "n/a: no CPU ticks elapsed since the previous sample";
+  }
+  previous_ticks_ = ticks;
+  out.push_back(std::move(util));
+
+  Reading used{reading::memory_used_bytes, std::nullopt, "bytes", "/proc/meminfo", ""};
+  Reading total{reading::memory_total_bytes, std::nullopt, "bytes", "/proc/meminfo", ""};
+  const std::string meminfo_path = procfs_path("meminfo");
+  ReadResult mem = read_(meminfo_path);
+  MemInfo m = mem.ok() ? parse_meminfo(mem.text) : MemInfo{};
+  if (m.total_bytes > 0) {
+    total.value = static_cast<double>(m.total_bytes);
+    if (m.available_bytes && *m.available_bytes <= m.total_bytes)
+      used.value = static_cast<double>(m.total_bytes - *m.available_bytes);
+    else
+      used.note = "n/a: no MemAvailable/MemFree in " + meminfo_path;
+  } else {
+    std::string why = mem.ok() ? "no MemTotal in " + meminfo_path
+                               : "cannot read " + meminfo_path + ": " + error_text(mem.error);
+    used.note = total.note = "n/a: " + why;
+  }
+  out.push_back(std::move(used));
+  out.push_back(std::move(total));
+  return out;
+}
+
+}  // namespace accelkit::cpu

@@ -1,0 +1,23 @@
+// accelkit::Precision for the CPU: plan() applies precision_rules, apply() sets LibTorch's
+// intra-op threads and CPU autocast, read_back() reads them from LibTorch.
+#pragma once
+
+#include <accelkit/precision.hpp>
+
+#include "probe.hpp"
+
+namespace accelkit::cpu {
+
+class CpuPrecision final : public Precision {
+ public:
+  explicit CpuPrecision(CpuProbe probe) : probe_(std::move(probe)) {}
+
+  Result<PrecisionPlan> plan(const PrecisionRequest& request) noexcept override;
+  Status apply(const PrecisionPlan& plan) noexcept override;
+  Result<std::vector<AppliedValue>> read_back() noexcept override;
+
+ private:
+  CpuProbe probe_;
+};
+
+}  // namespace accelkit::cpu

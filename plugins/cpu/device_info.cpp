@@ -1,0 +1,73 @@
+#include "device_info.hpp"
+
+#include <cstdio>
+
+namespace accelkit::cpu {
+namespace {
+std::string gib(std::uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (1024.0 * 1024 * 1024));
+  return buf;
+}
+std::string count(int n) { return n > 0 ? std::to_string(n) : "unknown"; }
+}  // namespace
+
+std::string bf16_source(const IsaFlags& isa) {
+  if (isa.amx_bf16) return "AMX-BF16";
+  if (isa.avx512_bf16) return "AVX512_BF16";
+  return {};
+}
+
+CpuReport make_cpu_report(const CpuProbe& p) {
+  CpuReport r;
+  r.score = kCpuScore;
+  DeviceInfo& d = r.device;
+  d.id = "cpu:0";
+  d.torch_device = "cpu";
+  d.name = p.model.empty() ? "CPU" : p.model;
+  d.vendor = p.vendor;
+  d.kind = DeviceKind::cpu;
+  d.memory_bytes = p.memory_bytes;
+
+  const std::string isa = isa_list(p.isa);
+  const std::string bf16 = bf16_source(p.isa);
+  CapabilitySet& caps = d.capabilities;
+  caps.add(Capability::fp32);
+  if (!bf16.empty()) caps.add(Capability::bf16);
+  if (!p.sensors.temperature.empty()) caps.add(Capability::thermal);
+  if (!p.sensors.power.empty() && p.sensors.power_readable) caps.add(Capability::power);
+  if (p.sensors.utilisation) caps.add(Capability::utilisation);
+  caps.set("isa", isa);
+  for (const auto& [name, on] : isa_entries(p.isa))
+    if (on) caps.set(name, "true");
+  if (p.blas.kind != BlasKind::not_found) caps.set("blas", p.blas.name);
+
+  auto& props = d.properties;
+  props.emplace_back("vendor", p.vendor.empty() ? "unknown" : p.vendor);
+  props.emplace_back("physical cores", count(p.physical_cores));
+  props.emplace_back("logical cores", count(p.logical_cores));
+  props.emplace_back("sockets", count(p.sockets));
+  props.emplace_back("NUMA nodes", count(p.numa_nodes));
+  props.emplace_back("memory", p.memory_bytes ? gib(p.memory_bytes) : "unknown");
+  props.emplace_back("isa", isa.empty() ? "none of avx2/avx512f/avx512bw/avx512_bf16/amx_bf16" : isa);
+  props.emplace_back("blas", p.blas.kind == BlasKind::not_found
+                                 ? "not visible (statically linked into LibTorch, or not loaded)"
+                                 : p.blas.name + " (" + p.blas.path + ")");
+  props.emplace_back("temperature sensor", p.sensors.temperature.empty() ? "none" : p.sensors.temperature);
+  props.emplace_back("power sensor", p.sensors.power.empty()      ? "none"
+                                     : p.sensors.power_readable ? p.sensors.power
+                                                                : p.sensors.power + " (not readable: root-only)");
+  for (const std::string& n : p.notes) props.emplace_back("note", n);
+
+  r.reasons.push_back("CPU is always usable: " + count(p.physical_cores) + " physical / " +
+                      count(p.logical_cores) + " logical cores");
+  r.reasons.push_back(!bf16.empty() ? "bf16 is native (" + bf16 + ")"
+                                    : "no AVX512_BF16 or AMX-BF16: fp32 is the fast dtype");
+  if (!p.blas.warning.empty()) {
+    d.warnings.push_back(p.blas.warning);
+    r.warnings.push_back(p.blas.warning);
+  }
+  return r;
+}
+
+}  // namespace accelkit::cpu

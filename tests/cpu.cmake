@@ -1,0 +1,17 @@
+# CPU plugin suites. All but cpu_plugin_test link only the LibTorch-free accelkit_cpu_probe.
+if(NOT TARGET accelkit_cpu_probe)
+  return()
+endif()
+
+accelkit_add_test(cpu_isa_test SOURCES cpu_isa_test.cpp LINK accelkit_cpu_probe)
+accelkit_add_test(cpu_parse_test SOURCES cpu_parse_test.cpp LINK accelkit_cpu_probe)
+accelkit_add_test(cpu_probe_test SOURCES cpu_probe_test.cpp LINK accelkit_cpu_probe)
+accelkit_add_test(cpu_monitor_test SOURCES cpu_monitor_test.cpp LINK accelkit_cpu_probe)
+accelkit_add_test(cpu_precision_test SOURCES cpu_precision_test.cpp LINK accelkit_cpu_probe)
+
+# The built module, dlopened as the host does; LibTorch only for headers and the ABI flags.
+accelkit_add_test(cpu_plugin_test SOURCES cpu_plugin_test.cpp
+  LINK accelkit::sdk accelkit_torch ${CMAKE_DL_LIBS})
+target_compile_definitions(cpu_plugin_test PRIVATE
+  ACCELKIT_CPU_PLUGIN_PATH="$<TARGET_FILE:accelkit-plugin-cpu>")
+add_dependencies(cpu_plugin_test accelkit-plugin-cpu)
