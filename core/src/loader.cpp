@@ -248,13 +248,14 @@ std::string executable_dir() {
 
 }  // namespace
 
-std::string insecure_path_reason(const std::string& path) {
-  std::error_code ec;
-  fs::path p = fs::weakly_canonical(fs::path(path), ec);
-  if (ec) p = fs::path(path);
+namespace {
+// Walks `p` and its parents; the first one writable by group/others (root-owned sticky
+// directories excepted) is the reason. Symbolic links are judged by their directory, not
+// their own (always 0777) mode.
+std::string first_writable(const fs::path& p) {
   for (fs::path cur = p;; cur = cur.parent_path()) {
     struct stat st {};
-    if (::stat(cur.c_str(), &st) == 0) {
+    if (::lstat(cur.c_str(), &st) == 0 && !S_ISLNK(st.st_mode)) {
       bool writable = st.st_mode & (S_IWGRP | S_IWOTH);
       bool root_sticky_dir = S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) && st.st_uid == 0;
       if (writable && !root_sticky_dir)
@@ -263,6 +264,18 @@ std::string insecure_path_reason(const std::string& path) {
     }
     if (cur == cur.parent_path() || cur.empty()) break;
   }
+  return {};
+}
+}  // namespace
+
+std::string insecure_path_reason(const std::string& path) {
+  // The path as found (whoever can write its directories can swap a link there) and the file
+  // it resolves to.
+  fs::path as_found = fs::absolute(fs::path(path)).lexically_normal();
+  if (auto why = first_writable(as_found); !why.empty()) return why;
+  std::error_code ec;
+  fs::path real = fs::weakly_canonical(as_found, ec);
+  if (!ec && real != as_found) return first_writable(real);
   return {};
 }
 
@@ -327,7 +340,7 @@ Discovery discover_plugins(const LoaderOptions& options) {
       if (!seen_real.insert(real).second) {
         rec.path = path;
         rec.name = name_from_file(path);
-        rec.reason = "duplicate: same file as one already loaded (" + real + ")";
+        rec.reason = "duplicate: the same file (" + real + ") was found earlier";
       } else if (auto hits = match_globs(globs, name_from_file(path), file); !hits.empty()) {
         rec.path = path;
         rec.name = name_from_file(path);
