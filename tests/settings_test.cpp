@@ -277,7 +277,7 @@ TEST_CASE("bad file: unknown key with the nearest valid key") {
   CHECK_FALSE(contains(far, "did you mean"));
 
   auto table = refusal(inputs(fixture("table.toml")));
-  CHECK(contains(table, "unknown setting 'routing' in " + fixture("table.toml") + ":3:"));
+  CHECK(contains(table, "unknown setting 'colour' in " + fixture("table.toml") + ":3:"));
   CHECK(contains(table, "is a table"));
 }
 

@@ -392,6 +392,13 @@ void read_table(const toml::table& table, const std::string& prefix, const std::
         problems.add("'" + key + "' in " + at + " " + problem);
     } else if (node.is_table() && is_section(key)) {
       read_table(*node.as_table(), key + ".", path, out, problems);
+    } else if (prefix.empty() && is_component_table(key)) {
+      // Read by its own component ([train] by the trainer, ...); only its shape is checked here.
+      if (!node.is_table())
+        problems.add("'" + key + "' in " + at + " must be a table ([" + key + "]), got " + toml_type_name(node.type()));
+    } else if (std::string near_table = prefix.empty() && node.is_table() ? nearest(key, component_tables()) : "";
+               !near_table.empty()) {
+      problems.add("unknown table [" + key + "] in " + at + "; did you mean [" + near_table + "]?");
     } else {
       std::string msg = "unknown setting '" + key + "' in " + at + did_you_mean(key);
       if (node.is_table())
@@ -534,6 +541,19 @@ std::optional<Effective> chosen_profile(const std::vector<const Layer*>& highest
 }  // namespace
 
 std::string nearest_setting_key(std::string_view key) { return nearest(key, schema_keys()); }
+std::string nearest_word(std::string_view word, const std::vector<std::string>& candidates) {
+  return nearest(word, candidates);
+}
+
+const std::vector<std::string>& component_tables() {
+  static const std::vector<std::string> tables = {"train", "bench", "routing"};
+  return tables;
+}
+
+bool is_component_table(std::string_view key) {
+  const auto& tables = component_tables();
+  return std::find(tables.begin(), tables.end(), key) != tables.end();
+}
 
 Settings::Settings() {
   for (const auto& spec : settings_schema())

@@ -44,6 +44,14 @@ const std::vector<SettingSpec>& settings_schema();
 
 // The closest schema key by edit distance, or "" when nothing is close.
 std::string nearest_setting_key(std::string_view key);
+// The same guess among any `candidates` (for other components' config tables).
+std::string nearest_word(std::string_view word, const std::vector<std::string>& candidates);
+
+// Top-level TOML tables owned by other components ([train], [bench], [routing]): Settings
+// skips them (a non-table value under such a name is still an error); their owners read the
+// same file through Settings::config_file().
+const std::vector<std::string>& component_tables();
+bool is_component_table(std::string_view key);
 
 struct Effective {
   SettingValue value;

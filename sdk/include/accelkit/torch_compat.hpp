@@ -62,15 +62,17 @@ inline void set_autocast_dtype(c10::DeviceType type, at::ScalarType dtype) {
 class AutocastGuard {
  public:
   AutocastGuard(c10::DeviceType type, bool enabled, at::ScalarType dtype)
-      : type_(type), prev_enabled_(autocast_enabled(type)), prev_dtype_(autocast_dtype(type)) {
+      : type_(type), prev_enabled_(autocast_enabled(type)), prev_dtype_(autocast_dtype(type)),
+        set_dtype_(enabled && dtype != prev_dtype_) {
+    // The dtype is only set when autocast is on: LibTorch 1.13 refuses fp32 as a CPU autocast dtype.
+    if (set_dtype_) set_autocast_dtype(type_, dtype);
     set_autocast_enabled(type_, enabled);
-    set_autocast_dtype(type_, dtype);
     at::autocast::increment_nesting();
   }
   ~AutocastGuard() {
     if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
     set_autocast_enabled(type_, prev_enabled_);
-    set_autocast_dtype(type_, prev_dtype_);
+    if (set_dtype_) set_autocast_dtype(type_, prev_dtype_);
   }
   AutocastGuard(const AutocastGuard&) = delete;
   AutocastGuard& operator=(const AutocastGuard&) = delete;
@@ -79,6 +81,7 @@ class AutocastGuard {
   c10::DeviceType type_;
   bool prev_enabled_;
   at::ScalarType prev_dtype_;
+  bool set_dtype_;
 };
 
 }  // namespace accelkit::compat

@@ -1,0 +1,231 @@
+// Checkpoint files: envelope, atomic write, listing, pruning, directory lock.
+#include "accelkit/checkpoint.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <system_error>
+
+namespace accelkit {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Header: magic[8], u32 format version, u32 crc32(payload), u64 payload size; little-endian.
+constexpr char kMagic[8] = {'A', 'K', 'C', 'K', 'P', 'T', '\r', '\n'};
+constexpr std::uint32_t kFormatVersion = 1;
+constexpr std::size_t kHeaderSize = 24;
+constexpr const char* kPrefix = "step-";
+constexpr const char* kSuffix = ".ckpt";
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+void put_le(std::string& out, std::uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+std::uint64_t get_le(const char* p, int bytes) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v |= static_cast<std::uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  return v;
+}
+
+// step-<digits>.ckpt -> step, or -1.
+std::int64_t step_of(const std::string& name) {
+  const std::size_t prefix = std::strlen(kPrefix), suffix = std::strlen(kSuffix);
+  if (name.size() <= prefix + suffix || name.compare(0, prefix, kPrefix) != 0 ||
+      name.compare(name.size() - suffix, suffix, kSuffix) != 0)
+    return -1;
+  const std::string digits = name.substr(prefix, name.size() - prefix - suffix);
+  if (digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return -1;
+  return std::stoll(digits);
+}
+
+// .step-<digits>.ckpt.tmp-<pid>
+bool is_temp_name(const std::string& name) {
+  const std::size_t tmp = name.find(".tmp-");
+  return !name.empty() && name[0] == '.' && tmp != std::string::npos && tmp > 1 && step_of(name.substr(1, tmp - 1)) >= 0;
+}
+
+void fsync_dir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw CheckpointError("cannot open directory " + dir + " to sync it: " + errno_text(errno));
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0 && err != EINVAL)  // some filesystems cannot sync a directory
+    throw CheckpointError("fsync of directory " + dir + " failed: " + errno_text(err));
+}
+
+}  // namespace
+
+std::uint32_t crc32(std::string_view bytes, std::uint32_t crc) noexcept {
+  static const std::array<std::uint32_t, 256> table = [] {
+    std::array<std::uint32_t, 256> t{};
+    for (std::uint32_t i = 0; i < 256; ++i) {
+      std::uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  crc = ~crc;
+  for (unsigned char b : bytes) crc = table[(crc ^ b) & 0xff] ^ (crc >> 8);
+  return ~crc;
+}
+
+void write_file_atomically(const std::string& path, std::string_view bytes) {
+  const fs::path target(path);
+  const std::string dir = target.has_parent_path() ? target.parent_path().string() : std::string(".");
+  const std::string temp = (fs::path(dir) / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()))).string();
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw CheckpointError("cannot create " + temp + ": " + errno_text(errno));
+  auto fail = [&](const std::string& what, int err) {
+    if (fd >= 0) ::close(fd);
+    ::unlink(temp.c_str());
+    throw CheckpointError(what + " " + temp + " failed: " + errno_text(err));
+  };
+  const char* p = bytes.data();
+  std::size_t left = bytes.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("writing", errno);
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) fail("fsync of", errno);
+  if (::close(fd) != 0) {
+    fd = -1;
+    fail("closing", errno);
+  }
+  fd = -1;
+  if (::rename(temp.c_str(), path.c_str()) != 0) fail("renaming to " + path + ":", errno);
+  fsync_dir(dir);
+}
+
+CheckpointDir::CheckpointDir(std::string dir) : dir_(std::move(dir)) {}
+
+CheckpointDir::CheckpointDir(CheckpointDir&& other) noexcept : dir_(std::move(other.dir_)), lock_fd_(other.lock_fd_) {
+  other.lock_fd_ = -1;
+}
+
+CheckpointDir::~CheckpointDir() {
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
+}
+
+std::string CheckpointDir::path_for(std::int64_t step) const {
+  char name[48];
+  std::snprintf(name, sizeof name, "%s%08lld%s", kPrefix, static_cast<long long>(step), kSuffix);
+  return (fs::path(dir_) / name).string();
+}
+
+void CheckpointDir::lock() {
+  if (lock_fd_ >= 0) return;
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) throw CheckpointError("cannot create checkpoint directory " + dir_ + ": " + ec.message());
+  int fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw CheckpointError("cannot open checkpoint directory " + dir_ + ": " + errno_text(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int err = errno;
+    ::close(fd);
+    if (err == EWOULDBLOCK)
+      throw CheckpointError("checkpoint directory " + dir_ + " is in use by another training run");
+    throw CheckpointError("cannot lock checkpoint directory " + dir_ + ": " + errno_text(err));
+  }
+  lock_fd_ = fd;
+}
+
+std::vector<CheckpointFile> CheckpointDir::list() const {
+  std::vector<CheckpointFile> out;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(dir_, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    std::int64_t step = step_of(it->path().filename().string());
+    if (step >= 0 && it->is_regular_file(ec)) out.push_back({step, it->path().string()});
+  }
+  std::sort(out.begin(), out.end(), [](const CheckpointFile& a, const CheckpointFile& b) { return a.step > b.step; });
+  return out;
+}
+
+std::string CheckpointDir::write(std::int64_t step, std::string_view payload) const {
+  std::string bytes;
+  bytes.reserve(kHeaderSize + payload.size());
+  bytes.append(kMagic, sizeof kMagic);
+  put_le(bytes, kFormatVersion, 4);
+  put_le(bytes, crc32(payload), 4);
+  put_le(bytes, payload.size(), 8);
+  bytes.append(payload);
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) throw CheckpointError("cannot create checkpoint directory " + dir_ + ": " + ec.message());
+  const std::string path = path_for(step);
+  write_file_atomically(path, bytes);
+  return path;
+}
+
+std::string CheckpointDir::read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CheckpointError("cannot open: " + errno_text(errno));
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw CheckpointError("read error");
+  if (bytes.size() < kHeaderSize) {
+    if (bytes.compare(0, bytes.size(), kMagic, std::min(bytes.size(), sizeof kMagic)) == 0)
+      throw CheckpointError("truncated: " + std::to_string(bytes.size()) + " bytes, shorter than the header");
+    throw CheckpointError("not an accelkit checkpoint (no header)");
+  }
+  if (bytes.compare(0, sizeof kMagic, kMagic, sizeof kMagic) != 0)
+    throw CheckpointError("not an accelkit checkpoint (bad magic)");
+  const auto version = static_cast<std::uint32_t>(get_le(bytes.data() + 8, 4));
+  if (version != kFormatVersion)
+    throw CheckpointError("checkpoint format version " + std::to_string(version) + ", this build reads version " +
+                          std::to_string(kFormatVersion));
+  const auto crc = static_cast<std::uint32_t>(get_le(bytes.data() + 12, 4));
+  const std::uint64_t size = get_le(bytes.data() + 16, 8);
+  const std::uint64_t have = bytes.size() - kHeaderSize;
+  if (have < size)
+    throw CheckpointError("truncated: " + std::to_string(have) + " of " + std::to_string(size) + " payload bytes");
+  if (have > size)
+    throw CheckpointError("trailing garbage: " + std::to_string(have - size) + " bytes after the payload");
+  std::string payload = bytes.substr(kHeaderSize);
+  if (crc32(payload) != crc) throw CheckpointError("checksum mismatch: the file is damaged");
+  return payload;
+}
+
+std::vector<std::string> CheckpointDir::prune(std::size_t keep) const {
+  std::vector<std::string> removed;
+  if (keep == 0) return removed;
+  auto all = list();
+  for (std::size_t i = keep; i < all.size(); ++i) {
+    std::error_code ec;
+    if (fs::remove(all[i].path, ec)) removed.push_back(all[i].path);
+  }
+  return removed;
+}
+
+std::vector<std::string> CheckpointDir::remove_stale_temp_files() const {
+  std::vector<std::string> removed;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(dir_, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    if (!is_temp_name(it->path().filename().string())) continue;
+    std::error_code rm;
+    if (fs::remove(it->path(), rm)) removed.push_back(it->path().string());
+  }
+  return removed;
+}
+
+}  // namespace accelkit

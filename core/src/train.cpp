@@ -1,0 +1,409 @@
+// The trainer: teacher/student MLPs, the step, checkpoints and resume.
+#include "accelkit/train.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <optional>
+#include <sstream>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "accelkit/checkpoint.hpp"
+#include "accelkit/runtime.hpp"
+#include "accelkit/version.hpp"
+
+namespace accelkit {
+
+namespace {
+
+constexpr std::int64_t kCheckpointFormat = 1;
+
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// Independent generator seeds per purpose and index, all from the one config seed.
+enum class Stream : std::uint64_t { teacher = 1, student = 2, data = 3 };
+std::uint64_t stream_seed(std::int64_t seed, Stream stream, std::uint64_t index = 0) {
+  return splitmix64(splitmix64(static_cast<std::uint64_t>(seed) ^ splitmix64(static_cast<std::uint64_t>(stream))) + index);
+}
+
+// The teacher is narrower than the student (width / 8, at least 4): an over-parameterised
+// student escapes the long plateaus of same-size teacher-student learning, so the loss keeps
+// falling instead of stalling at ~20% of its start.
+std::int64_t teacher_width(const TrainConfig& c) { return std::max<std::int64_t>(4, c.width / 8); }
+
+// depth x (Linear + tanh) of `hidden` units, then Linear to c.outputs; input c.width.
+torch::nn::Sequential make_mlp(const TrainConfig& c, std::int64_t hidden) {
+  torch::nn::Sequential mlp;
+  for (std::int64_t i = 0; i < c.depth; ++i) {
+    mlp->push_back(torch::nn::Linear(i == 0 ? c.width : hidden, hidden));
+    mlp->push_back(torch::nn::Tanh());
+  }
+  mlp->push_back(torch::nn::Linear(hidden, c.outputs));
+  return mlp;
+}
+
+// Teacher: N(0, 1/fan_in) weights and small random biases: pre-activations of unit variance,
+// so tanh is clearly non-linear without saturating. Student: LibTorch's Linear default
+// (U(+-1/sqrt(fan_in))), but drawn from our own generator.
+void init_mlp(torch::nn::Sequential& mlp, std::uint64_t seed, bool teacher) {
+  torch::NoGradGuard no_grad;
+  auto gen = at::detail::createCPUGenerator(seed);
+  const std::size_t n = mlp->size();
+  for (std::size_t i = 0; i < n; ++i) {
+    auto* linear = mlp[i]->as<torch::nn::LinearImpl>();
+    if (!linear) continue;
+    const double fan_in = static_cast<double>(linear->weight.size(1));
+    if (teacher) {
+      linear->weight.normal_(0.0, 1.0 / std::sqrt(fan_in), gen);
+      linear->bias.normal_(0.0, 0.1, gen);
+    } else {
+      const double bound = 1.0 / std::sqrt(fan_in);
+      linear->weight.uniform_(-bound, bound, gen);
+      linear->bias.uniform_(-bound, bound, gen);
+    }
+  }
+}
+
+std::string describe(const PrecisionPlan& plan) {
+  if (!plan.autocast) return plan.tf32 ? "fp32 (tf32 matmul)" : "fp32";
+  return plan.dtype + " autocast" + (plan.loss_scaling ? " + loss scaling" : "");
+}
+
+std::string join_lines(const std::vector<std::string>& lines, const char* indent) {
+  std::string out;
+  for (const auto& l : lines) out += std::string("\n") + indent + l;
+  return out;
+}
+
+void write_int(torch::serialize::OutputArchive& a, const char* key, std::int64_t v) { a.write(key, c10::IValue(v)); }
+void write_str(torch::serialize::OutputArchive& a, const char* key, const std::string& v) { a.write(key, c10::IValue(v)); }
+void write_double(torch::serialize::OutputArchive& a, const char* key, double v) { a.write(key, c10::IValue(v)); }
+double read_double(torch::serialize::InputArchive& a, const char* key) {
+  c10::IValue v;
+  a.read(key, v);
+  return v.toDouble();
+}
+std::string number(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+std::int64_t read_int(torch::serialize::InputArchive& a, const char* key) {
+  c10::IValue v;
+  a.read(key, v);
+  return v.toInt();
+}
+std::string read_str(torch::serialize::InputArchive& a, const char* key) {
+  c10::IValue v;
+  a.read(key, v);
+  return v.toStringRef();
+}
+
+}  // namespace
+
+struct Trainer::State {
+  Runtime& rt;
+  TrainConfig cfg;
+  torch::nn::Sequential teacher{nullptr};
+  torch::nn::Sequential student{nullptr};
+  OptimizerChoice opt;
+  LossScaler scaler;
+  std::unique_ptr<GradAccumulator> accumulator;
+  std::int64_t step = 0;  // steps completed
+
+  State(Runtime& runtime, TrainConfig config) : rt(runtime), cfg(std::move(config)) {
+    // read_train_config() validated a file's values; this covers a config built in code.
+    if (cfg.steps < 1 || cfg.batch_size < 1 || cfg.micro_batches < 1 || cfg.width < 1 || cfg.depth < 1 ||
+        cfg.outputs < 1 || !(cfg.lr > 0) || !(cfg.weight_decay >= 0) || cfg.seed < 0 || cfg.log_every < 1 ||
+        cfg.checkpoint_every < 0 || cfg.keep_last < 0)
+      throw SettingsError("invalid [train] values: need steps, batch_size, micro_batches, width, depth, outputs, "
+                          "log_every >= 1; lr > 0; weight_decay, seed, checkpoint_every, keep_last >= 0");
+    if (cfg.batch_size % cfg.micro_batches != 0)
+      throw SettingsError("train.micro_batches (" + std::to_string(cfg.micro_batches) + ") must divide batch_size (" +
+                          std::to_string(cfg.batch_size) + ")");
+    teacher = make_mlp(cfg, teacher_width(cfg));
+    init_mlp(teacher, stream_seed(cfg.seed, Stream::teacher), true);
+    for (auto& p : teacher->parameters()) p.requires_grad_(false);
+    rt.prepare(*teacher);
+    teacher->eval();
+    fresh();
+  }
+
+  // A new student, optimizer and loss scaler at step 0.
+  void fresh() {
+    student = make_mlp(cfg, cfg.width);
+    init_mlp(student, stream_seed(cfg.seed, Stream::student), false);
+    rt.prepare(*student);
+    student->train();
+    AdamWConfig adamw;
+    adamw.lr = cfg.lr;
+    adamw.weight_decay = cfg.weight_decay;
+    opt = rt.make_adamw(student->parameters(), adamw);
+    scaler = rt.make_loss_scaler();
+    accumulator = std::make_unique<GradAccumulator>(static_cast<int>(cfg.micro_batches));
+    step = 0;
+  }
+
+  // The batch of step `index`: the same on every device and in every run with this seed.
+  std::pair<at::Tensor, at::Tensor> batch(std::int64_t index) {
+    auto gen = at::detail::createCPUGenerator(stream_seed(cfg.seed, Stream::data, static_cast<std::uint64_t>(index)));
+    at::Tensor x = at::randn({cfg.batch_size, cfg.width}, gen, at::TensorOptions().dtype(at::kFloat));
+    x = x.to(rt.device());
+    torch::NoGradGuard no_grad;
+    at::Tensor y = teacher->forward(x);
+    return {x, y};
+  }
+
+  // One optimizer step over micro_batches micro-batches; returns the mean loss (detached,
+  // on the device).
+  at::Tensor train_step() {
+    auto [x, y] = batch(step);
+    opt.optimizer->zero_grad();
+    auto xs = x.chunk(cfg.micro_batches);
+    auto ys = y.chunk(cfg.micro_batches);
+    at::Tensor total;
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      at::Tensor loss;
+      {
+        // Runtime::autocast() with an fp32 plan asks LibTorch 1.13 for an fp32 CPU autocast
+        // dtype, which it refuses; no guard is needed then anyway.
+        std::optional<compat::AutocastGuard> autocast;
+        if (rt.precision().autocast) autocast.emplace(rt.device().type(), true, rt.autocast_dtype());
+        at::Tensor out = student->forward(xs[i]);
+        loss = torch::mse_loss(out.to(at::kFloat), ys[i]);
+      }
+      scaler.scale(accumulator->scale(loss)).backward();
+      total = total.defined() ? total + loss.detach() : loss.detach();
+      if (accumulator->boundary()) scaler.step(*opt.optimizer);
+    }
+    ++step;
+    return cfg.micro_batches == 1 ? total : total / static_cast<double>(cfg.micro_batches);
+  }
+
+  std::string save_payload() const {
+    torch::serialize::OutputArchive root;
+    write_int(root, "meta_format", kCheckpointFormat);
+    write_int(root, "meta_step", step);
+    write_int(root, "meta_width", cfg.width);
+    write_int(root, "meta_depth", cfg.depth);
+    write_int(root, "meta_outputs", cfg.outputs);
+    write_int(root, "meta_seed", cfg.seed);
+    write_int(root, "meta_batch_size", cfg.batch_size);
+    write_int(root, "meta_micro_batches", cfg.micro_batches);
+    write_double(root, "meta_lr", cfg.lr);
+    write_double(root, "meta_weight_decay", cfg.weight_decay);
+    write_str(root, "meta_precision", describe(rt.precision()));
+    write_str(root, "meta_optimizer", opt.implementation);
+    write_str(root, "meta_accelkit_version", ACCELKIT_VERSION_STRING);
+    torch::serialize::OutputArchive model(root.compilation_unit());
+    student->save(model);
+    root.write("model", model);
+    torch::serialize::OutputArchive optimizer(root.compilation_unit());
+    opt.optimizer->save(optimizer);
+    root.write("optimizer", optimizer);
+    scaler.save(root);
+    std::string bytes;
+    root.save_to([&bytes](const void* data, std::size_t size) {
+      bytes.append(static_cast<const char*>(data), size);
+      return size;
+    });
+    return bytes;
+  }
+
+  // Refuses (TrainError) a checkpoint of another task; warns about changes that only make the
+  // continuation differ from an uninterrupted run.
+  void check_compatible(torch::serialize::InputArchive& root, const std::string& path, std::vector<std::string>& warnings) {
+    const std::int64_t format = read_int(root, "meta_format");
+    if (format != kCheckpointFormat)
+      throw TrainError("checkpoint " + path + " has trainer format " + std::to_string(format) + ", this build reads " +
+                       std::to_string(kCheckpointFormat));
+    std::vector<std::string> differ;
+    auto same = [&](const char* key, std::int64_t now) {
+      const std::int64_t then = read_int(root, (std::string("meta_") + key).c_str());
+      if (then != now)
+        differ.push_back(std::string(key) + " = " + std::to_string(then) + " there, " + std::to_string(now) + " in the config");
+    };
+    same("width", cfg.width);
+    same("depth", cfg.depth);
+    same("outputs", cfg.outputs);
+    same("seed", cfg.seed);
+    if (!differ.empty())
+      throw TrainError("checkpoint " + path + " belongs to a different run:" + join_lines(differ, "  ") +
+                       "\nresume with the config it was written with, or set another checkpoint_dir");
+    auto note = [&](const char* key, std::int64_t now) {
+      const std::int64_t then = read_int(root, (std::string("meta_") + key).c_str());
+      if (then != now)
+        warnings.push_back(std::string(key) + " changed from " + std::to_string(then) + " to " + std::to_string(now) +
+                           " since " + path + "; the run continues, but not exactly as an uninterrupted one");
+    };
+    note("batch_size", cfg.batch_size);
+    note("micro_batches", cfg.micro_batches);
+    const std::string precision = read_str(root, "meta_precision");
+    if (precision != describe(rt.precision()))
+      warnings.push_back("precision changed from " + precision + " to " + describe(rt.precision()) + " since " + path);
+  }
+
+  // Loads a verified payload; TrainError for an incompatible checkpoint, c10::Error or
+  // std::exception for an unreadable one (the state may then be half-loaded: call fresh()).
+  void load_payload(const std::string& payload, const std::string& path, std::vector<std::string>& warnings) {
+    torch::serialize::InputArchive root;
+    root.load_from(payload.data(), payload.size(), rt.device());
+    std::vector<std::string> notes;
+    check_compatible(root, path, notes);
+    const std::int64_t saved_step = read_int(root, "meta_step");
+    if (saved_step < 0) throw std::runtime_error("negative step " + std::to_string(saved_step));
+    torch::serialize::InputArchive model;
+    root.read("model", model);
+    student->load(model);
+    torch::serialize::InputArchive optimizer;
+    root.read("optimizer", optimizer);
+    opt.optimizer->load(optimizer);
+    scaler.load(root);
+    // The config's hyper-parameters win (an optimizer may restore its saved options).
+    for (auto& group : opt.optimizer->param_groups()) {
+      group.options().set_lr(cfg.lr);
+      if (auto* adamw = dynamic_cast<torch::optim::AdamWOptions*>(&group.options())) adamw->weight_decay(cfg.weight_decay);
+    }
+    for (auto [key, now] : {std::pair<const char*, double>{"lr", cfg.lr}, {"weight_decay", cfg.weight_decay}}) {
+      const double then = read_double(root, (std::string("meta_") + key).c_str());
+      if (then != now) notes.push_back(std::string(key) + " changed from " + number(then) + " to " + number(now) + " since " + path);
+    }
+    step = saved_step;
+    warnings.insert(warnings.end(), notes.begin(), notes.end());
+  }
+};
+
+Trainer::Trainer(Runtime& runtime, TrainConfig config) : state_(std::make_unique<State>(runtime, std::move(config))) {}
+Trainer::~Trainer() = default;
+
+const TrainConfig& Trainer::config() const noexcept { return state_->cfg; }
+
+std::vector<at::Tensor> Trainer::parameters() const { return state_->student->parameters(); }
+
+TrainResult Trainer::run(const TrainOptions& options) {
+  State& s = *state_;
+  const TrainConfig& cfg = s.cfg;
+  TrainResult result;
+  auto warn = [&result](std::string msg) {
+    spdlog::warn("{}", msg);
+    result.warnings.push_back(std::move(msg));
+  };
+
+  std::optional<CheckpointDir> dir;
+  if (!cfg.checkpoint_dir.empty()) {
+    dir.emplace(cfg.checkpoint_dir);
+    dir->lock();
+    for (const auto& stale : dir->remove_stale_temp_files())
+      warn("removed " + stale + ", left by an interrupted checkpoint write");
+  }
+  const std::vector<CheckpointFile> existing = dir ? dir->list() : std::vector<CheckpointFile>{};
+
+  if (options.resume) {
+    if (!dir) {
+      warn("resume asked for, but checkpoint_dir is empty (checkpoints are off); starting at step 0");
+    } else if (existing.empty()) {
+      warn("resume asked for, but " + dir->path() + " holds no checkpoint; starting at step 0");
+    } else {
+      for (const auto& file : existing) {
+        std::vector<std::string> notes;
+        try {
+          s.load_payload(CheckpointDir::read(file.path), file.path, notes);
+          result.resumed_from = file.path;
+          for (auto& n : notes) warn(std::move(n));
+          break;
+        } catch (const TrainError&) {
+          throw;
+        } catch (const std::exception& e) {  // CheckpointError, c10::Error: unreadable
+          std::string reason = e.what();
+          if (auto nl = reason.find('\n'); nl != std::string::npos) reason.resize(nl);  // c10 backtraces
+          result.skipped.push_back({file.path, reason});
+          warn("checkpoint " + file.path + " is unusable (" + reason + ")" +
+               (&file != &existing.back() ? "; falling back to the previous one" : ""));
+          s.fresh();
+        }
+      }
+      if (!result.resumed_from) {
+        std::vector<std::string> reasons;
+        for (const auto& skip : result.skipped) reasons.push_back(skip.path + ": " + skip.reason);
+        throw TrainError("no valid checkpoint to resume from in " + dir->path() + ":" + join_lines(reasons, "  ") +
+                         "\nremove the damaged files to start over");
+      }
+    }
+  } else if (!existing.empty()) {
+    throw TrainError(dir->path() + " already holds checkpoints of a run (newest: step " +
+                     std::to_string(existing.front().step) +
+                     "); pass --resume to continue it, or remove them or set another checkpoint_dir to start over");
+  }
+
+  result.start_step = result.end_step = s.step;
+  result.optimizer = s.opt.implementation;
+  result.precision = describe(s.rt.precision());
+  if (s.step >= cfg.steps) {
+    warn("already at step " + std::to_string(s.step) + " of " + std::to_string(cfg.steps) + "; nothing to train");
+    return result;
+  }
+
+  if (options.on_start) options.on_start(result);
+
+  auto save = [&]() {
+    const std::string path = dir->write(s.step, s.save_payload());
+    result.saved.push_back(path);
+    for (auto& gone : dir->prune(static_cast<std::size_t>(cfg.keep_last))) result.pruned.push_back(std::move(gone));
+  };
+
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  auto t1 = t0;  // end of the first step
+  std::vector<at::Tensor> pending;  // losses not yet read back from the device
+  while (s.step < cfg.steps) {
+    pending.push_back(s.train_step());
+    const bool last = s.step == cfg.steps;
+    const bool stop = options.stop && options.stop->load();
+    const bool log = s.step % cfg.log_every == 0 || last || stop;
+    TrainProgress progress;
+    progress.step = s.step;
+    progress.steps = cfg.steps;
+    progress.first_step = result.start_step;
+    progress.log = log;
+    if (log) {
+      at::Tensor values = at::stack(pending).to(at::kCPU, at::kDouble);
+      pending.clear();
+      const double* v = values.data_ptr<double>();
+      for (std::int64_t i = 0; i < values.numel(); ++i) {
+        if (!std::isfinite(v[i]) && !s.scaler.enabled())
+          throw TrainError("the loss diverged (" + std::to_string(v[i]) + ") by step " + std::to_string(s.step) +
+                           "; lower lr (now " + std::to_string(cfg.lr) + ")");
+        result.losses.push_back(v[i]);
+      }
+      progress.loss = result.losses.back();
+    }
+    const auto now = Clock::now();
+    progress.elapsed_s = std::chrono::duration<double>(now - t0).count();
+    // The rate leaves out the first step (warm-up: allocations, kernel selection).
+    if (s.step == result.start_step + 1) t1 = now;
+    const double since_first = std::chrono::duration<double>(now - t1).count();
+    const auto done = static_cast<double>(s.step - result.start_step - 1);
+    progress.steps_per_s = done > 0 && since_first > 0 ? done / since_first
+                           : progress.elapsed_s > 0    ? 1 / progress.elapsed_s
+                                                       : 0;
+    progress.eta_s = progress.steps_per_s > 0 ? static_cast<double>(cfg.steps - s.step) / progress.steps_per_s : 0;
+    result.end_step = s.step;
+    if (dir && (last || stop || (cfg.checkpoint_every > 0 && s.step % cfg.checkpoint_every == 0))) save();
+    if (options.on_step) options.on_step(progress);
+    if (stop && !last) {
+      result.interrupted = true;
+      break;
+    }
+  }
+  return result;
+}
+
+}  // namespace accelkit

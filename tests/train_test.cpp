@@ -1,0 +1,426 @@
+// Trainer: exact resume, corrupt-checkpoint fallback, keep_last, atomic writes, bf16 vs fp32,
+// interruption, and the [train] config table. Small models on the built CPU plugin.
+#include "accelkit/checkpoint.hpp"
+#include "accelkit/runtime.hpp"
+#include "accelkit/train.hpp"
+
+// LibTorch's glog defines CHECK*; doctest's are the ones meant here.
+#undef CHECK
+#undef CHECK_EQ
+#undef CHECK_NE
+#undef CHECK_LT
+#undef CHECK_LE
+#undef CHECK_GT
+#undef CHECK_GE
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <string>
+
+#include "test_support.hpp"
+
+using namespace accelkit;
+using accelkit::test::contains;
+using accelkit::test::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string fixture(const std::string& name) {
+  return (fs::path(ACCELKIT_TRAIN_FIXTURES) / name).lexically_normal().string();
+}
+
+// One runtime per precision for the whole suite, on the build's CPU plugin only.
+Runtime& runtime(const std::string& precision = "fp32") {
+  static std::map<std::string, std::unique_ptr<Runtime>> runtimes;
+  auto& rt = runtimes[precision];
+  if (!rt) {
+    ContextOptions o;
+    o.settings.env = std::map<std::string, std::string>{};
+    // One thread: deterministic and quick on a shared 2-core machine (no OpenMP spinning).
+    o.settings.cli = {{"device", "cpu"}, {"precision", precision}, {"threads", "1"}};
+    o.loader.cli_paths = {ACCELKIT_TEST_PLUGIN_DIR};
+    o.loader.read_environment = false;
+    o.loader.include_default_dirs = false;
+    rt = Runtime::start(o);
+  }
+  return *rt;
+}
+
+TrainConfig small(const fs::path& dir, std::int64_t steps) {
+  TrainConfig c;
+  c.steps = steps;
+  c.batch_size = 32;
+  c.width = 64;
+  c.depth = 2;
+  c.outputs = 8;
+  c.lr = 3e-3;
+  c.seed = 11;
+  c.log_every = 7;  // not a divisor of the checkpoint interval: loss read-back must not matter
+  c.checkpoint_dir = dir.string();
+  c.checkpoint_every = 10;
+  c.keep_last = 3;
+  return c;
+}
+
+TrainResult train(const TrainConfig& c, bool resume = false, Runtime& rt = runtime()) {
+  Trainer t(rt, c);
+  TrainOptions o;
+  o.resume = resume;
+  return t.run(o);
+}
+
+bool same_params(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!at::equal(a[i], b[i])) return false;
+  return true;
+}
+
+std::vector<std::string> names_in(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string ckpt(std::int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof name, "step-%08lld.ckpt", static_cast<long long>(step));
+  return name;
+}
+
+double mean_tail(const std::vector<double>& v, std::size_t n) {
+  return std::accumulate(v.end() - static_cast<std::ptrdiff_t>(n), v.end(), 0.0) / static_cast<double>(n);
+}
+
+std::string refusal(const std::string& path) {
+  try {
+    read_train_config(path);
+  } catch (const SettingsError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+}  // namespace
+
+TEST_CASE("resume is exact: N steps + resume to 2N == 2N uninterrupted (bitwise)") {
+  TempDir tmp("accelkit-train");
+  for (std::int64_t micro : {1, 2}) {
+    CAPTURE(micro);
+    auto whole_cfg = small(tmp.path() / ("whole" + std::to_string(micro)), 60);
+    whole_cfg.micro_batches = micro;
+    Trainer whole(runtime(), whole_cfg);
+    TrainResult all = whole.run();
+    REQUIRE(all.losses.size() == 60);
+    CHECK(all.start_step == 0);
+    CHECK(all.end_step == 60);
+
+    auto cfg = small(tmp.path() / ("split" + std::to_string(micro)), 30);
+    cfg.micro_batches = micro;
+    TrainResult first = train(cfg);
+    CHECK(first.end_step == 30);
+    cfg.steps = 60;
+    Trainer second(runtime(), cfg);
+    TrainOptions o;
+    o.resume = true;
+    TrainResult rest = second.run(o);
+    REQUIRE(rest.resumed_from);
+    CHECK(fs::path(*rest.resumed_from).filename() == ckpt(30));
+    CHECK(rest.start_step == 30);
+    CHECK(rest.skipped.empty());
+
+    std::vector<double> joined = first.losses;
+    joined.insert(joined.end(), rest.losses.begin(), rest.losses.end());
+    CHECK(joined == all.losses);  // bitwise
+    CHECK(same_params(second.parameters(), whole.parameters()));
+  }
+}
+
+TEST_CASE("a stop request (Ctrl-C) finishes the step, saves, and the resumed run is exact") {
+  TempDir tmp("accelkit-train");
+  auto whole_cfg = small(tmp.path() / "whole", 40);
+  Trainer whole(runtime(), whole_cfg);
+  TrainResult all = whole.run();
+
+  auto cfg = small(tmp.path() / "stopped", 40);
+  std::atomic<bool> stop{false};
+  TrainOptions o;
+  o.stop = &stop;
+  o.on_step = [&stop](const TrainProgress& p) {
+    if (p.step == 23) stop = true;  // as the SIGINT handler would, mid-run
+  };
+  TrainResult part;
+  {
+    Trainer t(runtime(), cfg);
+    part = t.run(o);
+  }
+  CHECK(part.interrupted);
+  CHECK(part.end_step == 24);  // the flag is seen after the step that follows
+  REQUIRE_FALSE(part.saved.empty());
+  CHECK(fs::path(part.saved.back()).filename() == ckpt(24));
+
+  Trainer resumed(runtime(), cfg);
+  TrainOptions r;
+  r.resume = true;
+  TrainResult rest = resumed.run(r);
+  CHECK(rest.start_step == 24);
+  CHECK_FALSE(rest.interrupted);
+  std::vector<double> joined = part.losses;
+  joined.insert(joined.end(), rest.losses.begin(), rest.losses.end());
+  CHECK(joined == all.losses);
+  CHECK(same_params(resumed.parameters(), whole.parameters()));
+}
+
+TEST_CASE("a corrupt newest checkpoint falls back to the previous one") {
+  TempDir tmp("accelkit-train");
+  const fs::path dir = tmp.path() / "ckpt";
+  auto cfg = small(dir, 30);
+  train(cfg);
+  REQUIRE(names_in(dir) == std::vector<std::string>{ckpt(10), ckpt(20), ckpt(30)});
+  const fs::path newest = dir / ckpt(30);
+  const auto size = fs::file_size(newest);
+
+  SUBCASE("truncated") {
+    fs::resize_file(newest, size / 2);
+    cfg.steps = 35;
+    TrainResult r = train(cfg, true);
+    REQUIRE(r.resumed_from);
+    CHECK(fs::path(*r.resumed_from).filename() == ckpt(20));
+    CHECK(r.start_step == 20);
+    CHECK(r.end_step == 35);
+    REQUIRE(r.skipped.size() == 1);
+    CHECK(r.skipped[0].path == newest.string());
+    CHECK(contains(r.skipped[0].reason, "truncated"));
+    CHECK(test::any_contains(r.warnings, "falling back to the previous one"));
+  }
+  SUBCASE("garbage") {
+    test::write_file(newest, "this is not a checkpoint at all, just some text that got here");
+    TrainResult r = train(cfg, true);
+    REQUIRE(r.resumed_from);
+    CHECK(fs::path(*r.resumed_from).filename() == ckpt(20));
+    REQUIRE(r.skipped.size() == 1);
+    CHECK(contains(r.skipped[0].reason, "not an accelkit checkpoint"));
+  }
+  SUBCASE("one flipped byte in the payload") {
+    {
+      std::fstream f(newest, std::ios::in | std::ios::out | std::ios::binary);
+      f.seekg(static_cast<std::streamoff>(size / 2));
+      char c = 0;
+      f.read(&c, 1);
+      f.seekp(static_cast<std::streamoff>(size / 2));
+      c = static_cast<char>(c ^ 0x10);
+      f.write(&c, 1);
+    }
+    TrainResult r = train(cfg, true);
+    REQUIRE(r.skipped.size() == 1);
+    CHECK(contains(r.skipped[0].reason, "checksum mismatch"));
+    CHECK(r.start_step == 20);
+  }
+  SUBCASE("none valid: an error with every reason") {
+    for (auto step : {10, 20, 30}) fs::resize_file(dir / ckpt(step), 10);
+    try {
+      train(cfg, true);
+      FAIL("resumed from nothing");
+    } catch (const TrainError& e) {
+      const std::string what = e.what();
+      CHECK(contains(what, "no valid checkpoint"));
+      for (auto step : {10, 20, 30}) CHECK(contains(what, ckpt(step)));
+    }
+  }
+  SUBCASE("the fallback continues exactly as the uninterrupted run") {
+    fs::resize_file(newest, size - 1);
+    cfg.steps = 40;
+    TrainResult resumed = train(cfg, true);
+    TrainResult all = train(small(tmp.path() / "whole", 40));
+    std::vector<double> tail(all.losses.begin() + 20, all.losses.end());
+    CHECK(resumed.losses == tail);
+  }
+}
+
+TEST_CASE("keep_last keeps the newest K checkpoints") {
+  TempDir tmp("accelkit-train");
+  auto cfg = small(tmp.path() / "k2", 50);
+  cfg.keep_last = 2;
+  TrainResult r = train(cfg);
+  CHECK(names_in(cfg.checkpoint_dir) == std::vector<std::string>{ckpt(40), ckpt(50)});
+  CHECK(r.saved.size() == 5);
+  CHECK(r.pruned.size() == 3);
+
+  auto all = small(tmp.path() / "all", 50);
+  all.keep_last = 0;
+  train(all);
+  CHECK(names_in(all.checkpoint_dir).size() == 5);
+
+  auto end_only = small(tmp.path() / "end", 25);
+  end_only.checkpoint_every = 0;
+  train(end_only);
+  CHECK(names_in(end_only.checkpoint_dir) == std::vector<std::string>{ckpt(25)});  // the last step always
+}
+
+TEST_CASE("checkpoint writes are atomic and leave no temp files") {
+  TempDir tmp("accelkit-train");
+  const fs::path dir = tmp.path() / "ckpt";
+  auto cfg = small(dir, 30);
+  train(cfg);
+  for (const auto& name : names_in(dir)) CHECK_MESSAGE(name.rfind("step-", 0) == 0, name);
+
+  // A temp file that a killed write left behind is removed (with a warning) on the next run.
+  test::write_file(dir / ".step-00000040.ckpt.tmp-99999", "half");
+  cfg.steps = 40;
+  TrainResult r = train(cfg, true);
+  CHECK(test::any_contains(r.warnings, "interrupted checkpoint write"));
+  CHECK(names_in(dir) == std::vector<std::string>{ckpt(20), ckpt(30), ckpt(40)});
+
+  // Overwriting replaces the whole file; a failed write leaves nothing behind.
+  const fs::path file = tmp.path() / "atomic" / "x.bin";
+  fs::create_directories(file.parent_path());
+  write_file_atomically(file.string(), "first");
+  write_file_atomically(file.string(), "second");
+  std::ifstream in(file);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text == "second");
+  CHECK(names_in(file.parent_path()) == std::vector<std::string>{"x.bin"});
+  CHECK_THROWS_AS(write_file_atomically((tmp.path() / "missing" / "x.bin").string(), "x"), CheckpointError);
+
+  // The envelope round-trips and the CRC is zlib's.
+  CHECK(crc32("123456789") == 0xCBF43926u);
+  CheckpointDir cd((tmp.path() / "env").string());
+  const std::string path = cd.write(7, std::string("payload\0with nul", 16));
+  CHECK(CheckpointDir::read(path) == std::string("payload\0with nul", 16));
+}
+
+TEST_CASE("bf16 autocast and fp32 reach the same final loss; the task is learnable") {
+  TempDir tmp("accelkit-train");
+  auto cfg = small(tmp.path() / "fp32", 300);
+  cfg.checkpoint_dir.clear();
+  TrainResult fp32 = train(cfg, false, runtime("fp32"));
+  TrainResult bf16 = train(cfg, false, runtime("bf16"));
+  CHECK(fp32.precision == "fp32");
+  CHECK(bf16.precision == "bf16 autocast");
+  const double initial = fp32.losses.front();
+  const double f = mean_tail(fp32.losses, 20), b = mean_tail(bf16.losses, 20);
+  MESSAGE("initial " << initial << ", final fp32 " << f << ", bf16 " << b);
+  CHECK(bf16.losses.front() == doctest::Approx(initial).epsilon(0.02));  // same model, same data
+  CHECK(f < 0.10 * initial);  // learnable: here ~4% of the initial loss after 300 steps
+  CHECK(b < 0.10 * initial);
+  // Stated tolerance: the bf16 final loss (mean of the last 20 steps) within 5% of fp32's
+  // (they differ by ~0.1% here).
+  CHECK(std::abs(b - f) <= 0.05 * f);
+}
+
+TEST_CASE("resume refuses what would not continue the same run") {
+  TempDir tmp("accelkit-train");
+  auto cfg = small(tmp.path() / "ckpt", 20);
+  train(cfg);
+
+  SUBCASE("existing checkpoints without resume") {
+    try {
+      train(cfg);
+      FAIL("overwrote an earlier run");
+    } catch (const TrainError& e) {
+      CHECK(contains(e.what(), "--resume"));
+    }
+  }
+  SUBCASE("a different model") {
+    auto other = cfg;
+    other.width = 32;
+    other.steps = 30;
+    try {
+      train(other, true);
+      FAIL("resumed another model");
+    } catch (const TrainError& e) {
+      CHECK(contains(e.what(), "width = 64 there, 32 in the config"));
+    }
+  }
+  SUBCASE("a changed lr is applied, with a warning") {
+    auto faster = cfg;
+    faster.lr = 1e-3;
+    faster.steps = 25;
+    TrainResult r = train(faster, true);
+    CHECK(r.start_step == 20);
+    CHECK(test::any_contains(r.warnings, "lr changed"));
+  }
+  SUBCASE("already finished") {
+    TrainResult r = train(cfg, true);
+    CHECK(r.start_step == 20);
+    CHECK(r.losses.empty());
+    CHECK(test::any_contains(r.warnings, "nothing to train"));
+  }
+  SUBCASE("one run per directory") {
+    CheckpointDir a(cfg.checkpoint_dir), b(cfg.checkpoint_dir);
+    a.lock();
+    CHECK_THROWS_WITH_AS(b.lock(), doctest::Contains("in use by another training run"), CheckpointError);
+  }
+}
+
+TEST_CASE("resume with no checkpoint starts fresh with a warning") {
+  TempDir tmp("accelkit-train");
+  TrainResult r = train(small(tmp.path() / "empty", 10), true);
+  CHECK_FALSE(r.resumed_from);
+  CHECK(r.start_step == 0);
+  CHECK(r.end_step == 10);
+  CHECK(test::any_contains(r.warnings, "holds no checkpoint"));
+}
+
+TEST_CASE("[train] config: values, defaults, relative checkpoint_dir") {
+  TrainConfig c = read_train_config(fixture("good.toml"));
+  CHECK(c.steps == 120);
+  CHECK(c.batch_size == 32);
+  CHECK(c.micro_batches == 2);
+  CHECK(c.width == 64);
+  CHECK(c.lr == doctest::Approx(3e-3));
+  CHECK(c.weight_decay == 0.0);  // an integer is fine where a number is expected
+  CHECK(c.seed == 7);
+  CHECK(c.keep_last == 2);
+  CHECK(c.checkpoint_dir == (fs::path(ACCELKIT_TRAIN_FIXTURES) / "ckpt").lexically_normal().string());
+
+  TrainConfig d = read_train_config(fixture("no_train.toml"), 48);
+  CHECK(d.steps == TrainConfig{}.steps);
+  CHECK(d.batch_size == 48);  // the batch_size setting when [train] has none
+
+  // Settings read the same file and leave [train] to the trainer.
+  SettingsInputs in;
+  in.config_path = fixture("good.toml");
+  in.env = std::map<std::string, std::string>{};
+  Settings s = Settings::resolve(in);
+  CHECK(s.str("device") == "cpu");
+  CHECK(train_config_from(s).steps == 120);
+}
+
+TEST_CASE("[train] config errors name file:line:column, the key, and what was expected") {
+  const std::string unknown = refusal(fixture("unknown_key.toml"));
+  CHECK(contains(unknown, "unknown [train] key 'stpes' in " + fixture("unknown_key.toml") + ":5:1; did you mean 'steps'?"));
+  CHECK(contains(unknown, "unknown [train] key 'colour' in " + fixture("unknown_key.toml") + ":6:1 (valid keys: steps,"));
+
+  const std::string type = refusal(fixture("wrong_type.toml"));
+  CHECK(contains(type, "'train.lr' in " + fixture("wrong_type.toml") + ":3:1 must be a number, got string"));
+  CHECK(contains(type, "'train.width' in " + fixture("wrong_type.toml") + ":4:1 must be an integer, got floating-point number"));
+  CHECK(contains(type, "'train.checkpoint_dir' in " + fixture("wrong_type.toml") + ":5:1 must be a string, got integer"));
+
+  const std::string bounds = refusal(fixture("bounds.toml"));
+  CHECK(contains(bounds, "'train.steps' in " + fixture("bounds.toml") + ":2:1 must be at least 1, got 0"));
+  CHECK(contains(bounds, "'train.lr' in " + fixture("bounds.toml") + ":3:1 must be greater than 0, got 0"));
+  CHECK(contains(bounds, "'train.keep_last' in " + fixture("bounds.toml") + ":4:1 must be at least 0, got -1"));
+
+  CHECK(contains(refusal(fixture("micro_batches.toml")), "must divide batch_size (30), got 4"));
+  CHECK(contains(refusal(fixture("not_a_table.toml")), "'train' in " + fixture("not_a_table.toml") + ":2:"));
+
+  // Settings refuse a non-table 'train' too, and still refuse unknown tables.
+  SettingsInputs in;
+  in.config_path = fixture("not_a_table.toml");
+  in.env = std::map<std::string, std::string>{};
+  CHECK_THROWS_WITH_AS(Settings::resolve(in), doctest::Contains("must be a table ([train])"), SettingsError);
+  in.config_path = fixture("typo_table.toml");
+  CHECK_THROWS_WITH_AS(Settings::resolve(in),
+                       doctest::Contains(("unknown table [trian] in " + fixture("typo_table.toml") + ":3:").c_str()),
+                       SettingsError);
+  CHECK_THROWS_WITH_AS(Settings::resolve(in), doctest::Contains("did you mean [train]?"), SettingsError);
+}
+
