@@ -1,0 +1,65 @@
+// The accelkit CLI: what was asked on the command line, exit codes, and the verbs.
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "accelkit/context.hpp"
+
+namespace accelkit::cli {
+
+enum Exit : int {
+  kExitOk = 0,
+  kExitFailure = 1,
+  kExitUsage = 2,        // bad option, unknown verb, bad config
+  kExitUnavailable = 3,  // an explicitly requested device cannot be had
+};
+
+// A bad command line (exit 2).
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Invocation {
+  std::string verb;  // info | plugins | report | monitor | help; "" when none was given
+  std::vector<std::string> operands;  // positionals after the verb (help's topic)
+  bool help = false;
+  bool version = false;
+  bool json = false;
+  // Global settings; unset = not given on the command line.
+  std::optional<std::string> device;
+  bool no_gpu = false;
+  std::optional<std::string> config;
+  std::optional<std::string> profile;
+  std::optional<std::string> log_level;
+  std::vector<std::string> plugin_paths;
+  // Verb options.
+  bool verbose = false;            // plugins -v
+  bool apply = false;              // report --apply
+  double interval = 1.0;           // monitor --interval (seconds)
+  std::optional<long long> count;  // monitor --count; unset = until Ctrl-C
+  bool csv = false;                // monitor --csv
+
+  SettingsInputs settings_inputs() const;
+  ContextOptions context_options() const;
+};
+
+// Throws UsageError.
+Invocation parse_command_line(int argc, const char* const* argv);
+// Usage for the whole tool, or for one verb.
+void print_help(std::ostream& out, const std::string& verb = {});
+bool is_verb(const std::string& name);
+
+// Prints why negotiation failed and returns the exit code: 3 for an explicit request, else 1.
+int report_device_failure(const Context& ctx);
+
+int verb_info(const Invocation& inv, const Context& ctx);
+int verb_plugins(const Invocation& inv, const Context& ctx);
+int verb_report(const Invocation& inv, Context& ctx);
+int verb_monitor(const Invocation& inv, const Context& ctx);
+
+}  // namespace accelkit::cli

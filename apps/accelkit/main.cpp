@@ -1,0 +1,102 @@
+// accelkit: global options, verb dispatch, exit codes.
+#include <exception>
+#include <iostream>
+#include <memory>
+
+#include <spdlog/spdlog.h>
+
+#include "accelkit/context.hpp"
+#include "accelkit/loader.hpp"
+#include "accelkit/log.hpp"
+#include "accelkit/settings.hpp"
+#include "accelkit/version.hpp"
+#include "cli.hpp"
+#include "json_out.hpp"
+
+namespace accelkit::cli {
+namespace {
+
+int print_version(const Invocation& inv) {
+  if (inv.json) {
+    print_json(Json{{"accelkit_version", ACCELKIT_VERSION_STRING},
+                    {"torch_version", host_torch_version()},
+                    {"abi", std::to_string(ACCELKIT_ABI_MAJOR) + "." + std::to_string(ACCELKIT_ABI_MINOR)},
+                    {"cxx_abi", host_cxx_abi()}});
+  } else {
+    std::cout << "accelkit " << ACCELKIT_VERSION_STRING << " (LibTorch " << host_torch_version()
+              << ", plugin ABI " << ACCELKIT_ABI_MAJOR << '.' << ACCELKIT_ABI_MINOR << ")\n";
+  }
+  return kExitOk;
+}
+
+int run(int argc, const char* const* argv) {
+  Invocation inv;
+  try {
+    inv = parse_command_line(argc, argv);
+  } catch (const UsageError& e) {
+    std::cerr << "accelkit: " << e.what() << "\nTry 'accelkit --help'.\n";
+    return kExitUsage;
+  }
+  if (inv.version) return print_version(inv);
+  if (inv.help || inv.verb == "help") {
+    std::string topic = inv.verb == "help" ? (inv.operands.empty() ? "" : inv.operands.front()) : inv.verb;
+    if (!topic.empty() && !is_verb(topic)) {
+      std::cerr << "accelkit: no help for unknown verb '" << topic << "'\n";
+      return kExitUsage;
+    }
+    print_help(std::cout, topic);
+    return kExitOk;
+  }
+  if (inv.verb.empty()) {
+    print_help(std::cerr);
+    return kExitUsage;
+  }
+
+  // Settings first, so the effective log level holds while plugins load.
+  init_logging(inv.log_level.value_or("warn"));
+  std::unique_ptr<Context> ctx;
+  try {
+    const Settings settings = Settings::resolve(inv.settings_inputs());
+    init_logging(settings.str("log_level"));
+    ctx = Context::create(inv.context_options());
+  } catch (const SettingsError& e) {
+    std::cerr << "accelkit: " << e.what() << '\n';
+    return kExitUsage;
+  }
+
+  if (inv.verb == "info") return verb_info(inv, *ctx);
+  if (inv.verb == "plugins") return verb_plugins(inv, *ctx);
+  if (inv.verb == "report") return verb_report(inv, *ctx);
+  if (inv.verb == "monitor") return verb_monitor(inv, *ctx);
+  std::cerr << "accelkit: unknown verb '" << inv.verb << "'\n";
+  return kExitUsage;
+}
+
+}  // namespace
+
+int report_device_failure(const Context& ctx) {
+  const Decision& d = ctx.decision();
+  if (d.explicit_request) {
+    std::cerr << "accelkit: requested device unavailable: "
+              << (d.error.empty() ? std::string("no reason given") : d.error) << '\n';
+    return kExitUnavailable;
+  }
+  std::cerr << "accelkit: no usable device"
+            << (d.error.empty() ? std::string(" (no plugin offered one)") : ": " + d.error) << '\n'
+            << "accelkit: run 'accelkit plugins -v' to see every plugin tried and why.\n";
+  return kExitFailure;
+}
+
+}  // namespace accelkit::cli
+
+int main(int argc, char** argv) {
+  try {
+    return accelkit::cli::run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "accelkit: error: " << e.what() << '\n';
+    return accelkit::cli::kExitFailure;
+  } catch (...) {
+    std::cerr << "accelkit: error: unknown exception\n";
+    return accelkit::cli::kExitFailure;
+  }
+}

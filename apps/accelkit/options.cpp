@@ -1,0 +1,175 @@
+// Command-line parsing (Boost.Program_options) and help text.
+#include <cmath>
+#include <iostream>
+
+#include <boost/program_options.hpp>
+
+#include "cli.hpp"
+
+namespace po = boost::program_options;
+
+namespace accelkit::cli {
+namespace {
+
+struct VerbDoc {
+  const char* name;
+  const char* synopsis;
+  const char* summary;
+};
+
+constexpr VerbDoc kVerbs[] = {
+    {"info", "info [--json]", "the selected device and why, plugins, devices, settings"},
+    {"plugins", "plugins [-v] [--json]", "every plugin found and what became of it (-v: search path and trace)"},
+    {"report", "report [--apply] [--json]", "decision, settings with provenance, precision plan (--apply: apply and read back)"},
+    {"monitor", "monitor [--interval S] [--count N] [--csv | --json]", "sample the selected device's sensors"},
+    {"help", "help [VERB]", "this text, or one verb's"},
+};
+
+po::options_description global_options() {
+  po::options_description d("Global options");
+  d.add_options()
+      ("device", po::value<std::string>()->value_name("DEV"), "device to use: auto, <plugin> or <plugin>:<index> (cpu, cuda:1)")
+      ("no-gpu", po::bool_switch(), "use a CPU device only")
+      ("config", po::value<std::string>()->value_name("FILE"), "TOML settings file (default: $ACCELKIT_CONFIG)")
+      ("profile", po::value<std::string>()->value_name("NAME"), "ultra_low_overhead | balanced | maximum_performance | auto")
+      ("plugin-path", po::value<std::vector<std::string>>()->composing()->value_name("DIR"),
+       "search DIR for plugins instead of the default path (repeatable)")
+      ("log-level", po::value<std::string>()->value_name("LEVEL"), "trace | debug | info | warn | error | off")
+      ("json", po::bool_switch(), "machine-readable output")
+      ("help,h", po::bool_switch(), "show help")
+      ("version", po::bool_switch(), "show the version");
+  return d;
+}
+
+po::options_description verb_options() {
+  po::options_description d("Verb options");
+  d.add_options()
+      ("verbose,v", po::bool_switch(), "plugins: show the search path and every path tried")
+      ("apply", po::bool_switch(), "report: apply the precision plan and read it back from LibTorch")
+      ("interval", po::value<double>()->value_name("S"), "monitor: seconds between samples (default 1)")
+      ("count", po::value<long long>()->value_name("N"), "monitor: number of samples (default: until Ctrl-C)")
+      ("csv", po::bool_switch(), "monitor: CSV output (header + one row per sample)");
+  return d;
+}
+
+void only_for(const po::variables_map& vm, const char* option, const std::string& verb,
+              const char* allowed) {
+  if (vm.count(option) && !vm[option].defaulted() && verb != allowed)
+    throw UsageError(std::string("--") + option + " is an option of '" + allowed + "', not of '" +
+                     (verb.empty() ? std::string("(no verb)") : verb) + "'");
+}
+
+bool flag(const po::variables_map& vm, const char* name) { return vm[name].as<bool>(); }
+
+}  // namespace
+
+bool is_verb(const std::string& name) {
+  for (const auto& v : kVerbs)
+    if (name == v.name) return true;
+  return false;
+}
+
+Invocation parse_command_line(int argc, const char* const* argv) {
+  po::options_description hidden;
+  hidden.add_options()
+      ("verb", po::value<std::string>())
+      ("operands", po::value<std::vector<std::string>>());
+  po::options_description all;
+  all.add(global_options()).add(verb_options()).add(hidden);
+  po::positional_options_description pos;
+  pos.add("verb", 1).add("operands", -1);
+
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+
+  Invocation inv;
+  if (vm.count("verb")) inv.verb = vm["verb"].as<std::string>();
+  if (vm.count("operands")) inv.operands = vm["operands"].as<std::vector<std::string>>();
+  inv.help = flag(vm, "help");
+  inv.version = flag(vm, "version");
+  inv.json = flag(vm, "json");
+  if (vm.count("device")) inv.device = vm["device"].as<std::string>();
+  inv.no_gpu = flag(vm, "no-gpu");
+  if (vm.count("config")) inv.config = vm["config"].as<std::string>();
+  if (vm.count("profile")) inv.profile = vm["profile"].as<std::string>();
+  if (vm.count("log-level")) inv.log_level = vm["log-level"].as<std::string>();
+  if (vm.count("plugin-path")) inv.plugin_paths = vm["plugin-path"].as<std::vector<std::string>>();
+  inv.verbose = flag(vm, "verbose");
+  inv.apply = flag(vm, "apply");
+  inv.csv = flag(vm, "csv");
+  if (vm.count("interval")) inv.interval = vm["interval"].as<double>();
+  if (vm.count("count")) inv.count = vm["count"].as<long long>();
+
+  if (inv.help || inv.version) return inv;
+  if (!inv.verb.empty() && !is_verb(inv.verb)) throw UsageError("unknown verb '" + inv.verb + "'");
+  if (inv.verb != "help" && !inv.operands.empty())
+    throw UsageError("unexpected argument '" + inv.operands.front() + "'");
+  if (inv.verb == "help" && inv.operands.size() > 1)
+    throw UsageError("unexpected argument '" + inv.operands[1] + "'");
+
+  only_for(vm, "verbose", inv.verb, "plugins");
+  only_for(vm, "apply", inv.verb, "report");
+  only_for(vm, "interval", inv.verb, "monitor");
+  only_for(vm, "count", inv.verb, "monitor");
+  only_for(vm, "csv", inv.verb, "monitor");
+  if (inv.csv && inv.json) throw UsageError("--csv and --json cannot be combined");
+  if (!(std::isfinite(inv.interval) && inv.interval > 0 && inv.interval <= 86400))
+    throw UsageError("--interval must be a number of seconds in (0, 86400]");
+  if (inv.count && *inv.count < 1) throw UsageError("--count must be at least 1");
+  for (const auto& p : inv.plugin_paths)
+    if (p.empty() || p.front() != '/')
+      throw UsageError("--plugin-path needs an absolute directory, got '" + p + "'");
+  return inv;
+}
+
+SettingsInputs Invocation::settings_inputs() const {
+  SettingsInputs in;
+  in.config_path = config;
+  if (device) in.cli.emplace_back("device", *device);
+  if (no_gpu) in.cli.emplace_back("no_gpu", "true");
+  if (profile) in.cli.emplace_back("profile", *profile);
+  if (log_level) in.cli.emplace_back("log_level", *log_level);
+  return in;
+}
+
+ContextOptions Invocation::context_options() const {
+  ContextOptions o;
+  o.settings = settings_inputs();
+  o.loader.cli_paths = plugin_paths;
+  return o;
+}
+
+void print_help(std::ostream& out, const std::string& verb) {
+  for (const auto& v : kVerbs) {
+    if (verb.empty() || verb != v.name) continue;
+    out << "Usage: accelkit [global options] " << v.synopsis << "\n\n  " << v.summary << "\n\n";
+    if (verb == "monitor")
+      out << "  Readings a device lacks print as n/a; --json gives the reason (one object per line).\n"
+             "  Ctrl-C stops cleanly.\n\n";
+    if (verb == "report")
+      out << "  The precision plan follows the settings precision, tf32 and threads.\n\n";
+    out << verb_options() << '\n' << global_options();
+    return;
+  }
+  out << "Usage: accelkit [global options] <verb> [verb options]\n\n"
+         "accelkit finds the accelerator plugins installed here, picks the best device and\n"
+         "says why.\n\nVerbs:\n";
+  for (const auto& v : kVerbs) {
+    std::string s = v.synopsis;
+    out << "  " << s << std::string(s.size() < 52 ? 52 - s.size() : 1, ' ') << v.summary << '\n';
+  }
+  out << '\n' << global_options() << '\n' << verb_options()
+      << "\nEnvironment: ACCELKIT_DEVICE, ACCELKIT_PRECISION, ACCELKIT_COMPILE, ACCELKIT_PROFILE,\n"
+         "ACCELKIT_LOG_LEVEL, ACCELKIT_CONFIG, ACCELKIT_PLUGIN_PATH, ACCELKIT_ADD_PLUGIN_PATH,\n"
+         "ACCELKIT_PLUGINS_DISABLE. Precedence: defaults < profile < config file < environment <\n"
+         "command line.\n\n"
+         "Exit status: 0 ok, 1 failure, 2 usage or configuration error, 3 requested device\n"
+         "unavailable.\n";
+}
+
+}  // namespace accelkit::cli

@@ -1,0 +1,40 @@
+// accelkit info: the selected device and why, plugins, devices, settings.
+#include <iostream>
+
+#include "accelkit/loader.hpp"
+#include "accelkit/version.hpp"
+#include "cli.hpp"
+#include "json_out.hpp"
+#include "render.hpp"
+
+namespace accelkit::cli {
+
+int verb_info(const Invocation& inv, const Context& ctx) {
+  const Decision& d = ctx.decision();
+  if (inv.json) {
+    Json j{{"accelkit_version", ACCELKIT_VERSION_STRING},
+           {"torch_version", host_torch_version()},
+           {"selected", selected_json(d)},
+           {"decision", decision_json(d)},
+           {"plugins", plugins_json(ctx.discovery().plugins)},
+           {"settings", settings_json(ctx.settings())}};
+    if (ctx.settings().config_file()) j["config_file"] = *ctx.settings().config_file();
+    print_json(j);
+  } else {
+    std::ostream& out = std::cout;
+    out << "accelkit " << ACCELKIT_VERSION_STRING << " · LibTorch " << host_torch_version() << "\n\n";
+    render_selected(out, d);
+    out << '\n';
+    render_candidates(out, d);
+    out << '\n';
+    render_plugins(out, ctx.discovery().plugins, false);
+    out << '\n';
+    render_devices(out, ctx.discovery().plugins);
+    out << '\n';
+    render_settings(out, ctx.settings());
+    out << std::flush;
+  }
+  return d.ok ? kExitOk : report_device_failure(ctx);
+}
+
+}  // namespace accelkit::cli

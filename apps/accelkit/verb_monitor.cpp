@@ -1,0 +1,206 @@
+// accelkit monitor [--interval S] [--count N] [--csv | --json]: samples the selected device's
+// Monitor until --count samples or Ctrl-C.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+#include <map>
+#include <thread>
+
+#include "accelkit/monitor.hpp"
+#include "cli.hpp"
+#include "format.hpp"
+#include "json_out.hpp"
+#include "table.hpp"
+
+namespace accelkit::cli {
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+extern "C" void on_stop_signal(int) { g_stop = 1; }
+
+// Installs the handler for SIGINT/SIGTERM for its lifetime, then restores the old one.
+class StopSignals {
+ public:
+  StopSignals() {
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~StopSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+using Clock = std::chrono::steady_clock;
+
+// Sleeps until `t` in short slices; false when a stop signal came first.
+bool sleep_until(Clock::time_point t) {
+  while (!g_stop) {
+    const auto now = Clock::now();
+    if (now >= t) return true;
+    std::this_thread::sleep_for(std::min<Clock::duration>(t - now, std::chrono::milliseconds(50)));
+  }
+  return false;
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+// Exact for integers (byte counts), three decimals otherwise.
+std::string raw_number(double v) {
+  return (std::floor(v) == v && std::fabs(v) < 1e15) ? fmt("%.0f", v) : fmt("%.3f", v);
+}
+
+std::string human_value(const Reading& r) {
+  if (!r.value) return "n/a";
+  if (r.unit == "bytes") return human_bytes(static_cast<std::uint64_t>(std::max(0.0, *r.value)));
+  return fmt("%.1f", *r.value);
+}
+
+std::string header_for(const Reading& r) {
+  if (r.unit.empty() || r.unit == "bytes") return r.key;
+  return r.key + " (" + r.unit + ")";
+}
+
+std::string utc_now() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  char out[48];
+  std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>(ms));
+  return out;
+}
+
+const Reading* find(const std::vector<Reading>& rs, const std::string& key) {
+  for (const auto& r : rs)
+    if (r.key == key) return &r;
+  return nullptr;
+}
+
+}  // namespace
+
+int verb_monitor(const Invocation& inv, const Context& ctx) {
+  const Decision& d = ctx.decision();
+  if (!d.ok) return report_device_failure(ctx);
+  const std::string id = d.selected->device.id;
+
+  std::shared_ptr<Device> device;
+  try {
+    device = ctx.open_selected();
+  } catch (const std::exception& e) {
+    std::cerr << "accelkit: cannot open " << id << ": " << e.what() << '\n';
+    return kExitFailure;
+  }
+  if (!device) {
+    std::cerr << "accelkit: cannot open " << id << '\n';
+    return kExitFailure;
+  }
+  auto monitor = device->monitor();
+  if (!monitor.ok()) {
+    std::cerr << "accelkit: " << id << " has no monitor: " << monitor.status().message() << '\n';
+    return kExitFailure;
+  }
+
+  g_stop = 0;
+  StopSignals signals;
+  std::ostream& out = std::cout;
+  std::vector<std::string> keys;        // columns, from the first sample
+  std::vector<std::size_t> widths;      // table column widths
+  std::map<std::string, std::string> notes;  // latest note of each n/a reading
+  const auto start = Clock::now();
+  const auto step = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(inv.interval));
+  long long taken = 0;
+
+  for (long long i = 0; !inv.count || i < *inv.count; ++i) {
+    if (i > 0 && !sleep_until(start + step * i)) break;
+    auto sample = monitor.value()->sample();
+    const double t = std::chrono::duration<double>(Clock::now() - start).count();
+    if (!sample.ok()) {
+      std::cerr << "accelkit: sampling " << id << " failed: " << sample.status().message() << '\n';
+      return kExitFailure;
+    }
+    const auto& readings = sample.value();
+    if (i == 0) {
+      for (const auto& r : readings) keys.push_back(r.key);
+      if (inv.csv) {
+        out << "time_s";
+        for (const auto& k : keys) out << ',' << k;
+        out << '\n';
+      } else if (!inv.json) {
+        out << "Monitoring " << id << "  " << d.selected->device.name << "  every " << inv.interval
+            << " s" << (inv.count ? "" : "; Ctrl-C stops") << "\n";
+        for (const auto& r : readings)
+          if (!r.source.empty()) out << "  " << r.key << ": " << r.source << '\n';
+        out << '\n';
+        std::string line = "  time_s";
+        for (const auto& r : readings) {
+          const std::string h = header_for(r);
+          widths.push_back(std::max<std::size_t>(h.size(), 10));
+          line += "  " + std::string(widths.back() - h.size(), ' ') + h;
+        }
+        out << line << '\n';
+      }
+    }
+    for (const auto& r : readings)
+      if (!r.value) notes[r.key] = r.note.empty() ? "n/a" : r.note;
+      else notes.erase(r.key);
+
+    if (inv.json) {
+      Json rs = Json::object();
+      for (const auto& r : readings)
+        rs[r.key] = Json{{"value", r.value ? Json(*r.value) : Json(nullptr)},
+                         {"unit", r.unit},
+                         {"source", r.source},
+                         {"note", r.note}};
+      Json line{{"sample", i}, {"t", t}, {"time", utc_now()}, {"device", id}, {"readings", std::move(rs)}};
+      out << line.dump(-1, ' ', false, Json::error_handler_t::replace) << std::endl;
+    } else if (inv.csv) {
+      out << fmt("%.3f", t);
+      for (const auto& k : keys) {
+        const Reading* r = find(readings, k);
+        out << ',' << (r && r->value ? raw_number(*r->value) : "n/a");
+      }
+      out << std::endl;
+    } else {
+      std::string line = fmt("%8.1f", t);
+      for (std::size_t c = 0; c < keys.size(); ++c) {
+        const Reading* r = find(readings, keys[c]);
+        const std::string v = r ? human_value(*r) : "n/a";
+        line += "  " + std::string(widths[c] > v.size() ? widths[c] - v.size() : 0, ' ') + v;
+      }
+      out << line << std::endl;
+    }
+    ++taken;
+  }
+
+  if (!inv.json && !inv.csv && !notes.empty()) {
+    out << "\nn/a:\n";
+    for (const auto& [k, note] : notes)
+      out << "  " << k << ": " << (note.rfind("n/a: ", 0) == 0 ? note.substr(5) : note) << '\n';
+  }
+  out << std::flush;
+  if (g_stop && !inv.json && !inv.csv) std::cerr << "accelkit: stopped after " << taken << " samples\n";
+  return kExitOk;
+}
+
+}  // namespace accelkit::cli

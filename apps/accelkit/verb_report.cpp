@@ -1,0 +1,154 @@
+// accelkit report [--apply]: the decision, settings with provenance, the precision plan, and
+// (with --apply) the plan applied to LibTorch and read back.
+#include <iostream>
+
+#include "accelkit/precision.hpp"
+#include "cli.hpp"
+#include "format.hpp"
+#include "json_out.hpp"
+#include "render.hpp"
+#include "table.hpp"
+
+namespace accelkit::cli {
+namespace {
+
+struct AppliedRow {
+  std::string key;
+  std::string read;
+  std::optional<std::string> intended;
+  std::optional<bool> match;  // unset when the plan says nothing about the key
+};
+
+std::string on_off(bool b) { return b ? "on" : "off"; }
+
+Json request_json(const PrecisionRequest& r) {
+  return Json{{"precision", r.precision}, {"tf32", r.tf32}, {"threads", r.threads}};
+}
+
+Json plan_json(const PrecisionPlan& p) {
+  return Json{{"dtype", p.dtype},       {"autocast", p.autocast}, {"tf32", p.tf32},
+              {"loss_scaling", p.loss_scaling}, {"threads", p.threads}, {"reasons", p.reasons}};
+}
+
+void render_plan(std::ostream& out, const PrecisionRequest& r, const PrecisionPlan& p) {
+  out << "Precision plan (asked: precision=" << r.precision << ", tf32=" << r.tf32
+      << ", threads=" << (r.threads ? std::to_string(r.threads) : "auto") << "):\n";
+  Table t({"", ""});
+  t.hide_header();
+  t.add_row({"dtype", p.dtype});
+  t.add_row({"autocast", on_off(p.autocast)});
+  t.add_row({"tf32", on_off(p.tf32)});
+  t.add_row({"loss scaling", on_off(p.loss_scaling)});
+  t.add_row({"threads", p.threads > 0 ? std::to_string(p.threads) : "LibTorch default"});
+  t.print(out);
+  if (!p.reasons.empty()) {
+    out << "  why:\n";
+    for (const auto& reason : p.reasons) out << "    - " << reason << '\n';
+  }
+}
+
+}  // namespace
+
+int verb_report(const Invocation& inv, Context& ctx) {
+  const Decision& d = ctx.decision();
+  Json j;
+  if (inv.json) {
+    j["decision"] = decision_json(d);
+    j["settings"] = settings_json(ctx.settings());
+  } else {
+    std::ostream& out = std::cout;
+    render_selected(out, d);
+    out << '\n';
+    render_candidates(out, d);
+    out << '\n';
+    render_settings(out, ctx.settings());
+    out << '\n';
+  }
+  auto fail = [&](const std::string& what) {
+    if (inv.json) {
+      j["error"] = what;
+      print_json(j);
+    }
+    std::cout << std::flush;
+    std::cerr << "accelkit: " << what << '\n';
+    return kExitFailure;
+  };
+  if (!d.ok) {
+    if (inv.json) print_json(j);
+    std::cout << std::flush;
+    return report_device_failure(ctx);
+  }
+
+  std::shared_ptr<Device> device;
+  try {
+    device = ctx.open_selected();
+  } catch (const std::exception& e) {
+    return fail("cannot open " + d.selected->device.id + ": " + e.what());
+  }
+  if (!device) return fail("cannot open " + d.selected->device.id);
+  auto precision = device->precision();
+  if (!precision.ok()) return fail(d.selected->device.id + " has no precision rules: " + precision.status().message());
+
+  const PrecisionRequest request = precision_request_from(ctx.settings());
+  auto plan = precision.value()->plan(request);
+  if (!plan.ok())
+    return fail("precision plan refused for " + d.selected->device.id + ": " + plan.status().message());
+
+  if (inv.json) {
+    j["precision"] = Json{{"device", d.selected->device.id}, {"request", request_json(request)},
+                          {"plan", plan_json(plan.value())}};
+  } else {
+    render_plan(std::cout, request, plan.value());
+  }
+
+  if (!inv.apply) {
+    if (inv.json) print_json(j);
+    else std::cout << "\n(run 'accelkit report --apply' to apply the plan and read it back from LibTorch)\n";
+    return kExitOk;
+  }
+
+  const Status applied = precision.value()->apply(plan.value());
+  if (!applied.is_ok()) return fail("applying the precision plan failed: " + applied.message());
+  auto read = precision.value()->read_back();
+  if (!read.ok()) return fail("reading the applied values back failed: " + read.status().message());
+
+  std::vector<AppliedRow> rows;
+  int mismatches = 0;
+  for (const auto& v : read.value()) {
+    AppliedRow row{v.key, v.value, intended_value(v.key, plan.value()), std::nullopt};
+    if (row.intended) {
+      row.match = same_value(v.key, *row.intended, v.value);
+      if (!*row.match) ++mismatches;
+    }
+    rows.push_back(std::move(row));
+  }
+
+  if (inv.json) {
+    Json values = Json::array();
+    for (const auto& r : rows)
+      values.push_back(Json{{"key", r.key},
+                            {"value", r.read},
+                            {"intended", r.intended ? Json(*r.intended) : Json(nullptr)},
+                            {"match", r.match ? Json(*r.match) : Json(nullptr)}});
+    j["applied"] = Json{{"values", std::move(values)}, {"mismatches", mismatches}};
+    print_json(j);
+  } else {
+    std::ostream& out = std::cout;
+    out << "\nApplied, then read back from LibTorch:\n";
+    Table t({"KEY", "INTENDED", "READ BACK", ""});
+    for (const auto& r : rows)
+      t.add_row({r.key, r.intended.value_or("-"), r.read,
+                 !r.match ? "" : (*r.match ? "ok" : "MISMATCH")});
+    if (rows.empty()) out << "  (the plugin reported no values)\n";
+    else t.print(out);
+    out << std::flush;
+  }
+  if (mismatches) {
+    std::cerr << "accelkit: " << mismatches << " applied value" << (mismatches == 1 ? "" : "s")
+              << " read back different from the plan\n";
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+}  // namespace accelkit::cli

@@ -1,0 +1,20 @@
+# CLI suite: runs the built accelkit binary as a subprocess against the CPU plugin and the
+# fake plugins (tests/fixtures/plugins), with configs from tests/fixtures/cli.
+if(NOT TARGET accelkit OR NOT TARGET accelkit-plugin-cpu)
+  message(STATUS "cli_test skipped: needs the accelkit CLI and the CPU plugin")
+  return()
+endif()
+if(NOT TARGET accelkit_fixture_plugins)
+  set(ACCELKIT_FIXTURE_PLUGIN_DIR "${CMAKE_CURRENT_BINARY_DIR}/fixture-plugins")
+  add_subdirectory(fixtures/plugins)
+endif()
+
+accelkit_add_test(cli_test SOURCES cli_test.cpp LINK accelkit::core nlohmann_json::nlohmann_json)
+target_compile_definitions(cli_test PRIVATE
+  ACCELKIT_CLI_PATH="$<TARGET_FILE:accelkit>"
+  ACCELKIT_CPU_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}"
+  ACCELKIT_FIXTURE_PLUGIN_DIR="${ACCELKIT_FIXTURE_PLUGIN_DIR}"
+  ACCELKIT_CLI_FIXTURES="${CMAKE_CURRENT_SOURCE_DIR}/fixtures/cli")
+target_include_directories(cli_test PRIVATE
+  "${CMAKE_CURRENT_SOURCE_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}/fixtures/plugins")
+add_dependencies(cli_test accelkit accelkit-plugin-cpu accelkit_fixture_plugins)

@@ -1,0 +1,520 @@
+// The accelkit CLI, run as a subprocess: JSON shape, exit codes, settings layers, negotiation
+// with the real CPU plugin and the fake GPU plugins, report --apply and monitor.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include "accelkit/loader.hpp"
+#include "fixture_paths.hpp"
+#include "test_support.hpp"
+
+extern char** environ;
+
+namespace {
+
+using accelkit::test::contains;
+using accelkit::test::TempDir;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+const std::string kCli = ACCELKIT_CLI_PATH;
+const std::string kConfigs = ACCELKIT_CLI_FIXTURES;
+
+// The CPU plugin's directory; copied to a private one when the build tree is group/other
+// writable (the loader would refuse it, and this suite tests the CLI, not the umask).
+const std::string& cpu_plugin_dir() {
+  static const std::string dir = [] {
+    const std::string built = ACCELKIT_CPU_PLUGIN_DIR;
+    if (accelkit::insecure_path_reason(built).empty()) return built;
+    static TempDir copy("accelkit-cli-plugins");
+    const fs::path to = copy.path() / "plugins";
+    fs::create_directories(to);
+    accelkit::test::set_mode(to, 0755);
+    const fs::path so = to / "libaccelkit-cpu.so";
+    fs::copy_file(fs::path(built) / "libaccelkit-cpu.so", so);
+    accelkit::test::set_mode(so, 0644);
+    return to.string();
+  }();
+  return dir;
+}
+
+std::string config(const std::string& name) { return kConfigs + "/" + name; }
+
+struct RunResult {
+  int code = -1;  // exit status, or 128 + signal
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+using EnvOverrides = std::vector<std::pair<std::string, std::optional<std::string>>>;
+
+// A CLI process started with posix_spawn, stdout and stderr going to files.
+class CliProcess {
+ public:
+  // The environment is this process's without any ACCELKIT_* variable, plus
+  // ACCELKIT_PLUGIN_PATH = the CPU plugin's directory, then `env` (nullopt unsets).
+  CliProcess(const std::vector<std::string>& args, const EnvOverrides& env) : tmp_("accelkit-cli-run") {
+    std::map<std::string, std::optional<std::string>> vars;
+    for (char** e = environ; *e; ++e) {
+      const std::string kv = *e;
+      const auto eq = kv.find('=');
+      if (eq == std::string::npos || kv.rfind("ACCELKIT_", 0) == 0) continue;
+      vars[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    vars["ACCELKIT_PLUGIN_PATH"] = cpu_plugin_dir();
+    for (const auto& [k, v] : env) vars[k] = v;
+    std::vector<std::string> env_strings;
+    for (const auto& [k, v] : vars)
+      if (v) env_strings.push_back(k + "=" + *v);
+    std::vector<char*> envp;
+    for (auto& e : env_strings) envp.push_back(e.data());
+    envp.push_back(nullptr);
+
+    std::vector<std::string> argv_strings{kCli};
+    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_strings) argv.push_back(a.data());
+    argv.push_back(nullptr);
+
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, out_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_addopen(&fa, 2, err_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int rc = posix_spawn(&pid_, kCli.c_str(), &fa, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) throw std::runtime_error("posix_spawn " + kCli + ": " + std::strerror(rc));
+  }
+  ~CliProcess() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      wait();
+    }
+  }
+  CliProcess(const CliProcess&) = delete;
+  CliProcess& operator=(const CliProcess&) = delete;
+
+  pid_t pid() const noexcept { return pid_; }
+  std::string out() const { return slurp(out_path()); }
+
+  // Waits for exit: status (or 128 + signal) and what it printed.
+  RunResult wait() {
+    int status = 0;
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+    RunResult r;
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = slurp(out_path());
+    r.err = slurp(err_path());
+    return r;
+  }
+
+ private:
+  std::string out_path() const { return (tmp_.path() / "out").string(); }
+  std::string err_path() const { return (tmp_.path() / "err").string(); }
+  TempDir tmp_;
+  pid_t pid_ = -1;
+};
+
+RunResult run_cli(const std::vector<std::string>& args, const EnvOverrides& env = {}) {
+  CliProcess p(args, env);
+  return p.wait();
+}
+
+std::string describe(const RunResult& r) {
+  return "exit " + std::to_string(r.code) + "\n--- stdout\n" + r.out + "--- stderr\n" + r.err;
+}
+
+json parse(const RunResult& r) {
+  try {
+    return json::parse(r.out);
+  } catch (const std::exception& e) {
+    FAIL("stdout is not JSON (" << e.what() << "): " << describe(r));
+  }
+  return {};
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.push_back(line);
+  return out;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::size_t b = 0;
+  for (std::size_t e; (e = s.find(sep, b)) != std::string::npos; b = e + 1) out.push_back(s.substr(b, e - b));
+  out.push_back(s.substr(b));
+  return out;
+}
+
+const json* plugin_named(const json& plugins, const std::string& name) {
+  for (const auto& p : plugins)
+    if (p.value("name", "") == name) return &p;
+  return nullptr;
+}
+
+// The fake plugins' directories: --plugin-path arguments (or a ':' list).
+std::string fake(const std::string& name) { return accelkit::test::fixture_dir(name); }
+
+}  // namespace
+
+TEST_CASE("help and version exit 0") {
+  auto help = run_cli({"--help"});
+  CHECK_MESSAGE(help.code == 0, describe(help));
+  for (const char* verb : {"info", "plugins", "report", "monitor"}) CHECK(contains(help.out, verb));
+  auto verb_help = run_cli({"help", "monitor"});
+  CHECK(verb_help.code == 0);
+  CHECK(contains(verb_help.out, "--interval"));
+  auto version = run_cli({"--version", "--json"});
+  CHECK(version.code == 0);
+  CHECK(parse(version)["accelkit_version"].is_string());
+}
+
+TEST_CASE("info --json: plugins[], selected cpu, settings with provenance") {
+  auto r = run_cli({"info", "--json"});
+  REQUIRE_MESSAGE(r.code == 0, describe(r));
+  const json j = parse(r);
+  CHECK(j["accelkit_version"].is_string());
+  CHECK(j["torch_version"].is_string());
+
+  REQUIRE(j["plugins"].is_array());
+  const json* cpu = plugin_named(j["plugins"], "cpu");
+  REQUIRE_MESSAGE(cpu, describe(r));
+  for (const char* key : {"name", "path", "status", "reason", "version", "devices", "score", "reasons", "warnings"})
+    CHECK_MESSAGE(cpu->contains(key), key);
+  CHECK((*cpu)["status"] == "loaded");
+  CHECK((*cpu)["path"].get<std::string>().front() == '/');
+  REQUIRE((*cpu)["devices"].size() >= 1);
+  const json& dev = (*cpu)["devices"][0];
+  CHECK(dev["id"] == "cpu:0");
+  CHECK(dev["kind"] == "cpu");
+  CHECK(dev["name"].is_string());
+  CHECK(dev["vendor"].is_string());
+  CHECK(dev["memory_bytes"].is_number_unsigned());
+  CHECK(dev["properties"].is_object());
+  REQUIRE(dev["capabilities"].is_array());
+  bool has_fp32 = false;
+  for (const auto& c : dev["capabilities"]) has_fp32 |= c == "fp32";
+  CHECK(has_fp32);
+
+  const json& sel = j["selected"];
+  REQUIRE(sel.is_object());
+  CHECK(sel["plugin"] == "cpu");
+  CHECK(sel["device"] == "cpu:0");
+  REQUIRE(sel["reasons"].is_array());
+  CHECK(sel["reasons"].size() >= 1);
+
+  const json& dev_setting = j["settings"]["device"];
+  CHECK(dev_setting["value"] == "auto");
+  CHECK(dev_setting["origin"] == "default");
+  CHECK(dev_setting.contains("source"));
+  CHECK(dev_setting.contains("why"));
+}
+
+TEST_CASE("info: a readable table") {
+  auto r = run_cli({"info"});
+  REQUIRE_MESSAGE(r.code == 0, describe(r));
+  CHECK(contains(r.out, "Selected: cpu:0"));
+  CHECK(contains(r.out, "NAME"));
+  CHECK(contains(r.out, "loaded"));
+  CHECK(r.out.find('{') == std::string::npos);  // not a JSON dump
+}
+
+TEST_CASE("plugins -v: search path and trace") {
+  auto r = run_cli({"plugins", "-v", "--json"});
+  REQUIRE_MESSAGE(r.code == 0, describe(r));
+  const json j = parse(r);
+  REQUIRE(j["search_dirs"].is_array());
+  REQUIRE(j["search_dirs"].size() >= 1);
+  CHECK(j["search_dirs"][0]["path"] == cpu_plugin_dir());
+  CHECK(j["search_dirs"][0]["origin"] == "ACCELKIT_PLUGIN_PATH");
+  REQUIRE(j["trace"].is_array());
+  bool traced = false;
+  for (const auto& line : j["trace"]) traced |= contains(line.get<std::string>(), "libaccelkit-cpu.so");
+  CHECK_MESSAGE(traced, describe(r));
+  CHECK(plugin_named(j["plugins"], "cpu"));
+
+  auto text = run_cli({"plugins", "-v"});
+  REQUIRE(text.code == 0);
+  CHECK(contains(text.out, "Trace:"));
+  CHECK(contains(text.out, cpu_plugin_dir()));
+
+  auto plain = run_cli({"plugins", "--json"});
+  REQUIRE(plain.code == 0);
+  CHECK_FALSE(parse(plain).contains("trace"));
+}
+
+TEST_CASE("--plugin-path replaces ACCELKIT_PLUGIN_PATH") {
+  TempDir empty("accelkit-cli-empty");
+  auto r = run_cli({"plugins", "-v", "--json", "--plugin-path", cpu_plugin_dir()},
+                   {{"ACCELKIT_PLUGIN_PATH", empty.str()}});
+  REQUIRE_MESSAGE(r.code == 0, describe(r));
+  const json j = parse(r);
+  CHECK(j["search_dirs"][0]["origin"] == "--plugin-path");
+  CHECK(plugin_named(j["plugins"], "cpu"));
+}
+
+TEST_CASE("usage and config errors exit 2") {
+  SUBCASE("unknown option") {
+    auto r = run_cli({"info", "--frobnicate"});
+    CHECK_MESSAGE(r.code == 2, describe(r));
+    CHECK(contains(r.err, "--frobnicate"));
+  }
+  SUBCASE("unknown verb") {
+    auto r = run_cli({"frobnicate"});
+    CHECK_MESSAGE(r.code == 2, describe(r));
+    CHECK(contains(r.err, "frobnicate"));
+  }
+  SUBCASE("no verb") { CHECK(run_cli({}).code == 2); }
+  SUBCASE("verb option on the wrong verb") { CHECK(run_cli({"info", "--apply"}).code == 2); }
+  SUBCASE("bad monitor count") { CHECK(run_cli({"monitor", "--count", "0"}).code == 2); }
+  SUBCASE("bad log level") { CHECK(run_cli({"info", "--log-level", "loud"}).code == 2); }
+  SUBCASE("TOML syntax error: file:line:column") {
+    auto r = run_cli({"info", "--config", config("bad_syntax.toml")});
+    CHECK_MESSAGE(r.code == 2, describe(r));
+    CHECK_MESSAGE(contains(r.err, "bad_syntax.toml:3:"), describe(r));
+    CHECK(r.out.empty());
+  }
+  SUBCASE("TOML syntax error through ACCELKIT_CONFIG") {
+    auto r = run_cli({"info"}, {{"ACCELKIT_CONFIG", config("bad_syntax.toml")}});
+    CHECK_MESSAGE(r.code == 2, describe(r));
+    CHECK(contains(r.err, "bad_syntax.toml:3:"));
+  }
+  SUBCASE("unknown key names the nearest") {
+    auto r = run_cli({"report", "--config", config("unknown_key.toml")});
+    CHECK_MESSAGE(r.code == 2, describe(r));
+    CHECK(contains(r.err, "devise"));
+    CHECK(contains(r.err, "device"));
+  }
+  SUBCASE("wrong type names the key") {
+    auto r = run_cli({"info", "--config", config("wrong_type.toml")});
+    CHECK_MESSAGE(r.code == 2, describe(r));
+    CHECK(contains(r.err, "threads"));
+  }
+}
+
+TEST_CASE("an explicit request that cannot be honoured exits 3, listing what is available") {
+  SUBCASE("--device cuda:1 without a cuda plugin") {
+    auto r = run_cli({"info", "--device", "cuda:1"});
+    CHECK_MESSAGE(r.code == 3, describe(r));
+    CHECK(contains(r.err, "cuda:1"));
+    CHECK_MESSAGE(contains(r.err, "cpu"), describe(r));
+  }
+  SUBCASE("--json keeps the error in the decision") {
+    auto r = run_cli({"info", "--json", "--device", "cuda:1"});
+    CHECK(r.code == 3);
+    const json j = parse(r);
+    CHECK(j["selected"].is_null());
+    CHECK(j["decision"]["explicit_request"] == true);
+    CHECK(contains(j["decision"]["error"].get<std::string>(), "cpu"));
+  }
+  SUBCASE("ACCELKIT_DEVICE") {
+    auto r = run_cli({"report"}, {{"ACCELKIT_DEVICE", "rocm"}});
+    CHECK_MESSAGE(r.code == 3, describe(r));
+  }
+  SUBCASE("config device") {
+    auto r = run_cli({"monitor", "--count", "1", "--config", config("device_cuda.toml")});
+    CHECK_MESSAGE(r.code == 3, describe(r));
+    CHECK(contains(r.err, "cuda"));
+  }
+  SUBCASE("cuda:5 with a two-device cuda plugin") {
+    auto r = run_cli({"info", "--device", "cuda:5", "--plugin-path", cpu_plugin_dir(), "--plugin-path", fake("cuda")});
+    CHECK_MESSAGE(r.code == 3, describe(r));
+  }
+}
+
+TEST_CASE("the command line wins over the environment") {
+  auto r = run_cli({"info", "--json", "--device", "cpu"}, {{"ACCELKIT_DEVICE", "cuda:1"}});
+  REQUIRE_MESSAGE(r.code == 0, describe(r));
+  const json j = parse(r);
+  CHECK(j["selected"]["device"] == "cpu:0");
+  CHECK(j["settings"]["device"]["origin"] == "cli");
+
+  auto env = run_cli({"info", "--json"}, {{"ACCELKIT_PRECISION", "fp32"}});
+  REQUIRE(env.code == 0);
+  CHECK(parse(env)["settings"]["precision"]["origin"] == "env");
+}
+
+TEST_CASE("auto with nothing usable exits 1 with a clear message") {
+  TempDir empty("accelkit-cli-empty");
+  auto r = run_cli({"info"}, {{"ACCELKIT_PLUGIN_PATH", empty.str()}});
+  CHECK_MESSAGE(r.code == 1, describe(r));
+  CHECK(contains(r.err, "no usable device"));
+}
+
+TEST_CASE("negotiation through the CLI with the fake GPU plugins") {
+  const std::string path = cpu_plugin_dir() + ":" + fake("cuda") + ":" + fake("rocm");
+  const EnvOverrides env{{"ACCELKIT_PLUGIN_PATH", path}};
+
+  SUBCASE("auto picks cuda") {
+    auto r = run_cli({"info", "--json"}, env);
+    REQUIRE_MESSAGE(r.code == 0, describe(r));
+    CHECK(parse(r)["selected"]["plugin"] == "cuda");
+  }
+  SUBCASE("--device cuda:1 is honoured") {
+    auto r = run_cli({"info", "--json", "--device", "cuda:1"}, env);
+    REQUIRE_MESSAGE(r.code == 0, describe(r));
+    const json j = parse(r);
+    CHECK(j["selected"]["device"] == "cuda:1");
+    CHECK(j["selected"]["plugin"] == "cuda");
+  }
+  SUBCASE("--no-gpu picks cpu") {
+    auto r = run_cli({"info", "--json", "--no-gpu"}, env);
+    REQUIRE_MESSAGE(r.code == 0, describe(r));
+    const json j = parse(r);
+    CHECK(j["selected"]["plugin"] == "cpu");
+    CHECK(j["settings"]["no_gpu"]["origin"] == "cli");
+  }
+  SUBCASE("prefer in a config reorders") {
+    auto r = run_cli({"info", "--json", "--config", config("prefer_rocm.toml")}, env);
+    REQUIRE_MESSAGE(r.code == 0, describe(r));
+    const json j = parse(r);
+    CHECK(j["selected"]["plugin"] == "rocm");
+    CHECK(j["settings"]["prefer"]["origin"] == "file");
+    CHECK(contains(j["settings"]["prefer"]["source"].get<std::string>(), "prefer_rocm.toml"));
+  }
+  SUBCASE("plugins lists every one loaded") {
+    auto r = run_cli({"plugins", "--json"}, env);
+    REQUIRE(r.code == 0);
+    const json j = parse(r);
+    for (const char* name : {"cpu", "cuda", "rocm"}) {
+      const json* p = plugin_named(j["plugins"], name);
+      REQUIRE_MESSAGE(p, name);
+      CHECK((*p)["status"] == "loaded");
+    }
+    CHECK((*plugin_named(j["plugins"], "cuda"))["devices"].size() == 2);
+  }
+}
+
+TEST_CASE("plugins reports refused plugins with a reason") {
+  const std::string path = cpu_plugin_dir() + ":" + fake("abi-new") + ":" + fake("garbage");
+  auto r = run_cli({"plugins", "--json"}, {{"ACCELKIT_PLUGIN_PATH", path}});
+  REQUIRE_MESSAGE(r.code == 0, describe(r));
+  const json j = parse(r);
+  for (const auto& p : j["plugins"]) {
+    if (p["name"] == "cpu") continue;
+    CHECK(p["status"] == "rejected");
+    CHECK_FALSE(p["reason"].get<std::string>().empty());
+  }
+  CHECK(j["plugins"].size() == 3);
+}
+
+TEST_CASE("report --apply reads the values back from LibTorch") {
+  SUBCASE("defaults") {
+    auto r = run_cli({"report", "--apply", "--json"});
+    REQUIRE_MESSAGE(r.code == 0, describe(r));
+    const json j = parse(r);
+    const json& plan = j["precision"]["plan"];
+    REQUIRE(plan["threads"].is_number_integer());
+    CHECK(j["applied"]["mismatches"] == 0);
+    bool saw_threads = false;
+    for (const auto& v : j["applied"]["values"]) {
+      if (v["key"] != "num_threads") continue;
+      saw_threads = true;
+      CHECK(v["value"] == std::to_string(plan["threads"].get<int>()));
+      CHECK(v["match"] == true);
+    }
+    CHECK_MESSAGE(saw_threads, describe(r));
+  }
+  SUBCASE("threads from a config") {
+    auto r = run_cli({"report", "--apply", "--json", "--config", config("threads_one.toml")});
+    REQUIRE_MESSAGE(r.code == 0, describe(r));
+    const json j = parse(r);
+    CHECK(j["precision"]["request"]["threads"] == 1);
+    CHECK(j["precision"]["plan"]["threads"] == 1);
+    CHECK(j["precision"]["plan"]["dtype"] == "fp32");
+    CHECK(j["settings"]["threads"]["origin"] == "file");
+    bool saw = false;
+    for (const auto& v : j["applied"]["values"])
+      if (v["key"] == "num_threads") saw = v["value"] == "1";
+    CHECK_MESSAGE(saw, describe(r));
+  }
+  SUBCASE("human output prints intended beside read back") {
+    auto r = run_cli({"report", "--apply"});
+    REQUIRE_MESSAGE(r.code == 0, describe(r));
+    CHECK(contains(r.out, "READ BACK"));
+    CHECK(contains(r.out, "num_threads"));
+    CHECK_FALSE(contains(r.out, "MISMATCH"));
+  }
+  SUBCASE("without --apply nothing is read back") {
+    auto r = run_cli({"report", "--json"});
+    REQUIRE(r.code == 0);
+    const json j = parse(r);
+    CHECK(j["precision"]["plan"].is_object());
+    CHECK_FALSE(j.contains("applied"));
+  }
+}
+
+TEST_CASE("monitor --count 2 --interval 0.1") {
+  SUBCASE("--csv: header + 2 rows") {
+    auto r = run_cli({"monitor", "--count", "2", "--interval", "0.1", "--csv"});
+    REQUIRE_MESSAGE(r.code == 0, describe(r));
+    const auto lines = lines_of(r.out);
+    REQUIRE_MESSAGE(lines.size() == 3, describe(r));
+    const auto header = split(lines[0], ',');
+    CHECK(header[0] == "time_s");
+    CHECK(header.size() >= 2);
+    for (std::size_t i = 1; i < 3; ++i) CHECK(split(lines[i], ',').size() == header.size());
+  }
+  SUBCASE("--json: one object per line, n/a with its note") {
+    auto r = run_cli({"monitor", "--count", "2", "--interval", "0.1", "--json"});
+    REQUIRE_MESSAGE(r.code == 0, describe(r));
+    const auto lines = lines_of(r.out);
+    REQUIRE(lines.size() == 2);
+    for (const auto& line : lines) {
+      const json j = json::parse(line);
+      CHECK(j["device"] == "cpu:0");
+      REQUIRE(j["readings"].is_object());
+      for (const auto& [key, reading] : j["readings"].items()) {
+        CHECK_MESSAGE(reading.contains("value"), key);
+        if (reading["value"].is_null()) CHECK_FALSE_MESSAGE(reading["note"].get<std::string>().empty(), key);
+      }
+    }
+  }
+  SUBCASE("table") {
+    auto r = run_cli({"monitor", "--count", "2", "--interval", "0.1"});
+    REQUIRE_MESSAGE(r.code == 0, describe(r));
+    CHECK(contains(r.out, "time_s"));
+  }
+}
+
+TEST_CASE("monitor stops cleanly on SIGINT") {
+  CliProcess p({"monitor", "--interval", "0.1"}, {});
+  // Wait for the header and two rows (start-up loads LibTorch: allow for a slow machine).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (lines_of(p.out()).size() < 6 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  REQUIRE(::kill(p.pid(), SIGINT) == 0);
+  const RunResult r = p.wait();
+  CHECK_MESSAGE(r.code == 0, describe(r));
+  CHECK(contains(r.out, "time_s"));
+  CHECK(contains(r.err, "stopped after"));
+}
