@@ -43,6 +43,13 @@ struct Invocation {
   double interval = 1.0;           // monitor --interval (seconds)
   std::optional<long long> count;  // monitor --count; unset = until Ctrl-C
   bool csv = false;                // monitor --csv
+  bool resume = false;             // train --resume
+  std::string model = "mlp";       // bench --model
+  int steps = 20;                  // bench --steps
+  int warmup = 3;                  // bench --warmup
+  int batch = 0;                   // bench --batch (0 = the model's default)
+  int width = 0;                   // bench --width (0 = the model's default)
+  bool vs_tuned = false;           // bench --vs-tuned
 
   SettingsInputs settings_inputs() const;
   ContextOptions context_options() const;
@@ -61,5 +68,8 @@ int verb_info(const Invocation& inv, const Context& ctx);
 int verb_plugins(const Invocation& inv, const Context& ctx);
 int verb_report(const Invocation& inv, Context& ctx);
 int verb_monitor(const Invocation& inv, const Context& ctx);
+// bench and train start their own Runtime (verb_bench.cpp, verb_train.cpp).
+int verb_bench(const Invocation& inv);
+int run_train(const ContextOptions& options, bool resume, bool json);
 
 }  // namespace accelkit::cli

@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "accelkit/bench.hpp"
 #include "accelkit/context.hpp"
 #include "accelkit/loader.hpp"
 #include "accelkit/log.hpp"
@@ -52,6 +53,10 @@ int run(int argc, const char* const* argv) {
     return kExitUsage;
   }
 
+  // bench and train start their own Runtime (one discovery, not two).
+  if (inv.verb == "bench") return verb_bench(inv);
+  if (inv.verb == "train") return run_train(inv.context_options(), inv.resume, inv.json);
+
   // Settings first, so the effective log level holds while plugins load.
   init_logging(inv.log_level.value_or("warn"));
   std::unique_ptr<Context> ctx;
@@ -73,6 +78,19 @@ int run(int argc, const char* const* argv) {
 }
 
 }  // namespace
+
+int run_bench(const ContextOptions& options, const BenchOptions& bench, bool json);  // verb_bench.cpp
+
+int verb_bench(const Invocation& inv) {
+  BenchOptions b;
+  b.model = inv.model;
+  b.steps = inv.steps;
+  b.warmup = inv.warmup;
+  b.batch = inv.batch;
+  b.width = inv.width;
+  b.vs_tuned = inv.vs_tuned;
+  return run_bench(inv.context_options(), b, inv.json);
+}
 
 int report_device_failure(const Context& ctx) {
   const Decision& d = ctx.decision();

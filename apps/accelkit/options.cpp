@@ -22,6 +22,8 @@ constexpr VerbDoc kVerbs[] = {
     {"plugins", "plugins [-v] [--json]", "every plugin found and what became of it (-v: search path and trace)"},
     {"report", "report [--apply] [--json]", "decision, settings with provenance, precision plan (--apply: apply and read back)"},
     {"monitor", "monitor [--interval S] [--count N] [--csv | --json]", "sample the selected device's sensors"},
+    {"bench", "bench [--model M] [--steps N] [--vs-tuned] [--json]", "time a training step: accelkit vs plain LibTorch"},
+    {"train", "train --config FILE [--resume] [--json]", "train the example model ([train] table in FILE)"},
     {"help", "help [VERB]", "this text, or one verb's"},
 };
 
@@ -48,7 +50,14 @@ po::options_description verb_options() {
       ("apply", po::bool_switch(), "report: apply the precision plan and read it back from LibTorch")
       ("interval", po::value<double>()->value_name("S"), "monitor: seconds between samples (default 1)")
       ("count", po::value<long long>()->value_name("N"), "monitor: number of samples (default: until Ctrl-C)")
-      ("csv", po::bool_switch(), "monitor: CSV output (header + one row per sample)");
+      ("csv", po::bool_switch(), "monitor: CSV output (header + one row per sample)")
+      ("model", po::value<std::string>()->value_name("M"), "bench: mlp | transformer | optimizer (default mlp)")
+      ("steps", po::value<int>()->value_name("N"), "bench: timed steps per variant (default 20)")
+      ("warmup", po::value<int>()->value_name("N"), "bench: untimed warm-up steps per variant (default 3)")
+      ("batch", po::value<int>()->value_name("B"), "bench: batch size (default: the model's)")
+      ("width", po::value<int>()->value_name("D"), "bench: model width (default: the model's)")
+      ("vs-tuned", po::bool_switch(), "bench: also time hand-tuned LibTorch")
+      ("resume", po::bool_switch(), "train: continue from the newest valid checkpoint");
   return d;
 }
 
@@ -104,6 +113,13 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   inv.csv = flag(vm, "csv");
   if (vm.count("interval")) inv.interval = vm["interval"].as<double>();
   if (vm.count("count")) inv.count = vm["count"].as<long long>();
+  inv.resume = flag(vm, "resume");
+  inv.vs_tuned = flag(vm, "vs-tuned");
+  if (vm.count("model")) inv.model = vm["model"].as<std::string>();
+  if (vm.count("steps")) inv.steps = vm["steps"].as<int>();
+  if (vm.count("warmup")) inv.warmup = vm["warmup"].as<int>();
+  if (vm.count("batch")) inv.batch = vm["batch"].as<int>();
+  if (vm.count("width")) inv.width = vm["width"].as<int>();
 
   if (inv.help || inv.version) return inv;
   if (!inv.verb.empty() && !is_verb(inv.verb)) throw UsageError("unknown verb '" + inv.verb + "'");
@@ -117,6 +133,8 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   only_for(vm, "interval", inv.verb, "monitor");
   only_for(vm, "count", inv.verb, "monitor");
   only_for(vm, "csv", inv.verb, "monitor");
+  for (const char* o : {"model", "steps", "warmup", "batch", "width", "vs-tuned"}) only_for(vm, o, inv.verb, "bench");
+  only_for(vm, "resume", inv.verb, "train");
   if (inv.csv && inv.json) throw UsageError("--csv and --json cannot be combined");
   if (!(std::isfinite(inv.interval) && inv.interval > 0 && inv.interval <= 86400))
     throw UsageError("--interval must be a number of seconds in (0, 86400]");

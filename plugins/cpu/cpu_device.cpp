@@ -1,6 +1,7 @@
 #include "cpu_device.hpp"
 
 #include "cpu_monitor.hpp"
+#include "cpu_optimizer.hpp"
 #include "cpu_precision.hpp"
 
 namespace accelkit::cpu {
@@ -17,8 +18,7 @@ Result<std::shared_ptr<Precision>> CpuDevice::precision() noexcept {
 }
 
 Result<std::shared_ptr<Optimizer>> CpuDevice::optimizer() noexcept {
-  return Status(StatusCode::not_supported,
-                "the CPU plugin has no fused optimizer yet; the host uses torch::optim::AdamW");
+  return capture("cpu optimizer", [&]() -> std::shared_ptr<Optimizer> { return std::make_shared<CpuOptimizer>(); });
 }
 
 Result<std::shared_ptr<Monitor>> CpuDevice::monitor() noexcept {

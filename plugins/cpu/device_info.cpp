@@ -33,6 +33,7 @@ CpuReport make_cpu_report(const CpuProbe& p) {
   const std::string bf16 = bf16_source(p.isa);
   CapabilitySet& caps = d.capabilities;
   caps.add(Capability::fp32);
+  caps.add(Capability::fused_adamw);
   if (!bf16.empty()) caps.add(Capability::bf16);
   if (!p.sensors.temperature.empty()) caps.add(Capability::thermal);
   if (!p.sensors.power.empty() && p.sensors.power_readable) caps.add(Capability::power);

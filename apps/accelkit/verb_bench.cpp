@@ -1,0 +1,157 @@
+// accelkit bench: accelkit's negotiated settings against plain (and hand-tuned) LibTorch on a
+// reference model, in one process; a table or --json, progress on stderr.
+#include <algorithm>
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include <ATen/Parallel.h>
+#include <unistd.h>
+
+#include "accelkit/bench.hpp"
+#include "accelkit/runtime.hpp"
+#include "cli.hpp"
+#include "table.hpp"
+
+namespace accelkit::cli {
+
+int run_bench(const ContextOptions& options, const BenchOptions& bench, bool json);
+
+namespace {
+
+std::string fixed(double v, int digits) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(digits) << v;
+  return s.str();
+}
+
+std::string sci(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2g", v);
+  return buf;
+}
+
+std::string load_text(double l) { return l >= 0 ? fixed(l, 2) : "?"; }
+
+void add_variant(Table& t, const BenchVariant& v, double baseline_ms, bool phases) {
+  const BenchStats& s = v.time;
+  std::vector<std::string> row{v.name, std::to_string(v.threads), v.dtype, v.optimizer,
+                               fixed(s.median_ms, 1), fixed(s.min_ms, 1), fixed(s.max_ms, 1)};
+  if (phases) {
+    row.push_back(fixed(v.forward_ms, 1));
+    row.push_back(fixed(v.backward_ms, 1));
+    row.push_back(fixed(v.optimizer_ms, 1));
+  }
+  row.push_back(s.median_ms > 0 ? fixed(baseline_ms / s.median_ms, 2) + "x" : "-");
+  t.add_row(std::move(row));
+}
+
+void render_check(std::ostream& out, const BenchResult& r) {
+  const BenchAccuracy& a = r.accuracy;
+  out << "accuracy: " << a.compared << " after " << a.steps << " steps from identical weights and data, accelkit vs "
+      << "baseline: " << sci(a.rel_diff) << " relative (tolerance " << sci(a.tolerance) << ": "
+      << (a.ok ? "ok" : "FAILED") << ")";
+  if (a.tuned_rel_diff) out << "; tuned vs baseline " << sci(*a.tuned_rel_diff);
+  out << "\n  why this tolerance: " << a.why << '\n';
+}
+
+void render(std::ostream& out, const BenchResult& r) {
+  out << "accelkit bench: " << r.model << " - " << r.shape << " (" << fixed(r.params / 1e6, 1) << "M params)\n"
+      << "device " << r.device << " (LibTorch " << r.torch_version << "); " << r.steps << " timed steps after "
+      << r.warmup << " warm-up, variants alternating every round; load average " << load_text(r.load_before)
+      << " -> " << load_text(r.load_after) << "\n\n";
+  // Phases (medians): zero_grad + forward + loss, backward, optimizer step.
+  const bool phases = r.model != "optimizer";
+  std::vector<std::string> headers{"variant", "threads", "dtype", "optimizer", "median ms", "min ms", "max ms"};
+  if (phases) headers.insert(headers.end(), {"fwd ms", "bwd ms", "opt ms"});
+  headers.push_back("speedup");
+  Table t(headers);
+  t.right_align(1);
+  for (std::size_t c = 4; c < headers.size(); ++c) t.right_align(c);
+  const double base = r.baseline.time.median_ms;
+  add_variant(t, r.baseline, base, phases);
+  add_variant(t, r.accelkit, base, phases);
+  if (r.tuned) add_variant(t, *r.tuned, base, phases);
+  t.print(out);
+  out << "\naccelkit is " << fixed(r.speedup, 2) << "x the baseline";
+  if (r.speedup_vs_tuned) out << ", " << fixed(*r.speedup_vs_tuned, 2) << "x hand-tuned LibTorch";
+  out << " (medians; fastest steps: " << fixed(r.speedup_min, 2) << "x the baseline)\n\n";
+
+  const BenchFloor& f = r.floor;
+  if (f.measured) {
+    out << "floor (" << f.note << "):\n";
+    if (f.step_flops > 0)
+      out << "  matmuls    " << fixed(f.step_flops / 1e9, 1) << " GFLOP at " << fixed(f.matmul_tflops, 2) << " TFLOP/s ("
+          << f.matmul_dtype << ' ' << f.matmul_n << "^3 mm)  = " << fixed(f.matmul_ms, 1) << " ms\n";
+    out << "  optimizer  " << fixed(f.optimizer_bytes / 1e6, 0) << " MB at " << fixed(f.copy_gbps, 1)
+        << " GB/s (copy)  = " << fixed(f.optimizer_ms, 1) << " ms   [in place " << fixed(f.inplace_gbps, 1)
+        << " GB/s: " << fixed(f.optimizer_inplace_ms, 1) << " ms]\n"
+        << "  floor " << fixed(f.floor_ms, 1) << " ms; accelkit " << fixed(r.accelkit.time.median_ms, 1)
+        << " ms = " << fixed(f.measured_over_floor, 2) << "x the floor (floor/measured " << fixed(f.floor_over_measured, 2)
+        << ")\n\n";
+  }
+  render_check(out, r);
+}
+
+void show_progress(const BenchProgress& p) {
+  static const bool tty = isatty(STDERR_FILENO) == 1;
+  static std::string last_phase;
+  const bool phase_change = p.phase != last_phase;
+  last_phase = p.phase;
+  std::ostringstream line;
+  line << "bench " << p.model << ": ";
+  if (p.phase == "check") line << "accuracy check, variant " << p.done + 1 << '/' << p.total;
+  else if (p.phase == "floors") line << "measuring floors " << p.done + 1 << '/' << p.total;
+  else if (p.phase == "warmup") line << "warm-up " << p.done + 1 << '/' << p.total;
+  else line << "round " << std::min(p.done + 1, p.total) << '/' << p.total;
+  const bool finished = p.phase == "timing" && p.done == p.total;
+  if (tty) {
+    std::cerr << '\r' << line.str() << "\033[K" << (finished ? "\r\033[K" : "") << std::flush;
+  } else if (!finished && (phase_change || p.phase != "timing" || p.done % std::max(1, p.total / 10) == 0)) {
+    std::cerr << line.str() << '\n';
+  }
+}
+
+}  // namespace
+
+int run_bench(const ContextOptions& options, const BenchOptions& bench_in, bool json) {
+  BenchOptions bench = bench_in;
+  // The baseline runs at LibTorch's default thread count: read it before Runtime::start applies
+  // the plan.
+  if (bench.baseline_threads == 0) bench.baseline_threads = at::get_num_threads();
+  try {
+    validate(bench);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "accelkit: " << e.what() << "\nTry 'accelkit help bench'.\n";
+    return kExitUsage;
+  }
+
+  std::unique_ptr<Runtime> rt;
+  try {
+    rt = Runtime::start(options);
+  } catch (const SettingsError& e) {
+    std::cerr << "accelkit: " << e.what() << '\n';
+    return kExitUsage;
+  } catch (const DeviceUnavailableError& e) {
+    std::cerr << "accelkit: device unavailable: " << e.what() << '\n';
+    return kExitUnavailable;
+  }
+
+  BenchResult result;
+  try {
+    result = accelkit::run_bench(*rt, bench, show_progress);
+  } catch (const BenchCheckError& e) {
+    if (json) std::cout << bench_json(e.partial()) << '\n';
+    else render_check(std::cout, e.partial());
+    std::cout << std::flush;
+    std::cerr << "accelkit: bench: " << e.what() << '\n';
+    return kExitFailure;
+  }
+  if (json) std::cout << bench_json(result) << '\n';
+  else render(std::cout, result);
+  return kExitOk;
+}
+
+}  // namespace accelkit::cli

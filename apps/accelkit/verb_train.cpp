@@ -1,0 +1,306 @@
+// accelkit train [--config file.toml] [--resume] [--json]: the example trainer (core's
+// Trainer) with a progress bar on a terminal, plain log lines otherwise, JSON lines with
+// --json.
+//
+// Exit codes: 0 done (or nothing left to do), 1 failure (a refused resume, a damaged
+// checkpoint directory, a diverged loss, I/O), 2 bad config ([train] or settings), 3 device
+// unavailable, 128 + signal (130 for Ctrl-C, 143 for SIGTERM) when stopped by a signal after
+// saving a checkpoint - so that `accelkit train && next` does not go on after an interrupt.
+// A second Ctrl-C while the step finishes kills the process at once (checkpoint writes are
+// atomic, so the directory stays valid).
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "accelkit/checkpoint.hpp"
+#include "accelkit/device.hpp"
+#include "accelkit/monitor.hpp"
+#include "accelkit/runtime.hpp"
+#include "accelkit/train.hpp"
+#include "cli.hpp"
+#include "json_out.hpp"
+
+namespace accelkit::cli {
+
+int run_train(const ContextOptions& options, bool resume, bool json);
+
+namespace {
+
+std::atomic<bool> g_train_stop{false};
+volatile std::sig_atomic_t g_train_signal = 0;
+
+void on_train_signal(int sig) {
+  g_train_signal = sig;
+  g_train_stop.store(true);
+  static const char msg[] = "\naccelkit: stopping after this step to save a checkpoint (again to abort)\n";
+  if (::write(STDERR_FILENO, msg, sizeof msg - 1) < 0) {
+  }
+}
+
+// SIGINT/SIGTERM set the stop flag for the guard's lifetime; SA_RESETHAND makes a second
+// signal take its default action.
+class TrainSignals {
+ public:
+  TrainSignals() {
+    g_train_stop = false;
+    g_train_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_train_signal;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~TrainSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  TrainSignals(const TrainSignals&) = delete;
+  TrainSignals& operator=(const TrainSignals&) = delete;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string loss_text(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+// 75 -> "1:15", 3725 -> "1:02:05"
+std::string clock_text(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const auto s = static_cast<long long>(std::llround(seconds));
+  char buf[32];
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%lld:%02lld", s / 60, s % 60);
+  return buf;
+}
+
+// The device temperature, sampled at most every 2 s (sensors can be slow to read).
+class Thermometer {
+ public:
+  explicit Thermometer(const std::shared_ptr<Device>& device) {
+    auto monitor = device->monitor();
+    if (monitor.ok()) monitor_ = monitor.value();
+  }
+  std::optional<double> read() {
+    const auto now = std::chrono::steady_clock::now();
+    if (!monitor_ || (sampled_ && now - last_ < std::chrono::seconds(2))) return value_;
+    sampled_ = true;
+    last_ = now;
+    value_.reset();
+    auto sample = monitor_->sample();
+    if (sample.ok())
+      for (const auto& r : sample.value())
+        if (r.key == reading::temperature_c && r.value) value_ = r.value;
+    return value_;
+  }
+
+ private:
+  std::shared_ptr<Monitor> monitor_;
+  bool sampled_ = false;
+  std::chrono::steady_clock::time_point last_;
+  std::optional<double> value_;
+};
+
+std::string temperature_text(const std::optional<double>& t) {
+  return t ? fixed(*t, 0) + "\xC2\xB0" "C" : std::string("n/a");
+}
+
+int terminal_columns() {
+  struct winsize w {};
+  if (::ioctl(STDERR_FILENO, TIOCGWINSZ, &w) == 0 && w.ws_col > 0) return w.ws_col;
+  return 80;
+}
+
+// Display width of UTF-8 text (one column per code point here).
+std::size_t columns(const std::string& s) {
+  std::size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+// A redrawn bar on a terminal (at most 10 times a second), a line per log step otherwise,
+// and a JSON line per log step on stdout with --json.
+class Progress {
+ public:
+  Progress(bool tty, bool json, Thermometer& thermometer) : tty_(tty), json_(json), thermometer_(thermometer) {}
+
+  void update(const TrainProgress& p) {
+    if (p.loss) loss_ = p.loss;
+    const auto now = std::chrono::steady_clock::now();
+    const bool last = p.step == p.steps;
+    if (json_ && p.log) {
+      auto t = thermometer_.read();
+      Json j{{"event", "step"}, {"step", p.step}, {"steps", p.steps}, {"loss", p.loss ? Json(*p.loss) : Json(nullptr)},
+             {"steps_per_s", p.steps_per_s}, {"eta_s", p.eta_s}, {"elapsed_s", p.elapsed_s},
+             {"temperature_c", t ? Json(*t) : Json(nullptr)}};
+      std::cout << j.dump() << std::endl;
+    }
+    if (tty_) {
+      if (!last && drawn_ && now - last_draw_ < std::chrono::milliseconds(100)) return;
+      last_draw_ = now;
+      drawn_ = true;
+      // Never wider than the terminal, or the carriage return would not redraw one line.
+      const auto width = static_cast<std::size_t>(terminal_columns() - 1);
+      std::string text = line(p, true);
+      if (columns(text) > width) text = line(p, false);
+      if (columns(text) > width) text.resize(width);
+      std::cerr << "\r\033[K" << text << std::flush;
+    } else if (!json_ && p.log) {
+      std::cerr << line(p, false) << '\n';
+    }
+  }
+
+  // Ends the bar's line before anything else is printed.
+  void finish() {
+    if (tty_ && drawn_) std::cerr << '\n';
+    drawn_ = false;
+  }
+
+ private:
+  std::string line(const TrainProgress& p, bool bar) {
+    const int width = 24;
+    const double frac = p.steps > 0 ? static_cast<double>(p.step) / static_cast<double>(p.steps) : 1.0;
+    const int filled = static_cast<int>(frac * width);
+    std::string out = "step " + std::to_string(p.step) + "/" + std::to_string(p.steps);
+    if (bar) out += " [" + std::string(static_cast<std::size_t>(filled), '#') + std::string(static_cast<std::size_t>(width - filled), '.') + "]";
+    out += "  " + fixed(p.steps_per_s, p.steps_per_s >= 100 ? 0 : 1) + " step/s";
+    out += "  loss " + (loss_ ? loss_text(*loss_) : std::string("-"));
+    out += "  ETA " + clock_text(p.eta_s);
+    out += "  temp " + temperature_text(thermometer_.read());
+    return out;
+  }
+
+  bool tty_, json_;
+  Thermometer& thermometer_;
+  std::optional<double> loss_;
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point last_draw_;
+};
+
+std::string checkpoint_plan(const TrainConfig& c) {
+  if (c.checkpoint_dir.empty()) return "checkpoints off";
+  std::string out = "checkpoints in " + c.checkpoint_dir;
+  out += c.checkpoint_every > 0 ? " every " + std::to_string(c.checkpoint_every) + " steps" : " at the end";
+  out += c.keep_last > 0 ? " (keep " + std::to_string(c.keep_last) + ")" : " (keep all)";
+  return out;
+}
+
+int train(const ContextOptions& options, bool resume, bool json) {
+  auto rt = Runtime::start(options);
+  TrainConfig config = train_config_from(rt->context().settings());
+  Trainer trainer(*rt, config);
+  const DeviceInfo& device = rt->device_handle()->info();
+  Thermometer thermometer(rt->device_handle());
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+
+  const std::string model = "MLP " + std::to_string(config.depth) + "x" + std::to_string(config.width) + " -> " +
+                            std::to_string(config.outputs);
+  if (json) {
+    std::cout << Json{{"event", "start"}, {"device", device.id}, {"device_name", device.name},
+                      {"precision", rt->precision().dtype}, {"autocast", rt->precision().autocast},
+                      {"steps", config.steps}, {"batch_size", config.batch_size},
+                      {"micro_batches", config.micro_batches}, {"model", model},
+                      {"checkpoint_dir", config.checkpoint_dir}}
+                     .dump()
+              << std::endl;
+  }
+  std::cerr << "accelkit train: " << device.id << " (" << device.name << "), " << model << ", batch "
+            << config.batch_size
+            << (config.micro_batches > 1 ? " in " + std::to_string(config.micro_batches) + " micro-batches" : "")
+            << ", " << config.steps << " steps, " << checkpoint_plan(config) << '\n';
+
+  Progress progress(tty, json, thermometer);
+  TrainOptions train_options;
+  train_options.resume = resume;
+  train_options.stop = &g_train_stop;
+  TrainResult result;
+  train_options.on_start = [](const TrainResult& r) {
+    if (r.resumed_from) std::cerr << "resumed from " << *r.resumed_from << " (step " << r.start_step << ")\n";
+    std::cerr << "using " << r.optimizer << ", " << r.precision << '\n';
+  };
+  train_options.on_step = [&progress](const TrainProgress& p) { progress.update(p); };
+  {
+    TrainSignals signals;
+    try {
+      result = trainer.run(train_options);
+    } catch (...) {
+      progress.finish();
+      throw;
+    }
+  }
+  progress.finish();
+
+  const std::optional<std::string> saved = result.saved.empty() ? std::nullopt : std::optional(result.saved.back());
+  const int signal = g_train_signal;
+  if (json) {
+    std::cout << Json{{"event", "end"}, {"step", result.end_step}, {"steps", config.steps},
+                      {"start_step", result.start_step}, {"interrupted", result.interrupted},
+                      {"resumed_from", result.resumed_from ? Json(*result.resumed_from) : Json(nullptr)},
+                      {"initial_loss", result.losses.empty() ? Json(nullptr) : Json(result.losses.front())},
+                      {"final_loss", result.losses.empty() ? Json(nullptr) : Json(result.losses.back())},
+                      {"checkpoint", saved ? Json(*saved) : Json(nullptr)}, {"optimizer", result.optimizer},
+                      {"precision", result.precision}}
+                     .dump()
+              << std::endl;
+  }
+  if (result.interrupted) {
+    std::cerr << "interrupted at step " << result.end_step << " of " << config.steps << "; "
+              << (saved ? "checkpoint saved to " + *saved + "; continue with --resume"
+                        : std::string("checkpoints are off, nothing saved"))
+              << '\n';
+    return 128 + (signal > 0 ? signal : SIGINT);
+  }
+  if (!result.losses.empty())
+    std::cerr << "done: step " << result.end_step << "/" << config.steps << ", loss " << loss_text(result.losses.back())
+              << " (from " << loss_text(result.losses.front()) << ")"
+              << (saved ? ", checkpoint " + *saved : std::string()) << '\n';
+  return kExitOk;
+}
+
+}  // namespace
+
+int run_train(const ContextOptions& options, bool resume, bool json) {
+  try {
+    return train(options, resume, json);
+  } catch (const SettingsError& e) {
+    std::cerr << "accelkit: " << e.what() << '\n';
+    return kExitUsage;
+  } catch (const DeviceUnavailableError& e) {
+    std::cerr << "accelkit: device unavailable: " << e.what() << '\n';
+    return kExitUnavailable;
+  } catch (const TrainError& e) {
+    std::cerr << "accelkit train: " << e.what() << '\n';
+    return kExitFailure;
+  } catch (const CheckpointError& e) {
+    std::cerr << "accelkit train: checkpoint: " << e.what() << '\n';
+    return kExitFailure;
+  } catch (const std::exception& e) {
+    std::cerr << "accelkit train: error: " << e.what() << '\n';
+    return kExitFailure;
+  }
+}
+
+}  // namespace accelkit::cli

@@ -1,0 +1,160 @@
+// accelkit bench: one training step of a reference model (or the optimizer step alone) timed
+// three ways in one process, alternating every round:
+//   baseline  plain LibTorch as a user writes it: fp32, LibTorch's default threads,
+//             torch::optim::AdamW;
+//   accelkit  the Runtime's negotiated settings: plan threads, autocast dtype, make_adamw(),
+//             loss scaler;
+//   tuned     (vs_tuned) hand-tuned LibTorch: threads = physical cores, bf16 autocast,
+//             torch::optim::AdamW - so accelkit's own gain is visible.
+// Before timing, every variant runs a few steps from identical weights and data and its losses
+// are compared with the baseline's (non-finite or out of tolerance: BenchCheckError). The
+// floors (copy bandwidth, matmul rate) are measured in the same run.
+//
+// Thread-safety: run_bench changes LibTorch's thread count and the calling thread's autocast
+// state while it runs and restores the accelkit settings before returning. One at a time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace accelkit {
+
+class Runtime;
+
+struct BenchOptions {
+  std::string model = "mlp";  // mlp | transformer | optimizer
+  int steps = 20;             // timed steps per variant, one per round
+  int warmup = 3;             // untimed steps per variant before the first round
+  int batch = 0;              // 0 = the model's default for the device type
+  int width = 0;              // 0 = default: mlp D, transformer d_model, optimizer 4 x [W, W]
+  bool vs_tuned = false;      // also time hand-tuned LibTorch
+  bool floors = true;         // measure copy bandwidth and the matmul rate
+  std::int64_t floor_copy_bytes = 0;  // per buffer; 0 = 512 MiB on CPU, 1 GiB on a GPU
+  int floor_matmul_n = 0;             // n of the n^3 matmul; 0 = 2048 on CPU, 8192 on a GPU
+  int check_steps = 3;        // accuracy check: steps from identical weights and data
+  double tolerance = 0;       // relative; 0 = the model's default (see BenchAccuracy::why)
+  // LibTorch's thread count as the process started, before Runtime::start changed it;
+  // 0 = at::intraop_default_num_threads() (what LibTorch would pick unconfigured).
+  int baseline_threads = 0;
+  std::uint64_t seed = 20240901;
+  // Test hook: breaks the candidate on purpose. Applied to the accelkit variant's model output
+  // (mlp, transformer) or to its first parameter after each step (optimizer).
+  std::function<void(at::Tensor&)> candidate_hook;
+};
+
+// Throws std::invalid_argument naming the option, the value and what is allowed.
+void validate(const BenchOptions& options);
+
+struct BenchStats {
+  double median_ms = 0;
+  double min_ms = 0;
+  double max_ms = 0;
+  std::vector<double> samples_ms;  // in round order
+};
+
+struct BenchVariant {
+  std::string name;         // baseline | accelkit | tuned
+  std::string description;  // "plain LibTorch: fp32, default threads, torch::optim::AdamW"
+  int threads = 0;
+  std::string dtype;        // compute dtype: fp32 (no autocast) | bf16 | fp16
+  bool loss_scaling = false;
+  std::string optimizer;    // implementation, "torch::optim::AdamW" or the plugin's
+  BenchStats time;
+  // Medians of the step's phases (ms): zero_grad + forward + loss, backward, optimizer step.
+  double forward_ms = 0;
+  double backward_ms = 0;
+  double optimizer_ms = 0;
+  std::vector<double> check;  // accuracy check: loss per step (optimizer: parameter norm)
+};
+
+// Floors from measured machine rates. Everything 0 when not measured.
+struct BenchFloor {
+  bool measured = false;
+  double copy_gbps = 0;          // at::copy_ between large buffers, (read + written) bytes / s / 1e9
+  // x.mul_(1) on one large buffer, same units: no read-for-ownership of a separate
+  // destination, so nearer what an in-place optimizer can reach (a stricter reference).
+  double inplace_gbps = 0;
+  std::string matmul_dtype;      // dtype of the rate below (the accelkit variant's)
+  int matmul_n = 0;
+  double matmul_tflops = 0;      // n^3 at::mm, 2 n^3 / s / 1e12
+  double step_flops = 0;         // matmul FLOPs per training step (0 for optimizer)
+  double optimizer_bytes = 0;    // AdamW bytes per step: 28 per fp32 param
+  double matmul_ms = 0;          // step_flops at the matmul rate
+  double optimizer_ms = 0;       // optimizer_bytes at the copy bandwidth
+  double optimizer_inplace_ms = 0;  // optimizer_bytes at the in-place bandwidth (reference only)
+  double floor_ms = 0;           // the sum
+  double measured_over_floor = 0;  // accelkit median / floor (>= 1)
+  double floor_over_measured = 0;  // floor / accelkit median (<= 1)
+  std::string note;              // what the floor leaves out
+};
+
+struct BenchAccuracy {
+  std::string compared;   // "loss" | "parameters"
+  int steps = 0;
+  double tolerance = 0;
+  double rel_diff = 0;    // accelkit vs baseline, max over the check steps
+  std::optional<double> tuned_rel_diff;
+  bool ok = false;
+  std::string why;        // why this tolerance
+};
+
+struct BenchResult {
+  std::string model;
+  std::string shape;       // "3 x Linear(2048), batch 256"
+  std::string device;      // accelkit id, "cpu:0"
+  std::string torch_device;
+  std::string torch_version;
+  int batch = 0;
+  int width = 0;
+  std::int64_t params = 0;
+  int steps = 0;
+  int warmup = 0;
+  BenchVariant baseline;
+  BenchVariant accelkit;
+  std::optional<BenchVariant> tuned;
+  double speedup = 0;                    // baseline median / accelkit median
+  double speedup_min = 0;                // baseline min / accelkit min (best case on a shared machine)
+  std::optional<double> speedup_vs_tuned;  // tuned median / accelkit median
+  BenchFloor floor;
+  BenchAccuracy accuracy;
+  double load_before = -1;  // 1-minute load average (-1 = unknown): other work on the machine
+  double load_after = -1;
+  std::string error;        // why the run stopped (BenchCheckError::partial()); empty when it ran
+};
+
+// The accuracy check failed: a loss is not finite, or accelkit's is out of tolerance.
+class BenchCheckError : public std::runtime_error {
+ public:
+  BenchCheckError(const std::string& what, BenchResult partial)
+      : std::runtime_error(what), partial_(std::move(partial)) {}
+  // Everything known when the check failed (variants' check losses, accuracy; no timings).
+  const BenchResult& partial() const noexcept { return partial_; }
+
+ private:
+  BenchResult partial_;
+};
+
+struct BenchProgress {
+  std::string model;
+  std::string phase;  // "floors" | "check" | "warmup" | "timing"
+  int done = 0;       // rounds done in this phase
+  int total = 0;
+};
+using BenchProgressFn = std::function<void(const BenchProgress&)>;
+
+// Runs the benchmark on the runtime's device. Throws std::invalid_argument for bad options,
+// BenchCheckError when the accuracy check fails.
+BenchResult run_bench(Runtime& runtime, const BenchOptions& options,
+                      const BenchProgressFn& progress = {});
+
+// The result as JSON (one object; keys in a stable order): model, shape, device, ..., baseline,
+// accelkit, tuned (with vs_tuned), speedup, speedup_vs_tuned, floor, accuracy, load.
+std::string bench_json(const BenchResult& result, int indent = 2);
+
+}  // namespace accelkit

@@ -1,0 +1,494 @@
+#include "accelkit/bench.hpp"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include <ATen/Parallel.h>
+#include <torch/autograd.h>
+#include <torch/nn/module.h>
+#include <torch/optim/adamw.h>
+#include <torch/version.h>
+
+#include "accelkit/device.hpp"
+#include "accelkit/runtime.hpp"
+#include "bench_models.hpp"
+
+namespace accelkit {
+
+using bench_detail::ModelSpec;
+using bench_detail::Net;
+
+void validate(const BenchOptions& o) {
+  auto bad = [](const std::string& what) { throw std::invalid_argument("bench: " + what); };
+  if (o.model != "mlp" && o.model != "transformer" && o.model != "optimizer")
+    bad("unknown model '" + o.model + "' (expected mlp, transformer or optimizer)");
+  if (o.steps < 1) bad("--steps must be at least 1, got " + std::to_string(o.steps));
+  if (o.warmup < 0) bad("--warmup must be 0 or more, got " + std::to_string(o.warmup));
+  if (o.batch < 0) bad("--batch must be positive (0 = the model's default), got " + std::to_string(o.batch));
+  if (o.width < 0) bad("--width must be positive (0 = the model's default), got " + std::to_string(o.width));
+  if (o.model == "optimizer" && o.batch > 0) bad("--batch means nothing to the optimizer model (it has no data)");
+  if (o.check_steps < 1) bad("the accuracy check needs at least 1 step, got " + std::to_string(o.check_steps));
+  if (!(o.tolerance >= 0) || !std::isfinite(o.tolerance))
+    bad("tolerance must be a finite number >= 0 (0 = the model's default)");
+  if (o.baseline_threads < 0) bad("baseline threads must be >= 0, got " + std::to_string(o.baseline_threads));
+  if (o.floor_copy_bytes < 0 || o.floor_matmul_n < 0) bad("floor sizes must be >= 0 (0 = default)");
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// Waits for the device's queued work. CPU ops complete before they return. Other devices
+// (device.is_cpu() false: cuda, hip, mps, xpu) queue work; the core includes no CUDA or HIP
+// header, so it waits through a blocking one-element copy to the host queued after all of it
+// on the current stream - what a cudaDeviceSynchronize would give for single-stream work.
+void synchronize(const c10::Device& device) {
+  if (device.is_cpu()) return;
+  (void)at::zeros({1}, at::TensorOptions().device(device)).cpu();
+}
+
+BenchStats stats_of(std::vector<double> samples) {
+  BenchStats s;
+  s.samples_ms = samples;
+  std::sort(samples.begin(), samples.end());
+  const std::size_t n = samples.size();
+  s.min_ms = samples.front();
+  s.max_ms = samples.back();
+  s.median_ms = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+  return s;
+}
+
+double median_of(std::vector<double> v) { return stats_of(std::move(v)).median_ms; }
+
+double load_average() {
+  double l[1];
+  return getloadavg(l, 1) == 1 ? l[0] : -1;
+}
+
+void set_threads(int n) {
+  if (n > 0 && at::get_num_threads() != n) at::set_num_threads(n);
+}
+
+// Restores the accelkit variant's thread count when run_bench returns or throws.
+class ThreadRestore {
+ public:
+  explicit ThreadRestore(int n) : n_(n) {}
+  ~ThreadRestore() { set_threads(n_); }
+  ThreadRestore(const ThreadRestore&) = delete;
+  ThreadRestore& operator=(const ThreadRestore&) = delete;
+
+ private:
+  int n_;
+};
+
+int physical_cores(const Runtime& rt) {
+  for (const auto& [key, value] : rt.device_handle()->info().properties) {
+    if (key != "physical cores") continue;
+    try {
+      int n = std::stoi(value);
+      if (n > 0) return n;
+    } catch (const std::exception&) {
+    }
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+const char* dtype_name(at::ScalarType t) {
+  switch (t) {
+    case at::kBFloat16: return "bf16";
+    case at::kHalf: return "fp16";
+    default: return "fp32";
+  }
+}
+
+torch::optim::AdamWOptions adamw_options(const AdamWConfig& c) {
+  return torch::optim::AdamWOptions(c.lr)
+      .betas(std::make_tuple(c.beta1, c.beta2))
+      .eps(c.eps)
+      .weight_decay(c.weight_decay)
+      .amsgrad(c.amsgrad);
+}
+
+// One way of running the step: settings, its own copy of the model and optimizer.
+struct Runner {
+  BenchVariant info;
+  c10::Device device{c10::kCPU};
+  bool autocast = false;
+  at::ScalarType dtype = at::kFloat;
+  Net net;                          // empty for the optimizer model
+  std::vector<at::Tensor> params;
+  std::shared_ptr<torch::optim::Optimizer> opt;
+  std::optional<LossScaler> scaler;  // accelkit only
+  std::function<void(at::Tensor&)> hook;
+
+  // Forward under this variant's autocast; the loss in fp32 outside it (LibTorch 1.13's CPU
+  // autocast runs mse_loss in bf16 and its backward then fails on the mixed dtypes).
+  at::Tensor loss(const at::Tensor& x, const at::Tensor& target) {
+    at::Tensor y;
+    {
+      // Off: keep the current dtype (1.13's CPU autocast refuses to be set to float).
+      compat::AutocastGuard guard(device.type(), autocast, autocast ? dtype : compat::autocast_dtype(device.type()));
+      y = net.forward(x);
+    }
+    if (hook) hook(y);
+    return at::mse_loss(y.to(at::kFloat), target);
+  }
+
+  // One step; returns the (detached) loss, undefined for the optimizer model. With `phases`,
+  // adds the time of zero_grad + forward + loss, backward, and the optimizer step (ms),
+  // synchronising between them.
+  at::Tensor step(const at::Tensor& x, const at::Tensor& target, double* phases = nullptr) {
+    set_threads(info.threads);
+    auto t0 = Clock::now();
+    auto lap = [&](int i) {
+      if (!phases) return;
+      synchronize(device);
+      phases[i] += ms_since(t0);
+      t0 = Clock::now();
+    };
+    if (!net.module) {
+      opt->step();
+      if (hook) {
+        at::NoGradGuard no_grad;
+        hook(params.front());
+      }
+      lap(2);
+      return {};
+    }
+    opt->zero_grad();
+    at::Tensor l = loss(x, target);
+    lap(0);
+    if (scaler) {
+      scaler->scale(l).backward();
+      lap(1);
+      scaler->step(*opt);
+    } else {
+      l.backward();
+      lap(1);
+      opt->step();
+    }
+    lap(2);
+    return l.detach();
+  }
+
+  // A synchronised step: total ms, and the phases into `phases[3]`.
+  double timed_step(const at::Tensor& x, const at::Tensor& target, double* phases) {
+    set_threads(info.threads);
+    synchronize(device);
+    const auto t0 = Clock::now();
+    step(x, target, phases);
+    synchronize(device);
+    return ms_since(t0);
+  }
+
+  // After the check steps: the final loss (forward only) or the parameters' norm.
+  double final_value(const at::Tensor& x, const at::Tensor& target) {
+    set_threads(info.threads);
+    at::NoGradGuard no_grad;
+    if (net.module) return loss(x, target).item<double>();
+    double sq = 0;
+    for (const auto& p : params) sq += p.to(at::kDouble).pow(2).sum().item<double>();
+    return std::sqrt(sq);
+  }
+};
+
+double rel_diff(double a, double ref) {
+  if (!std::isfinite(a) || !std::isfinite(ref)) return std::numeric_limits<double>::infinity();
+  const double den = std::abs(ref);
+  return den > 0 ? std::abs(a - ref) / den : std::abs(a - ref);
+}
+
+// ||a - b|| / ||b|| over all parameters, in double.
+double params_rel_diff(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    at::Tensor bd = b[i].detach().to(at::kDouble);
+    num += (a[i].detach().to(at::kDouble) - bd).pow(2).sum().item<double>();
+    den += bd.pow(2).sum().item<double>();
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+struct Bandwidth {
+  double copy_gbps = 0;     // dst.copy_(src): bytes read + written
+  double inplace_gbps = 0;  // x.mul_(1): read and write the same lines (AdamW's own pattern)
+};
+
+// Medians of 7 after a warm-up, the two patterns interleaved.
+Bandwidth measure_bandwidth(c10::Device device, std::int64_t bytes) {
+  const std::int64_t n = bytes / 4;
+  auto opts = at::TensorOptions().dtype(at::kFloat).device(device);
+  at::Tensor src = at::empty({n}, opts).fill_(1);  // touch every page before timing
+  at::Tensor dst = at::empty({n}, opts).fill_(0);
+  std::vector<double> copy_ms, inplace_ms;
+  auto time = [&](auto&& body) {
+    synchronize(device);
+    const auto t0 = Clock::now();
+    body();
+    synchronize(device);
+    return ms_since(t0);
+  };
+  for (int i = 0; i < 8; ++i) {
+    const double c = time([&] { dst.copy_(src); });
+    const double p = time([&] { dst.mul_(1.0); });
+    if (i) {  // the first of each is warm-up
+      copy_ms.push_back(c);
+      inplace_ms.push_back(p);
+    }
+  }
+  const double moved = 2.0 * static_cast<double>(n) * 4;
+  return {moved / median_of(copy_ms) / 1e6, moved / median_of(inplace_ms) / 1e6};
+}
+
+double measure_matmul_tflops(c10::Device device, int n, at::ScalarType dtype) {
+  auto opts = at::TensorOptions().dtype(at::kFloat).device(device);
+  at::Tensor a = at::randn({n, n}, opts).to(dtype), b = at::randn({n, n}, opts).to(dtype);
+  at::Tensor c = at::empty({n, n}, a.options());
+  std::vector<double> ms;
+  for (int i = 0; i < 6; ++i) {
+    synchronize(device);
+    const auto t0 = Clock::now();
+    at::mm_out(c, a, b);
+    synchronize(device);
+    if (i) ms.push_back(ms_since(t0));
+  }
+  const double nn = n;
+  return 2.0 * nn * nn * nn / median_of(ms) / 1e9;
+}
+
+std::string tolerance_why(const BenchOptions& o, const ModelSpec& spec, const Runner& accel) {
+  if (o.tolerance > 0) return "set by the caller";
+  if (spec.model == "optimizer")
+    return "both fp32 with the same update rule: only float rounding differs (~1e-7 relative per step), so 1e-5 "
+           "catches any wrong scalar or skipped element";
+  if (accel.dtype == at::kFloat)
+    return "both fp32: only summation order (threads, kernels) differs";
+  return std::string("accelkit runs matmuls in ") + dtype_name(accel.dtype) +
+         " (8 significant bits for bf16, unit roundoff 2^-9 ~ 2e-3; fp16 2^-12) against fp32; through 3 steps the "
+         "mean loss moves well under 1e-2 relative, while a real fault (wrong kernel, lost update, bad cast) moves "
+         "it by 10% or more. 2e-2 = about 10x bf16's roundoff separates the two";
+}
+
+void report(const BenchProgressFn& progress, const std::string& model, const char* phase, int done, int total) {
+  if (progress) progress(BenchProgress{model, phase, done, total});
+}
+
+}  // namespace
+
+BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn& progress) {
+  validate(o);
+  const c10::Device device = rt.device();
+  const bool gpu = !device.is_cpu();
+  const ModelSpec spec = bench_detail::make_spec(o.model, o.batch, o.width, gpu);
+  const bool optimizer_only = spec.model == "optimizer";
+
+  const int accel_threads = rt.precision().threads > 0 ? rt.precision().threads : at::get_num_threads();
+  const int baseline_threads = o.baseline_threads > 0 ? o.baseline_threads : at::intraop_default_num_threads();
+  ThreadRestore restore(accel_threads);
+
+  BenchResult r;
+  r.model = spec.model;
+  r.shape = bench_detail::describe(spec);
+  r.device = rt.device_handle()->info().id;
+  r.torch_device = device.str();
+  r.torch_version = TORCH_VERSION;
+  r.batch = spec.batch;
+  r.width = spec.width;
+  r.steps = o.steps;
+  r.warmup = o.warmup;
+  r.load_before = load_average();
+
+  // Data: identical for every variant. The target is a fixed random teacher's output, so the
+  // loss depends on the whole model output (not on the target's own variance).
+  at::Tensor x, target;
+  if (!optimizer_only) {
+    at::manual_seed(o.seed + 1);
+    x = bench_detail::make_input(spec, device);
+    Net teacher = bench_detail::make_net(spec, o.seed + 2);
+    teacher.module->to(device);
+    at::NoGradGuard no_grad;
+    set_threads(accel_threads);
+    target = teacher.forward(x).detach();
+  }
+
+  const AdamWConfig adamw;
+  auto make_runner = [&](const std::string& name, int threads, bool autocast, at::ScalarType dtype, bool accelkit) {
+    Runner run;
+    run.device = device;
+    run.autocast = autocast && dtype != at::kFloat && !optimizer_only;  // the optimizer model has no forward
+    run.dtype = run.autocast ? dtype : at::kFloat;
+    if (optimizer_only) {
+      run.params = bench_detail::make_optimizer_params(spec, o.seed, device);
+    } else {
+      run.net = bench_detail::make_net(spec, o.seed);
+      if (accelkit) rt.prepare(*run.net.module);
+      else run.net.module->to(device);
+      run.params = run.net.module->parameters();
+    }
+    run.info.name = name;
+    run.info.threads = threads;
+    run.info.dtype = dtype_name(run.dtype);
+    if (accelkit) {
+      OptimizerChoice choice = rt.make_adamw(run.params, adamw);
+      run.opt = choice.optimizer;
+      run.info.optimizer = choice.implementation;
+      if (!optimizer_only) {
+        run.scaler.emplace(rt.make_loss_scaler());
+        run.info.loss_scaling = run.scaler->enabled();
+      }
+      run.hook = o.candidate_hook;
+    } else {
+      run.opt = std::make_shared<torch::optim::AdamW>(run.params, adamw_options(adamw));
+      run.info.optimizer = "torch::optim::AdamW";
+    }
+    return run;
+  };
+
+  std::vector<Runner> runners;
+  runners.push_back(make_runner("baseline", baseline_threads, false, at::kFloat, false));
+  runners.back().info.description = "plain LibTorch: fp32, LibTorch's default threads, torch::optim::AdamW";
+  runners.push_back(make_runner("accelkit", accel_threads, rt.precision().autocast, rt.autocast_dtype(), true));
+  runners.back().info.description = "accelkit: the negotiated precision plan, threads and optimizer";
+  if (o.vs_tuned) {
+    runners.push_back(make_runner("tuned", physical_cores(rt), true, at::kBFloat16, false));
+    runners.back().info.description = "hand-tuned LibTorch: threads = physical cores, bf16 autocast, torch::optim::AdamW";
+  }
+  std::int64_t params = 0;
+  for (const auto& p : runners.front().params) params += p.numel();
+  r.params = params;
+
+  // Accuracy check: a few steps from identical weights and data, before anything is timed.
+  for (std::size_t i = 0; i < runners.size(); ++i) {
+    report(progress, spec.model, "check", static_cast<int>(i), static_cast<int>(runners.size()));
+    Runner& run = runners[i];
+    for (int s = 0; s < o.check_steps; ++s) {
+      at::Tensor l = run.step(x, target);
+      if (!optimizer_only) run.info.check.push_back(l.item<double>());
+    }
+    run.info.check.push_back(run.final_value(x, target));
+  }
+  BenchAccuracy& acc = r.accuracy;
+  acc.compared = optimizer_only ? "parameters" : "loss";
+  acc.steps = o.check_steps;
+  const Runner& accel = runners[1];
+  acc.tolerance = o.tolerance > 0 ? o.tolerance : optimizer_only ? 1e-5 : accel.dtype == at::kFloat ? 1e-4 : 2e-2;
+  acc.why = tolerance_why(o, spec, accel);
+  auto diff_to_baseline = [&](const Runner& run) {
+    if (optimizer_only) return params_rel_diff(run.params, runners[0].params);
+    double worst = 0;
+    for (std::size_t s = 0; s < run.info.check.size(); ++s)
+      worst = std::max(worst, rel_diff(run.info.check[s], runners[0].info.check[s]));
+    return worst;
+  };
+  acc.rel_diff = diff_to_baseline(accel);
+  if (o.vs_tuned) acc.tuned_rel_diff = diff_to_baseline(runners[2]);
+  acc.ok = acc.rel_diff <= acc.tolerance;
+  r.baseline = runners[0].info;
+  r.accelkit = runners[1].info;
+  if (o.vs_tuned) r.tuned = runners[2].info;
+  for (const Runner& run : runners) {
+    for (std::size_t s = 0; s < run.info.check.size(); ++s) {
+      if (std::isfinite(run.info.check[s])) continue;
+      std::ostringstream msg;
+      msg << "accuracy check: " << run.info.name << "'s " << (optimizer_only ? "parameter norm" : "loss")
+          << (s + 1 == run.info.check.size() ? " after the last step" : " at step " + std::to_string(s + 1))
+          << " is " << run.info.check[s] << " (" << spec.model << ", " << run.info.dtype << ")";
+      r.error = msg.str();
+      throw BenchCheckError(r.error, r);
+    }
+  }
+  if (!acc.ok) {
+    std::ostringstream msg;
+    msg << "accuracy check: accelkit's " << acc.compared << " differs from the fp32 baseline's by " << acc.rel_diff
+        << " relative after " << acc.steps << " steps (tolerance " << acc.tolerance << ")";
+    r.error = msg.str();
+    throw BenchCheckError(r.error, r);
+  }
+
+  // Floors: machine rates measured now, at accelkit's thread count.
+  if (o.floors) {
+    report(progress, spec.model, "floors", 0, 2);
+    set_threads(accel_threads);
+    BenchFloor& f = r.floor;
+    const std::int64_t copy_bytes = o.floor_copy_bytes ? o.floor_copy_bytes : (gpu ? (1LL << 30) : (512LL << 20));
+    const Bandwidth bw = measure_bandwidth(device, copy_bytes);
+    f.copy_gbps = bw.copy_gbps;
+    f.inplace_gbps = bw.inplace_gbps;
+    f.optimizer_bytes = 28.0 * static_cast<double>(params);  // fp32 AdamW: read p, g, m, v; write p, m, v
+    f.optimizer_ms = f.optimizer_bytes / f.copy_gbps / 1e6;
+    f.optimizer_inplace_ms = f.optimizer_bytes / f.inplace_gbps / 1e6;
+    if (!optimizer_only) {
+      report(progress, spec.model, "floors", 1, 2);
+      f.matmul_dtype = dtype_name(accel.dtype);
+      f.matmul_n = o.floor_matmul_n ? o.floor_matmul_n : (gpu ? 8192 : 2048);
+      f.matmul_tflops = measure_matmul_tflops(device, f.matmul_n, accel.dtype);
+      f.step_flops = bench_detail::training_matmul_flops(spec);
+      f.matmul_ms = f.step_flops / (f.matmul_tflops * 1e12) * 1e3;
+      f.note = spec.model == "mlp" ? "matmuls at the measured rate + AdamW bytes at the copy bandwidth"
+                                   : "matmuls + AdamW bytes only; softmax, layer norm, GELU left out";
+    } else {
+      f.note = "AdamW bytes (28 per fp32 parameter) at the copy bandwidth";
+    }
+    f.floor_ms = f.matmul_ms + f.optimizer_ms;
+    f.measured = true;
+  }
+
+  // Warm-up, then alternate: one timed step of each variant per round.
+  for (int w = 0; w < o.warmup; ++w) {
+    report(progress, spec.model, "warmup", w, o.warmup);
+    for (Runner& run : runners) run.step(x, target);
+  }
+  std::vector<std::vector<double>> samples(runners.size());
+  std::vector<std::array<std::vector<double>, 3>> phases(runners.size());
+  std::vector<std::size_t> order(runners.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::mt19937_64 rng(o.seed);
+  for (int round = 0; round < o.steps; ++round) {
+    report(progress, spec.model, "timing", round, o.steps);
+    // A fresh (seeded) order every round, so no variant always runs right after another one
+    // (the step after a 1-thread phase starts its second core cold).
+    std::shuffle(order.begin(), order.end(), rng);
+    for (std::size_t i : order) {
+      double ph[3] = {0, 0, 0};
+      samples[i].push_back(runners[i].timed_step(x, target, ph));
+      for (int p = 0; p < 3; ++p) phases[i][p].push_back(ph[p]);
+    }
+  }
+  report(progress, spec.model, "timing", o.steps, o.steps);
+
+  auto finish = [&](BenchVariant& v, std::size_t i) {
+    v.time = stats_of(samples[i]);
+    v.forward_ms = median_of(phases[i][0]);
+    v.backward_ms = median_of(phases[i][1]);
+    v.optimizer_ms = median_of(phases[i][2]);
+  };
+  finish(r.baseline, 0);
+  finish(r.accelkit, 1);
+  if (o.vs_tuned) {
+    finish(*r.tuned, 2);
+    r.speedup_vs_tuned = r.tuned->time.median_ms / r.accelkit.time.median_ms;
+  }
+  r.speedup = r.baseline.time.median_ms / r.accelkit.time.median_ms;
+  r.speedup_min = r.baseline.time.min_ms / r.accelkit.time.min_ms;
+  if (r.floor.measured) {
+    r.floor.measured_over_floor = r.accelkit.time.median_ms / r.floor.floor_ms;
+    r.floor.floor_over_measured = r.floor.floor_ms / r.accelkit.time.median_ms;
+  }
+  r.load_after = load_average();
+  return r;
+}
+
+}  // namespace accelkit

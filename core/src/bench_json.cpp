@@ -1,0 +1,196 @@
+// bench_json: the result as one JSON object, keys in a fixed order (no JSON library in core).
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <sstream>
+
+#include "accelkit/bench.hpp"
+
+namespace accelkit {
+
+namespace {
+
+class Writer {
+ public:
+  explicit Writer(int indent) : indent_(indent) {}
+
+  Writer& open(const char* key = nullptr) { return begin(key, '{'); }
+  Writer& open_array(const char* key) { return begin(key, '['); }
+  Writer& close() {
+    const char c = stack_.back();
+    const bool empty = !has_item_;
+    stack_.pop_back();
+    if (!empty) newline();
+    out_ << (c == '{' ? '}' : ']');
+    has_item_ = true;
+    return *this;
+  }
+
+  Writer& field(const char* key, const std::string& v) {
+    prefix(key);
+    string(v);
+    return *this;
+  }
+  Writer& field(const char* key, const char* v) { return field(key, std::string(v)); }
+  Writer& field(const char* key, bool v) { return raw(key, v ? "true" : "false"); }
+  Writer& field(const char* key, int v) { return raw(key, std::to_string(v)); }
+  Writer& field(const char* key, std::int64_t v) { return raw(key, std::to_string(v)); }
+  Writer& field(const char* key, double v) {
+    prefix(key);
+    number(v);
+    return *this;
+  }
+  Writer& null(const char* key) { return raw(key, "null"); }
+  Writer& element(double v) { return field(nullptr, v); }
+
+  std::string str() const { return out_.str(); }
+
+ private:
+  Writer& begin(const char* key, char c) {
+    if (!stack_.empty()) prefix(key);
+    out_ << c;
+    stack_.push_back(c);
+    has_item_ = false;
+    return *this;
+  }
+  Writer& raw(const char* key, const std::string& text) {
+    prefix(key);
+    out_ << text;
+    return *this;
+  }
+  void prefix(const char* key) {
+    if (has_item_) out_ << ',';
+    if (!stack_.empty()) newline();
+    if (key) {
+      string(key);
+      out_ << (indent_ > 0 ? ": " : ":");
+    }
+    has_item_ = true;
+  }
+  void newline() {
+    if (indent_ <= 0) return;
+    out_ << '\n' << std::string(stack_.size() * static_cast<std::size_t>(indent_), ' ');
+  }
+  void number(double v) {
+    if (!std::isfinite(v)) {
+      out_ << "null";
+      return;
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    out_ << buf;
+  }
+  void string(const std::string& s) {
+    out_ << '"';
+    for (unsigned char c : s) {
+      switch (c) {
+        case '"': out_ << "\\\""; break;
+        case '\\': out_ << "\\\\"; break;
+        case '\n': out_ << "\\n"; break;
+        case '\t': out_ << "\\t"; break;
+        case '\r': out_ << "\\r"; break;
+        default:
+          if (c < 0x20) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", c);
+            out_ << buf;
+          } else {
+            out_ << c;
+          }
+      }
+    }
+    out_ << '"';
+  }
+
+  int indent_;
+  std::ostringstream out_;
+  std::string stack_;
+  bool has_item_ = false;
+};
+
+void variant(Writer& w, const char* key, const BenchVariant& v) {
+  w.open(key)
+      .field("median_ms", v.time.median_ms)
+      .field("min_ms", v.time.min_ms)
+      .field("max_ms", v.time.max_ms)
+      .field("forward_ms", v.forward_ms)
+      .field("backward_ms", v.backward_ms)
+      .field("optimizer_ms", v.optimizer_ms)
+      .field("threads", v.threads)
+      .field("dtype", v.dtype)
+      .field("loss_scaling", v.loss_scaling)
+      .field("optimizer", v.optimizer)
+      .field("description", v.description);
+  w.open_array("samples_ms");
+  for (double s : v.time.samples_ms) w.element(s);
+  w.close();
+  w.open_array("check");
+  for (double c : v.check) w.element(c);
+  w.close();
+  w.close();
+}
+
+}  // namespace
+
+std::string bench_json(const BenchResult& r, int indent) {
+  Writer w(indent);
+  w.open()
+      .field("model", r.model)
+      .field("shape", r.shape)
+      .field("device", r.device)
+      .field("torch_device", r.torch_device)
+      .field("torch_version", r.torch_version)
+      .field("batch", r.batch)
+      .field("width", r.width)
+      .field("params", r.params)
+      .field("steps", r.steps)
+      .field("warmup", r.warmup);
+  variant(w, "baseline", r.baseline);
+  variant(w, "accelkit", r.accelkit);
+  if (r.tuned) variant(w, "tuned", *r.tuned);
+  w.field("speedup", r.speedup);
+  w.field("speedup_min", r.speedup_min);
+  if (r.speedup_vs_tuned) w.field("speedup_vs_tuned", *r.speedup_vs_tuned);
+
+  const BenchFloor& f = r.floor;
+  if (f.measured) {
+    w.open("floor")
+        .field("copy_gbps", f.copy_gbps)
+        .field("inplace_gbps", f.inplace_gbps)
+        .field("matmul_dtype", f.matmul_dtype)
+        .field("matmul_n", f.matmul_n)
+        .field("matmul_tflops", f.matmul_tflops)
+        .field("step_flops", f.step_flops)
+        .field("optimizer_bytes", f.optimizer_bytes)
+        .field("matmul_ms", f.matmul_ms)
+        .field("optimizer_ms", f.optimizer_ms)
+        .field("optimizer_inplace_ms", f.optimizer_inplace_ms)
+        .field("floor_ms", f.floor_ms)
+        .field("measured_over_floor", f.measured_over_floor)
+        .field("floor_over_measured", f.floor_over_measured)
+        .field("note", f.note)
+        .close();
+  } else {
+    w.null("floor");
+  }
+
+  const BenchAccuracy& a = r.accuracy;
+  w.open("accuracy")
+      .field("compared", a.compared)
+      .field("steps", a.steps)
+      .field("rel_diff", a.rel_diff)
+      .field("tolerance", a.tolerance)
+      .field("ok", a.ok);
+  if (a.tuned_rel_diff) w.field("tuned_rel_diff", *a.tuned_rel_diff);
+  w.field("why", a.why).close();
+
+  w.open("load_average");
+  if (r.load_before >= 0) w.field("before", r.load_before); else w.null("before");
+  if (r.load_after >= 0) w.field("after", r.load_after); else w.null("after");
+  w.close();
+  if (!r.error.empty()) w.field("error", r.error);
+  w.close();
+  return w.str();
+}
+
+}  // namespace accelkit

@@ -1,0 +1,159 @@
+#include "bench_models.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+#include <ATen/Context.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+
+#include "accelkit/torch_compat.hpp"
+
+namespace accelkit::bench_detail {
+
+namespace {
+
+// Pre-norm encoder layer: x + attn(ln1(x)), then + mlp(ln2(x)); no embedding, no dropout.
+class EncoderLayer : public torch::nn::Module {
+ public:
+  EncoderLayer(int d, int heads)
+      : heads_(heads),
+        ln1_(register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})))),
+        qkv_(register_module("qkv", torch::nn::Linear(d, 3 * d))),
+        proj_(register_module("proj", torch::nn::Linear(d, d))),
+        ln2_(register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})))),
+        fc1_(register_module("fc1", torch::nn::Linear(d, 4 * d))),
+        fc2_(register_module("fc2", torch::nn::Linear(4 * d, d))) {}
+
+  at::Tensor forward(const at::Tensor& x) {
+    const int64_t b = x.size(0), t = x.size(1), d = x.size(2), dh = d / heads_;
+    // [B, T, 3, H, dh] -> [3, B, H, T, dh]
+    at::Tensor qkv = qkv_->forward(ln1_->forward(x)).view({b, t, 3, heads_, dh}).permute({2, 0, 3, 1, 4});
+    at::Tensor a = attention(qkv[0], qkv[1], qkv[2]).transpose(1, 2).reshape({b, t, d});
+    at::Tensor h = x + proj_->forward(a);
+    return h + fc2_->forward(at::gelu(fc1_->forward(ln2_->forward(h))));
+  }
+
+ private:
+  static at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+#if ACCELKIT_HAS_SDPA
+    return at::scaled_dot_product_attention(q, k, v);
+#else
+    // No SDPA before LibTorch 2.0: the math path, softmax(q k^T / sqrt(dh)) v, written out
+    // (the scale goes on q: B*H*T*dh multiplies instead of B*H*T*T).
+    const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+    return at::matmul(at::softmax(at::matmul(q * scale, k.transpose(-2, -1)), -1), v);
+#endif
+  }
+
+  int64_t heads_;
+  torch::nn::LayerNorm ln1_;
+  torch::nn::Linear qkv_, proj_;
+  torch::nn::LayerNorm ln2_;
+  torch::nn::Linear fc1_, fc2_;
+};
+
+class Encoder : public torch::nn::Module {
+ public:
+  Encoder(int d, int heads, int layers) {
+    for (int i = 0; i < layers; ++i)
+      layers_.push_back(register_module("layer" + std::to_string(i), std::make_shared<EncoderLayer>(d, heads)));
+  }
+  at::Tensor forward(at::Tensor x) {
+    for (auto& layer : layers_) x = layer->forward(x);
+    return x;
+  }
+
+ private:
+  std::vector<std::shared_ptr<EncoderLayer>> layers_;
+};
+
+}  // namespace
+
+ModelSpec make_spec(const std::string& model, int batch, int width, bool gpu) {
+  ModelSpec s;
+  s.model = model;
+  if (model == "mlp") {
+    s.width = width ? width : (gpu ? 8192 : 2048);
+    s.batch = batch ? batch : (gpu ? 512 : 256);
+    s.layers = 3;
+  } else if (model == "transformer") {
+    s.width = width ? width : (gpu ? 1024 : 256);
+    s.batch = batch ? batch : (gpu ? 32 : 8);
+    s.seq = gpu ? 512 : 128;
+    s.layers = gpu ? 8 : 4;
+    s.heads = s.width % 64 == 0 ? s.width / 64 : 1;  // head size 64 where it divides
+  } else if (model == "optimizer") {
+    s.width = width ? width : 2048;  // 4 x 2048^2 = 16.8M parameters
+    s.batch = 0;
+    s.layers = 4;
+  } else {
+    throw std::invalid_argument("unknown bench model '" + model + "'");
+  }
+  return s;
+}
+
+std::string describe(const ModelSpec& s) {
+  const std::string w = std::to_string(s.width);
+  if (s.model == "mlp")
+    return std::to_string(s.layers) + " x Linear(" + w + ", " + w + ") + ReLU, MSE, batch " + std::to_string(s.batch);
+  if (s.model == "transformer")
+    return std::to_string(s.layers) + " encoder layers, d " + w + ", " + std::to_string(s.heads) + " heads, seq " +
+           std::to_string(s.seq) + ", batch " + std::to_string(s.batch) +
+           (ACCELKIT_HAS_SDPA ? ", SDPA" : ", attention math path (no SDPA in this LibTorch)");
+  return "AdamW step on " + std::to_string(s.layers) + " x [" + w + ", " + w + "] fp32";
+}
+
+double training_matmul_flops(const ModelSpec& s) {
+  const double b = s.batch, d = s.width;
+  if (s.model == "mlp") return 3.0 * s.layers * 2.0 * b * d * d;
+  if (s.model == "transformer") {
+    const double n = b * s.seq;
+    // qkv 6nd^2 + proj 2nd^2 + mlp 16nd^2 = 24nd^2; q k^T and p v: 2 * 2 b t^2 d.
+    return 3.0 * s.layers * (24.0 * n * d * d + 4.0 * b * s.seq * s.seq * d);
+  }
+  return 0;
+}
+
+Net make_net(const ModelSpec& s, std::uint64_t seed) {
+  at::manual_seed(seed);
+  Net net;
+  if (s.model == "mlp") {
+    torch::nn::Sequential seq;
+    for (int i = 0; i < s.layers; ++i) {
+      if (i) seq->push_back(torch::nn::ReLU());
+      seq->push_back(torch::nn::Linear(s.width, s.width));
+    }
+    net.module = seq.ptr();
+    net.forward = [seq](const at::Tensor& x) mutable { return seq->forward(x); };
+  } else if (s.model == "transformer") {
+    auto enc = std::make_shared<Encoder>(s.width, s.heads, s.layers);
+    net.module = enc;
+    net.forward = [enc](const at::Tensor& x) { return enc->forward(x); };
+  } else {
+    throw std::invalid_argument("bench model '" + s.model + "' has no network");
+  }
+  return net;
+}
+
+at::Tensor make_input(const ModelSpec& s, c10::Device device) {
+  auto opts = at::TensorOptions().dtype(at::kFloat);
+  at::Tensor x = s.model == "transformer" ? at::randn({s.batch, s.seq, s.width}, opts) : at::randn({s.batch, s.width}, opts);
+  return x.to(device);
+}
+
+std::vector<at::Tensor> make_optimizer_params(const ModelSpec& s, std::uint64_t seed, c10::Device device) {
+  at::manual_seed(seed);
+  std::vector<at::Tensor> params;
+  for (int i = 0; i < s.layers; ++i) {
+    at::Tensor p = at::randn({s.width, s.width}).to(device).requires_grad_();
+    p.mutable_grad() = at::randn({s.width, s.width}).to(device);
+    params.push_back(p);
+  }
+  return params;
+}
+
+}  // namespace accelkit::bench_detail

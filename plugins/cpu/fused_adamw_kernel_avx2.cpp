@@ -1,0 +1,141 @@
+// AVX2 element loop (built with -mavx2 -mfma; called only where the CPU has them).
+// Same float operations, in the same order, as fused_adamw_kernel_scalar.cpp.
+#include <immintrin.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "fused_adamw_kernel.hpp"
+
+namespace accelkit::cpu::detail {
+namespace {
+
+constexpr int64_t kWidth = 8;
+// Elements ahead to prefetch: 1 KB of each float stream.
+constexpr int64_t kPrefetch = 256;
+
+struct Vec {
+  __m256 decay, beta1, omb1, beta2, omb2, sbc2, eps, nss;
+  __m256i sign;
+  explicit Vec(const AdamWConstants& c)
+      : decay(_mm256_set1_ps(c.decay)),
+        beta1(_mm256_set1_ps(c.beta1)),
+        omb1(_mm256_set1_ps(c.one_minus_beta1)),
+        beta2(_mm256_set1_ps(c.beta2)),
+        omb2(_mm256_set1_ps(c.one_minus_beta2)),
+        sbc2(_mm256_set1_ps(c.sqrt_bias_correction2)),
+        eps(_mm256_set1_ps(c.eps)),
+        nss(_mm256_set1_ps(c.neg_step_size)),
+        sign(_mm256_set1_epi32(static_cast<int>(c.grad_sign))) {}
+};
+
+inline __m256 load_bf16(const uint16_t* p) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+// Round to nearest even; NaN becomes 0x7FC0 (as c10::BFloat16).
+inline void store_bf16(uint16_t* p, __m256 f) {
+  const __m256i b = _mm256_castps_si256(f);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
+  __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7FFF)), lsb), 16);
+  r = _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7FC0), _mm256_castps_si256(_mm256_cmp_ps(f, f, _CMP_UNORD_Q)));
+  // Values fit 16 bits: pack within lanes, then gather the two low quadwords.
+  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(packed));
+}
+
+// A hint for the line kPrefetch elements after x (computed as an integer: may be past the end).
+template <typename T>
+inline void prefetch(const T* x) {
+  _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(x) + kPrefetch * sizeof(T)), _MM_HINT_T0);
+}
+
+template <bool Amsgrad>
+inline __m256 update(__m256 p, __m256 g, float* m_ptr, float* v_ptr, float* vmax_ptr, const Vec& c) {
+  g = _mm256_castsi256_ps(_mm256_xor_si256(_mm256_castps_si256(g), c.sign));
+  p = _mm256_mul_ps(p, c.decay);
+  __m256 m = _mm256_loadu_ps(m_ptr);
+  __m256 v = _mm256_loadu_ps(v_ptr);
+  m = _mm256_add_ps(_mm256_mul_ps(m, c.beta1), _mm256_mul_ps(g, c.omb1));
+  v = _mm256_add_ps(_mm256_mul_ps(v, c.beta2), _mm256_mul_ps(_mm256_mul_ps(c.omb2, g), g));
+  _mm256_storeu_ps(m_ptr, m);
+  _mm256_storeu_ps(v_ptr, v);
+  __m256 d = v;
+  if constexpr (Amsgrad) {
+    d = _mm256_max_ps(_mm256_loadu_ps(vmax_ptr), v);
+    _mm256_storeu_ps(vmax_ptr, d);
+  }
+  const __m256 den = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(d), c.sbc2), c.eps);
+  return _mm256_add_ps(p, _mm256_div_ps(_mm256_mul_ps(c.nss, m), den));
+}
+
+template <bool Bf16, bool Amsgrad>
+void block(void* param, const void* grad, float* m, float* v, float* vmax, const Vec& c) {
+  if constexpr (Bf16) {
+    auto* p = static_cast<uint16_t*>(param);
+    store_bf16(p, update<Amsgrad>(load_bf16(p), load_bf16(static_cast<const uint16_t*>(grad)), m, v, vmax, c));
+  } else {
+    auto* p = static_cast<float*>(param);
+    _mm256_storeu_ps(p, update<Amsgrad>(_mm256_loadu_ps(p), _mm256_loadu_ps(static_cast<const float*>(grad)), m, v,
+                                        vmax, c));
+  }
+}
+
+template <bool Bf16, bool Amsgrad>
+void run(const AdamWSpan& s, int64_t begin, int64_t end) {
+  using P = std::conditional_t<Bf16, uint16_t, float>;
+  auto* p = static_cast<P*>(s.param);
+  const auto* g = static_cast<const P*>(s.grad);
+  float* m = s.exp_avg;
+  float* v = s.exp_avg_sq;
+  float* vmax = s.max_exp_avg_sq;
+  const Vec c(s.c);
+  int64_t i = begin;
+  // 16 elements a trip: one cache line of each float stream, prefetched kPrefetch ahead
+  // (prefetches past the end are harmless hints).
+  for (; i + 16 <= end; i += 16) {
+    prefetch(p + i);
+    prefetch(g + i);
+    prefetch(m + i);
+    prefetch(v + i);
+    if constexpr (Amsgrad) prefetch(vmax + i);
+    block<Bf16, Amsgrad>(p + i, g + i, m + i, v + i, Amsgrad ? vmax + i : nullptr, c);
+    block<Bf16, Amsgrad>(p + i + kWidth, g + i + kWidth, m + i + kWidth, v + i + kWidth,
+                         Amsgrad ? vmax + i + kWidth : nullptr, c);
+  }
+  for (; i + kWidth <= end; i += kWidth)
+    block<Bf16, Amsgrad>(p + i, g + i, m + i, v + i, Amsgrad ? vmax + i : nullptr, c);
+  if (i == end) return;
+  // Tail: through a zero-padded buffer so the last elements take the same vector path.
+  const int64_t n = end - i;
+  alignas(32) P tp[kWidth] = {};
+  alignas(32) P tg[kWidth] = {};
+  alignas(32) float tm[kWidth] = {}, tv[kWidth] = {}, tx[kWidth] = {};
+  for (int64_t k = 0; k < n; ++k) {
+    tp[k] = p[i + k];
+    tg[k] = g[i + k];
+    tm[k] = m[i + k];
+    tv[k] = v[i + k];
+    if constexpr (Amsgrad) tx[k] = vmax[i + k];
+  }
+  block<Bf16, Amsgrad>(tp, tg, tm, tv, tx, c);
+  for (int64_t k = 0; k < n; ++k) {
+    p[i + k] = tp[k];
+    m[i + k] = tm[k];
+    v[i + k] = tv[k];
+    if constexpr (Amsgrad) vmax[i + k] = tx[k];
+  }
+}
+
+}  // namespace
+
+void adamw_avx2(const AdamWSpan& span, int64_t begin, int64_t end) {
+  const bool ams = span.max_exp_avg_sq != nullptr;
+  if (span.bf16)
+    ams ? run<true, true>(span, begin, end) : run<true, false>(span, begin, end);
+  else
+    ams ? run<false, true>(span, begin, end) : run<false, false>(span, begin, end);
+}
+
+}  // namespace accelkit::cpu::detail

@@ -1,0 +1,13 @@
+# bench_test: run_bench and the bench verb at tiny sizes against the built CPU plugin.
+if(NOT TARGET accelkit-plugin-cpu)
+  message(STATUS "bench_test skipped: needs the CPU plugin")
+  return()
+endif()
+accelkit_add_test(bench_test
+  SOURCES bench_test.cpp
+          ${PROJECT_SOURCE_DIR}/apps/accelkit/verb_bench.cpp
+          ${PROJECT_SOURCE_DIR}/apps/accelkit/table.cpp
+  LINK accelkit_core nlohmann_json::nlohmann_json)
+target_include_directories(bench_test PRIVATE ${PROJECT_SOURCE_DIR}/apps/accelkit)
+target_compile_definitions(bench_test PRIVATE ACCELKIT_PLUGIN_OUTPUT_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}")
+add_dependencies(bench_test accelkit-plugin-cpu)

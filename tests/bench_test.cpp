@@ -1,0 +1,253 @@
+// accelkit bench at tiny sizes (width 64, 3 steps) against the built CPU plugin: timings are
+// finite and positive for every model, the JSON has its fields, speedup = baseline/accelkit,
+// the accuracy check catches a broken candidate, bad options are refused. No timing asserts.
+#include <ATen/ATen.h>
+
+// LibTorch's glog defines CHECK*; doctest's are the ones meant here.
+#undef CHECK
+#undef CHECK_EQ
+#undef CHECK_NE
+#undef CHECK_LT
+#undef CHECK_LE
+#undef CHECK_GT
+#undef CHECK_GE
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "accelkit/bench.hpp"
+#include "accelkit/runtime.hpp"
+
+namespace accelkit::cli {
+int run_bench(const ContextOptions& options, const BenchOptions& bench, bool json);
+}
+
+namespace {
+
+using accelkit::BenchOptions;
+using accelkit::BenchResult;
+
+accelkit::ContextOptions context_options() {
+  ::setenv("ACCELKIT_PLUGIN_PATH", ACCELKIT_PLUGIN_OUTPUT_DIR, 1);
+  return {};
+}
+
+accelkit::Runtime& runtime() {
+  static std::unique_ptr<accelkit::Runtime> rt = accelkit::Runtime::start(context_options());
+  return *rt;
+}
+
+BenchOptions tiny(const std::string& model) {
+  BenchOptions o;
+  o.model = model;
+  o.width = 64;
+  o.steps = 3;
+  o.warmup = 1;
+  o.floor_copy_bytes = 1 << 20;
+  o.floor_matmul_n = 64;
+  if (model == "transformer") o.batch = 2;  // x seq 128
+  return o;
+}
+
+void check_stats(const accelkit::BenchVariant& v, int steps) {
+  INFO(v.name);
+  CHECK(v.time.samples_ms.size() == static_cast<std::size_t>(steps));
+  for (double s : v.time.samples_ms) CHECK((std::isfinite(s) && s > 0));
+  CHECK(v.time.min_ms <= v.time.median_ms);
+  CHECK(v.time.median_ms <= v.time.max_ms);
+  CHECK(v.threads > 0);
+  CHECK(!v.optimizer.empty());
+  CHECK(!v.check.empty());
+}
+
+// Runs the verb with std::cout captured.
+int run_verb(const BenchOptions& o, bool json, std::string& out) {
+  std::ostringstream captured;
+  std::streambuf* old = std::cout.rdbuf(captured.rdbuf());
+  int rc = -1;
+  try {
+    rc = accelkit::cli::run_bench(context_options(), o, json);
+  } catch (...) {
+    std::cout.rdbuf(old);
+    throw;
+  }
+  std::cout.rdbuf(old);
+  out = captured.str();
+  return rc;
+}
+
+}  // namespace
+
+TEST_CASE("every model gives finite positive timings, speedup = baseline / accelkit, and a passing check") {
+  for (const char* model : {"mlp", "transformer", "optimizer"}) {
+    CAPTURE(model);
+    BenchOptions o = tiny(model);
+    o.vs_tuned = true;
+    int progress_calls = 0;
+    const BenchResult r = accelkit::run_bench(runtime(), o, [&](const accelkit::BenchProgress& p) {
+      CHECK(p.model == model);
+      ++progress_calls;
+    });
+    CHECK(progress_calls > 0);
+    CHECK(r.model == model);
+    CHECK(r.params > 0);
+    check_stats(r.baseline, 3);
+    check_stats(r.accelkit, 3);
+    REQUIRE(r.tuned);
+    check_stats(*r.tuned, 3);
+    CHECK(r.baseline.optimizer == "torch::optim::AdamW");
+    CHECK(r.baseline.dtype == "fp32");
+    CHECK(r.speedup == doctest::Approx(r.baseline.time.median_ms / r.accelkit.time.median_ms));
+    REQUIRE(r.speedup_vs_tuned);
+    CHECK(*r.speedup_vs_tuned == doctest::Approx(r.tuned->time.median_ms / r.accelkit.time.median_ms));
+    CHECK(r.accuracy.ok);
+    CHECK(r.accuracy.rel_diff <= r.accuracy.tolerance);
+    CHECK(r.accuracy.compared == (std::string(model) == "optimizer" ? "parameters" : "loss"));
+    CHECK(!r.accuracy.why.empty());
+    REQUIRE(r.floor.measured);
+    CHECK(r.floor.copy_gbps > 0);
+    CHECK(r.floor.inplace_gbps > 0);
+    CHECK(r.floor.floor_ms > 0);
+    CHECK(r.floor.optimizer_bytes == doctest::Approx(28.0 * static_cast<double>(r.params)));
+    if (std::string(model) != "optimizer") {
+      CHECK(r.floor.matmul_tflops > 0);
+      CHECK(r.floor.step_flops > 0);
+    }
+    CHECK(r.floor.measured_over_floor == doctest::Approx(r.accelkit.time.median_ms / r.floor.floor_ms));
+  }
+}
+
+TEST_CASE("mlp: floor FLOPs and bytes follow the model's shape") {
+  BenchOptions o = tiny("mlp");
+  o.batch = 32;
+  const BenchResult r = accelkit::run_bench(runtime(), o);
+  CHECK(r.batch == 32);
+  CHECK(r.width == 64);
+  CHECK(r.params == 3 * (64 * 64 + 64));
+  CHECK(r.floor.step_flops == doctest::Approx(3.0 * 3 * 2.0 * 32 * 64 * 64));  // 3 layers, training = 3x forward
+}
+
+TEST_CASE("bench_json has the documented fields") {
+  BenchOptions o = tiny("mlp");
+  o.vs_tuned = true;
+  const BenchResult r = accelkit::run_bench(runtime(), o);
+  const auto j = nlohmann::json::parse(accelkit::bench_json(r));
+  for (const char* key : {"model", "shape", "device", "torch_version", "params", "baseline", "accelkit", "tuned",
+                          "speedup", "speedup_vs_tuned", "floor", "accuracy", "load_average"})
+    CHECK_MESSAGE(j.contains(key), key);
+  for (const char* v : {"baseline", "accelkit", "tuned"})
+    for (const char* key : {"median_ms", "min_ms", "max_ms", "threads", "dtype", "optimizer", "samples_ms"})
+      CHECK_MESSAGE(j[v].contains(key), (std::string(v) + "." + key));
+  CHECK(j["baseline"]["median_ms"].get<double>() > 0);
+  CHECK(j["speedup"].get<double>() ==
+        doctest::Approx(j["baseline"]["median_ms"].get<double>() / j["accelkit"]["median_ms"].get<double>()).epsilon(1e-4));
+  CHECK(j["accelkit"]["threads"].get<int>() == r.accelkit.threads);
+  CHECK(j["accelkit"]["optimizer"] == r.accelkit.optimizer);
+  for (const char* key : {"copy_gbps", "inplace_gbps", "matmul_tflops", "step_flops", "optimizer_bytes", "floor_ms",
+                          "measured_over_floor", "floor_over_measured"})
+    CHECK_MESSAGE(j["floor"].contains(key), key);
+  for (const char* key : {"rel_diff", "tolerance", "ok", "why"}) CHECK_MESSAGE(j["accuracy"].contains(key), key);
+  CHECK(!j.contains("error"));
+
+  accelkit::BenchOptions no_floor = tiny("optimizer");
+  no_floor.floors = false;
+  const auto j2 = nlohmann::json::parse(accelkit::bench_json(accelkit::run_bench(runtime(), no_floor)));
+  CHECK(j2["floor"].is_null());
+  CHECK(!j2.contains("tuned"));
+}
+
+TEST_CASE("the accuracy check catches a broken candidate") {
+  SUBCASE("output off by 2x") {
+    BenchOptions o = tiny("mlp");
+    o.candidate_hook = [](at::Tensor& y) { y = y * 2; };
+    try {
+      accelkit::run_bench(runtime(), o);
+      FAIL("no BenchCheckError");
+    } catch (const accelkit::BenchCheckError& e) {
+      CHECK(std::string(e.what()).find("accuracy check") != std::string::npos);
+      CHECK(!e.partial().accuracy.ok);
+      CHECK(e.partial().accuracy.rel_diff > e.partial().accuracy.tolerance);
+      CHECK(e.partial().error == e.what());
+      CHECK(e.partial().accelkit.time.samples_ms.empty());  // nothing timed
+    }
+  }
+  SUBCASE("non-finite output") {
+    BenchOptions o = tiny("transformer");
+    o.candidate_hook = [](at::Tensor& y) { y = y * std::numeric_limits<float>::quiet_NaN(); };
+    try {
+      accelkit::run_bench(runtime(), o);
+      FAIL("no BenchCheckError");
+    } catch (const accelkit::BenchCheckError& e) {
+      CHECK(std::string(e.what()).find("accelkit") != std::string::npos);
+      CHECK(std::string(e.what()).find("nan") != std::string::npos);
+    }
+  }
+  SUBCASE("optimizer step off by 1%") {
+    BenchOptions o = tiny("optimizer");
+    o.candidate_hook = [](at::Tensor& p) { p.mul_(1.01); };
+    CHECK_THROWS_AS(accelkit::run_bench(runtime(), o), accelkit::BenchCheckError);
+  }
+  SUBCASE("the verb exits 1 and still prints the check as JSON") {
+    BenchOptions o = tiny("mlp");
+    o.candidate_hook = [](at::Tensor& y) { y = y + 1; };
+    std::string out;
+    CHECK(run_verb(o, true, out) == 1);
+    const auto j = nlohmann::json::parse(out);
+    CHECK(j["accuracy"]["ok"] == false);
+    CHECK(j["error"].get<std::string>().find("accuracy check") != std::string::npos);
+  }
+}
+
+TEST_CASE("bad options are refused with a clear message") {
+  auto message = [](const BenchOptions& o) {
+    try {
+      accelkit::validate(o);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  BenchOptions o = tiny("resnet");
+  CHECK(message(o) == "bench: unknown model 'resnet' (expected mlp, transformer or optimizer)");
+  CHECK_THROWS_AS(accelkit::run_bench(runtime(), o), std::invalid_argument);
+  o = tiny("mlp");
+  o.steps = 0;
+  CHECK(message(o) == "bench: --steps must be at least 1, got 0");
+  o = tiny("mlp");
+  o.warmup = -1;
+  CHECK(message(o).find("--warmup") != std::string::npos);
+  o = tiny("mlp");
+  o.width = -2;
+  CHECK(message(o).find("--width") != std::string::npos);
+  o = tiny("optimizer");
+  o.batch = 8;
+  CHECK(message(o).find("--batch") != std::string::npos);
+  CHECK(message(tiny("transformer")) == "(accepted)");
+
+  std::string out;
+  o = tiny("mlp");
+  o.steps = 0;
+  CHECK(run_verb(o, false, out) == 2);  // usage error, nothing run
+  CHECK(out.empty());
+}
+
+TEST_CASE("the verb prints a table and JSON") {
+  BenchOptions o = tiny("optimizer");
+  o.vs_tuned = true;
+  std::string out;
+  REQUIRE(run_verb(o, false, out) == 0);
+  for (const char* text : {"baseline", "accelkit", "tuned", "median ms", "speedup", "floor", "accuracy"})
+    CHECK_MESSAGE(out.find(text) != std::string::npos, text);
+  REQUIRE(run_verb(o, true, out) == 0);
+  const auto j = nlohmann::json::parse(out);
+  CHECK(j["model"] == "optimizer");
+  CHECK(j["baseline"]["threads"].get<int>() > 0);
+}
