@@ -14,6 +14,8 @@
 
 #include <toml++/toml.h>
 
+#include "toml_text.hpp"
+
 namespace accelkit {
 
 const char* to_string(Origin o) noexcept {
@@ -283,21 +285,6 @@ std::optional<SettingValue> parse_text(const SettingSpec& spec, std::string_view
   return std::nullopt;
 }
 
-const char* toml_type_name(toml::node_type t) {
-  switch (t) {
-    case toml::node_type::none: return "nothing";
-    case toml::node_type::table: return "table";
-    case toml::node_type::array: return "array";
-    case toml::node_type::string: return "string";
-    case toml::node_type::integer: return "integer";
-    case toml::node_type::floating_point: return "floating-point number";
-    case toml::node_type::boolean: return "boolean";
-    case toml::node_type::date: return "date";
-    case toml::node_type::time: return "time";
-    case toml::node_type::date_time: return "date-time";
-  }
-  return "unknown";
-}
 
 std::optional<SettingValue> from_toml(const SettingSpec& spec, const toml::node& node, std::string& problem) {
   auto wrong = [&](const char* got) {
@@ -364,9 +351,6 @@ class Problems {
   std::vector<std::string> list_;
 };
 
-std::string position(const std::string& path, const toml::source_region& where) {
-  return path + ":" + std::to_string(where.begin.line) + ":" + std::to_string(where.begin.column);
-}
 
 // Walks a TOML table: schema keys, sections (recursed into) or unknown keys.
 void read_table(const toml::table& table, const std::string& prefix, const std::string& path, Layer& out,
@@ -382,7 +366,7 @@ void read_table(const toml::table& table, const std::string& prefix, const std::
     const toml::key& k = *k_ptr;
     const toml::node& node = *node_ptr;
     std::string key = prefix + std::string(k.str());
-    std::string at = position(path, k.source());
+    std::string at = toml_position(path, k.source());
     if (const SettingSpec* spec = find_spec(key)) {
       std::string problem;
       auto value = from_toml(*spec, node, problem);
@@ -440,7 +424,7 @@ Layer read_file(const std::string& path, const std::string& from, Problems& prob
   try {
     table = toml::parse(*text, path);
   } catch (const toml::parse_error& e) {
-    problems.add(position(path, e.source()) + ": invalid TOML: " + std::string(e.description()));
+    problems.add(toml_position(path, e.source()) + ": invalid TOML: " + std::string(e.description()));
     return layer;
   }
   read_table(table, "", path, layer, problems);

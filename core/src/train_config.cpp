@@ -8,6 +8,7 @@
 
 #include <toml++/toml.h>
 
+#include "toml_text.hpp"
 #include "accelkit/train.hpp"
 
 namespace accelkit {
@@ -58,25 +59,7 @@ const std::vector<Key>& keys() {
 
 #undef ACCELKIT_KEY
 
-const char* node_type_name(toml::node_type t) {
-  switch (t) {
-    case toml::node_type::none: return "nothing";
-    case toml::node_type::table: return "table";
-    case toml::node_type::array: return "array";
-    case toml::node_type::string: return "string";
-    case toml::node_type::integer: return "integer";
-    case toml::node_type::floating_point: return "floating-point number";
-    case toml::node_type::boolean: return "boolean";
-    case toml::node_type::date: return "date";
-    case toml::node_type::time: return "time";
-    case toml::node_type::date_time: return "date-time";
-  }
-  return "unknown";
-}
 
-std::string position(const std::string& path, const toml::source_region& where) {
-  return path + ":" + std::to_string(where.begin.line) + ":" + std::to_string(where.begin.column);
-}
 
 std::string format_number(double v) {
   std::ostringstream s;
@@ -88,7 +71,7 @@ std::string format_number(double v) {
 std::string check(const Key& key, const toml::node& node) {
   switch (key.kind) {
     case Kind::integer: {
-      if (!node.is_integer()) return std::string("must be an integer, got ") + node_type_name(node.type());
+      if (!node.is_integer()) return std::string("must be an integer, got ") + toml_type_name(node.type());
       std::int64_t v = node.as_integer()->get();
       if (static_cast<double>(v) < key.min)
         return "must be at least " + std::to_string(static_cast<std::int64_t>(key.min)) + ", got " + std::to_string(v);
@@ -96,7 +79,7 @@ std::string check(const Key& key, const toml::node& node) {
     }
     case Kind::number: {
       if (!node.is_integer() && !node.is_floating_point())
-        return std::string("must be a number, got ") + node_type_name(node.type());
+        return std::string("must be a number, got ") + toml_type_name(node.type());
       double v = get<double>(node);
       if (!std::isfinite(v)) return "must be a finite number, got " + format_number(v);
       if (key.min_exclusive ? v <= key.min : v < key.min)
@@ -105,7 +88,7 @@ std::string check(const Key& key, const toml::node& node) {
       return {};
     }
     case Kind::string:
-      if (!node.is_string()) return std::string("must be a string, got ") + node_type_name(node.type());
+      if (!node.is_string()) return std::string("must be a string, got ") + toml_type_name(node.type());
       return {};
   }
   return {};
@@ -140,14 +123,14 @@ TrainConfig read_train_config(const std::string& toml_path, std::int64_t default
   try {
     root = toml::parse(text.str(), toml_path);
   } catch (const toml::parse_error& e) {
-    throw SettingsError(position(toml_path, e.source()) + ": invalid TOML: " + std::string(e.description()));
+    throw SettingsError(toml_position(toml_path, e.source()) + ": invalid TOML: " + std::string(e.description()));
   }
 
   std::vector<std::string> problems;
   std::optional<std::string> batch_at, micro_at;
   if (const toml::node* node = root.get("train")) {
     const toml::table* table = node->as_table();
-    if (!table) throw SettingsError("'train' in " + position(toml_path, node->source()) + " must be a table ([train])");
+    if (!table) throw SettingsError("'train' in " + toml_position(toml_path, node->source()) + " must be a table ([train])");
     // File order, so that problems read top to bottom.
     std::vector<std::pair<const toml::key*, const toml::node*>> items;
     for (auto&& [k, n] : *table) items.emplace_back(&k, &n);
@@ -157,7 +140,7 @@ TrainConfig read_train_config(const std::string& toml_path, std::int64_t default
     });
     for (const auto& [k, n] : items) {
       const std::string name(k->str());
-      const std::string at = position(toml_path, k->source());
+      const std::string at = toml_position(toml_path, k->source());
       auto spec = std::find_if(keys().begin(), keys().end(), [&](const Key& key) { return name == key.name; });
       if (spec == keys().end()) {
         std::string msg = "unknown [train] key '" + name + "' in " + at;
