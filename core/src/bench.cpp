@@ -7,13 +7,12 @@
 #include <cstdlib>
 #include <limits>
 #include <numeric>
-#include <random>
 #include <optional>
+#include <random>
 #include <sstream>
 #include <thread>
 
 #include <ATen/Parallel.h>
-#include <torch/autograd.h>
 #include <torch/nn/module.h>
 #include <torch/optim/adamw.h>
 #include <torch/version.h>

@@ -5,7 +5,9 @@
 //   rt->prepare(*model);                              // to the device
 //   auto opt = rt->make_adamw(model->parameters(), {});
 //   auto scaler = rt->make_loss_scaler();
-//   { auto ac = rt->autocast(); loss = criterion(model->forward(x), y); }
+//   at::Tensor out;
+//   { auto ac = rt->autocast(); out = model->forward(x); }   // loss outside: fp32
+//   loss = criterion(out.to(at::kFloat), y);
 //   scaler.scale(loss).backward();
 //   scaler.step(*opt.optimizer);
 #pragma once
