@@ -1,0 +1,24 @@
+// SimpleAdamW: torch::optim::AdamW's math in one pass per parameter (a plain loop over float
+// data, split across LibTorch's intra-op threads). Options and per-parameter state are
+// AdamW's own types, so checkpoints move both ways between the two classes.
+// Params: contiguous float32 on the CPU.
+#pragma once
+
+#include <torch/optim/adamw.h>
+
+#include <vector>
+
+namespace cpu_variant {
+
+class SimpleAdamW : public torch::optim::AdamW {
+ public:
+  SimpleAdamW(std::vector<torch::Tensor> params, torch::optim::AdamWOptions options, bool maximize)
+      : torch::optim::AdamW(std::move(params), options), maximize_(maximize) {}
+
+  torch::Tensor step(LossClosure closure = nullptr) override;
+
+ private:
+  bool maximize_;
+};
+
+}  // namespace cpu_variant
