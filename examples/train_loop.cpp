@@ -20,24 +20,33 @@ int main(int argc, char** argv) try {
   torch::nn::Sequential model(torch::nn::Linear(64, 256), torch::nn::GELU(), torch::nn::Linear(256, 256),
                               torch::nn::GELU(), torch::nn::Linear(256, 1));
   rt->prepare(*model);  // to the device
-
-  accelkit::AdamWConfig adamw;
-  adamw.lr = 2e-3;
-  auto opt = rt->make_adamw(model->parameters(), adamw);
-  std::cout << "optimizer " << opt.implementation << " (" << opt.why << ")\n";
-  auto scaler = rt->make_loss_scaler();      // dynamic loss scaling for fp16, else a pass-through
-  accelkit::GradAccumulator accumulate(2);   // 2 micro-batches per optimizer step
-
   // The task: y = sum(sin(x)), fresh samples every micro-batch.
   auto batch = [&rt] {
     auto x = torch::randn({128, 64}).to(rt->device());
     return std::make_pair(x, x.sin().sum(1, /*keepdim=*/true));
   };
+  accelkit::AdamWConfig adamw;
+  adamw.lr = 2e-3;
+
+  // Profile auto (ACCELKIT_PROFILE=auto): time the candidate settings on this model, or take
+  // the cached decision; otherwise this changes nothing.
+  accelkit::TuneProblem tune;
+  tune.model = model.ptr().get();
+  tune.forward = [&model](const torch::Tensor& in) { return model->forward(in); };
+  tune.loss = [](const torch::Tensor& out, const torch::Tensor& y) { return torch::mse_loss(out, y); };
+  std::tie(tune.input, tune.target) = batch();
+  tune.adamw = adamw;
+  if (auto d = rt->autotune(tune); d.origin != "settings")
+    std::cout << "auto-tune: " << d.chosen.label() << " (" << d.origin << ")\n";
+  auto opt = rt->make_adamw(model->parameters(), adamw);
+  std::cout << "optimizer " << opt.implementation << " (" << opt.why << ")\n";
+  auto scaler = rt->make_loss_scaler();      // dynamic loss scaling for fp16, else a pass-through
+  accelkit::GradAccumulator accumulate(2);   // 2 micro-batches per optimizer step
 
   const int steps = 300;
   double first = 0, last = 0;
   for (int step = 1; step <= steps; ++step) {
-    opt.optimizer->zero_grad();
+    accelkit::zero_grad(*opt.optimizer);  // gradients to none: no memset, no accumulate pass
     double step_loss = 0;
     for (int micro = 0; micro < accumulate.micro_batches(); ++micro) {
       auto [x, y] = batch();

@@ -7,6 +7,7 @@ accelkit_add_test(bench_test
   SOURCES bench_test.cpp
           ${PROJECT_SOURCE_DIR}/apps/accelkit/verb_bench.cpp
           ${PROJECT_SOURCE_DIR}/apps/accelkit/table.cpp
+          ${PROJECT_SOURCE_DIR}/apps/accelkit/render_autotune.cpp
   LINK accelkit_core nlohmann_json::nlohmann_json)
 target_include_directories(bench_test PRIVATE ${PROJECT_SOURCE_DIR}/apps/accelkit)
 target_compile_definitions(bench_test PRIVATE ACCELKIT_PLUGIN_OUTPUT_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}")

@@ -51,7 +51,7 @@ TEST_CASE("schema: display order, types and env names") {
   for (const auto& spec : schema) keys.push_back(spec.key);
   CHECK(keys == std::vector<std::string>{"device", "no_gpu", "precision", "tf32", "compile", "sdpa_backend",
                                          "fused_optimizer", "threads", "batch_size", "profile", "sampler",
-                                         "autotune", "log_level", "prefer", "require"});
+                                         "autotune", "autotune_cache", "log_level", "prefer", "require"});
   for (const auto& spec : schema) {
     CHECK_MESSAGE(spec.default_value.index() == static_cast<size_t>(spec.type), spec.key);
     CHECK_MESSAGE(!spec.help.empty(), spec.key);
@@ -60,7 +60,7 @@ TEST_CASE("schema: display order, types and env names") {
   CHECK(schema[2].env == "ACCELKIT_PRECISION");
   CHECK(schema[4].env == "ACCELKIT_COMPILE");
   CHECK(schema[9].env == "ACCELKIT_PROFILE");
-  CHECK(schema[12].env == "ACCELKIT_LOG_LEVEL");
+  CHECK(schema[13].env == "ACCELKIT_LOG_LEVEL");
   CHECK(std::string(to_string(SettingType::string_list)) == "array of strings");
   CHECK(std::string(to_string(Origin::default_value)) == "default");
   CHECK(std::string(to_string(Origin::benchmark)) == "benchmark");
@@ -127,6 +127,7 @@ TEST_CASE("file layer: every key, with file:line:column") {
   CHECK(s.str("log_level") == "info");
   CHECK(s.list("prefer") == std::vector<std::string>{"cpu", "cuda"});
   CHECK(s.list("require") == std::vector<std::string>{"fp32", "memory_stats"});
+  CHECK(s.flag("autotune_cache") == false);
   for (const auto& [key, eff] : s.all()) {
     CHECK_MESSAGE(eff.origin == Origin::file, key);
     CHECK_MESSAGE(contains(eff.source, path + ":"), key);

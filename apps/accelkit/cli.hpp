@@ -33,6 +33,7 @@ struct Invocation {
   // Global settings; unset = not given on the command line.
   std::optional<std::string> device;
   bool no_gpu = false;
+  bool no_cache = false;
   std::optional<std::string> config;
   std::optional<std::string> profile;
   std::optional<std::string> log_level;

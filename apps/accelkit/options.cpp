@@ -32,6 +32,7 @@ po::options_description global_options() {
   d.add_options()
       ("device", po::value<std::string>()->value_name("DEV"), "device to use: auto, <plugin> or <plugin>:<index> (cpu, cuda:1)")
       ("no-gpu", po::bool_switch(), "use a CPU device only")
+      ("no-cache", po::bool_switch(), "neither read nor write the auto-tuner's cache")
       ("config", po::value<std::string>()->value_name("FILE"), "TOML settings file (default: $ACCELKIT_CONFIG)")
       ("profile", po::value<std::string>()->value_name("NAME"), "ultra_low_overhead | balanced | maximum_performance | auto")
       ("plugin-path", po::value<std::vector<std::string>>()->composing()->value_name("DIR"),
@@ -104,6 +105,7 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   inv.json = flag(vm, "json");
   if (vm.count("device")) inv.device = vm["device"].as<std::string>();
   inv.no_gpu = flag(vm, "no-gpu");
+  inv.no_cache = flag(vm, "no-cache");
   if (vm.count("config")) inv.config = vm["config"].as<std::string>();
   if (vm.count("profile")) inv.profile = vm["profile"].as<std::string>();
   if (vm.count("log-level")) inv.log_level = vm["log-level"].as<std::string>();
@@ -150,6 +152,7 @@ SettingsInputs Invocation::settings_inputs() const {
   in.config_path = config;
   if (device) in.cli.emplace_back("device", *device);
   if (no_gpu) in.cli.emplace_back("no_gpu", "true");
+  if (no_cache) in.cli.emplace_back("autotune_cache", "false");
   if (profile) in.cli.emplace_back("profile", *profile);
   if (log_level) in.cli.emplace_back("log_level", *log_level);
   return in;

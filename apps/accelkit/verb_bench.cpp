@@ -13,6 +13,7 @@
 #include "accelkit/bench.hpp"
 #include "accelkit/runtime.hpp"
 #include "cli.hpp"
+#include "render_autotune.hpp"
 #include "table.hpp"
 
 namespace accelkit::cli {
@@ -92,6 +93,7 @@ void render(std::ostream& out, const BenchResult& r) {
         << " ms = " << fixed(f.measured_over_floor, 2) << "x the floor (floor/measured " << fixed(f.floor_over_measured, 2)
         << ")\n\n";
   }
+  if (r.autotune) render_autotune(out, *r.autotune);
   render_check(out, r);
 }
 
@@ -102,7 +104,8 @@ void show_progress(const BenchProgress& p) {
   last_phase = p.phase;
   std::ostringstream line;
   line << "bench " << p.model << ": ";
-  if (p.phase == "check") line << "accuracy check, variant " << p.done + 1 << '/' << p.total;
+  if (p.phase == "autotune") line << "auto-tune, " << (p.done < p.total ? "candidate " + std::to_string(p.done + 1) + '/' + std::to_string(p.total) : "done");
+  else if (p.phase == "check") line << "accuracy check, variant " << p.done + 1 << '/' << p.total;
   else if (p.phase == "floors") line << "measuring floors " << p.done + 1 << '/' << p.total;
   else if (p.phase == "warmup") line << "warm-up " << p.done + 1 << '/' << p.total;
   else line << "round " << std::min(p.done + 1, p.total) << '/' << p.total;

@@ -7,6 +7,8 @@
 #include "format.hpp"
 #include "json_out.hpp"
 #include "render.hpp"
+#include "render_autotune.hpp"
+#include "render_routing.hpp"
 #include "table.hpp"
 
 namespace accelkit::cli {
@@ -55,6 +57,8 @@ int verb_report(const Invocation& inv, Context& ctx) {
   if (inv.json) {
     j["decision"] = decision_json(d);
     j["settings"] = settings_json(ctx.settings());
+    if (d.ok) j["autotune"] = autotune_cache_json(ctx);
+    if (d.ok) j["routing"] = routing_json(ctx);
   } else {
     std::ostream& out = std::cout;
     render_selected(out, d);
@@ -63,6 +67,12 @@ int verb_report(const Invocation& inv, Context& ctx) {
     out << '\n';
     render_settings(out, ctx.settings());
     out << '\n';
+    if (d.ok) {
+      render_autotune_cache(out, ctx);
+      out << '\n';
+      render_routing(out, ctx);
+      out << '\n';
+    }
   }
   auto fail = [&](const std::string& what) {
     if (inv.json) {

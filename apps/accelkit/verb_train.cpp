@@ -28,6 +28,7 @@
 #include "accelkit/runtime.hpp"
 #include "accelkit/train.hpp"
 #include "cli.hpp"
+#include "render_autotune.hpp"
 #include "json_out.hpp"
 
 namespace accelkit::cli {
@@ -223,7 +224,8 @@ int train(const ContextOptions& options, bool resume, bool json) {
                       {"precision", rt->precision().dtype}, {"autocast", rt->precision().autocast},
                       {"steps", config.steps}, {"batch_size", config.batch_size},
                       {"micro_batches", config.micro_batches}, {"model", model},
-                      {"checkpoint_dir", config.checkpoint_dir}}
+                      {"checkpoint_dir", config.checkpoint_dir},
+                      {"autotune", rt->tune_decision() ? autotune_json(*rt->tune_decision()) : Json(nullptr)}}
                      .dump()
               << std::endl;
   }
@@ -231,6 +233,8 @@ int train(const ContextOptions& options, bool resume, bool json) {
             << config.batch_size
             << (config.micro_batches > 1 ? " in " + std::to_string(config.micro_batches) + " micro-batches" : "")
             << ", " << config.steps << " steps, " << checkpoint_plan(config) << '\n';
+
+  if (const auto& tuned = rt->tune_decision(); tuned && !json) render_autotune(std::cerr, *tuned);
 
   Progress progress(tty, json, thermometer);
   TrainOptions train_options;

@@ -20,6 +20,7 @@
 #include "accelkit/device.hpp"
 #include "accelkit/runtime.hpp"
 #include "bench_models.hpp"
+#include "device_sync.hpp"
 
 namespace accelkit {
 
@@ -50,14 +51,7 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-// Waits for the device's queued work. CPU ops complete before they return. Other devices
-// (device.is_cpu() false: cuda, hip, mps, xpu) queue work; the core includes no CUDA or HIP
-// header, so it waits through a blocking one-element copy to the host queued after all of it
-// on the current stream - what a cudaDeviceSynchronize would give for single-stream work.
-void synchronize(const c10::Device& device) {
-  if (device.is_cpu()) return;
-  (void)at::zeros({1}, at::TensorOptions().device(device)).cpu();
-}
+using detail::synchronize;
 
 BenchStats stats_of(std::vector<double> samples) {
   BenchStats s;
@@ -132,6 +126,7 @@ struct Runner {
   std::shared_ptr<torch::optim::Optimizer> opt;
   std::optional<LossScaler> scaler;  // accelkit only
   std::function<void(at::Tensor&)> hook;
+  bool grads_to_none = false;        // accelkit: accelkit::zero_grad (none); others: zeroed buffers
 
   // Forward under this variant's autocast; the loss in fp32 outside it (LibTorch 1.13's CPU
   // autocast runs mse_loss in bf16 and its backward then fails on the mixed dtypes).
@@ -167,7 +162,8 @@ struct Runner {
       lap(2);
       return {};
     }
-    opt->zero_grad();
+    if (grads_to_none) zero_grad(*opt);
+    else opt->zero_grad();
     at::Tensor l = loss(x, target);
     lap(0);
     if (scaler) {
@@ -294,9 +290,7 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
   const ModelSpec spec = bench_detail::make_spec(o.model, o.batch, o.width, gpu);
   const bool optimizer_only = spec.model == "optimizer";
 
-  const int accel_threads = rt.precision().threads > 0 ? rt.precision().threads : at::get_num_threads();
   const int baseline_threads = o.baseline_threads > 0 ? o.baseline_threads : at::intraop_default_num_threads();
-  ThreadRestore restore(accel_threads);
 
   BenchResult r;
   r.model = spec.model;
@@ -319,9 +313,28 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
     Net teacher = bench_detail::make_net(spec, o.seed + 2);
     teacher.module->to(device);
     at::NoGradGuard no_grad;
-    set_threads(accel_threads);
+    // In fp32 whatever the plan applied to this thread: the target is the reference.
+    compat::AutocastGuard fp32(device.type(), false, compat::autocast_dtype(device.type()));
     target = teacher.forward(x).detach();
   }
+
+  // Profile auto: tune on this very model and data (from the cache when it has the answer).
+  if (!optimizer_only && rt.context().settings().flag("autotune")) {
+    Net net = bench_detail::make_net(spec, o.seed);
+    rt.prepare(*net.module);
+    TuneProblem problem;
+    problem.name = "bench " + spec.model + " (" + r.shape + ")";
+    problem.model = net.module.get();
+    problem.forward = [&net](const at::Tensor& in) { return net.forward(in); };
+    problem.loss = [](const at::Tensor& y, const at::Tensor& t) { return at::mse_loss(y, t); };
+    problem.input = x;
+    problem.target = target;
+    TuneOptions tune;
+    tune.progress = [&](const TuneProgress& tp) { report(progress, spec.model, "autotune", tp.done, tp.total); };
+    r.autotune = rt.autotune(problem, tune);
+  }
+  const int accel_threads = rt.precision().threads > 0 ? rt.precision().threads : at::get_num_threads();
+  ThreadRestore restore(accel_threads);
 
   const AdamWConfig adamw;
   auto make_runner = [&](const std::string& name, int threads, bool autocast, at::ScalarType dtype, bool accelkit) {
@@ -349,6 +362,7 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
         run.info.loss_scaling = run.scaler->enabled();
       }
       run.hook = o.candidate_hook;
+      run.grads_to_none = true;
     } else {
       run.opt = std::make_shared<torch::optim::AdamW>(run.params, adamw_options(adamw));
       run.info.optimizer = "torch::optim::AdamW";

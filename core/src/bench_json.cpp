@@ -130,6 +130,29 @@ void variant(Writer& w, const char* key, const BenchVariant& v) {
   w.close();
 }
 
+void candidate(Writer& w, const TuneCandidate& c) {
+  w.field("precision", c.precision).field("fused_optimizer", c.fused_optimizer).field("threads", c.threads);
+}
+
+void autotune(Writer& w, const TuneDecision& d) {
+  w.open("autotune").field("origin", d.origin).field("cache_file", d.cache_file).field("key", d.key);
+  w.open("chosen");
+  candidate(w, d.chosen);
+  w.close().field("why", d.why).field("created", d.created).field("space", d.space);
+  w.open_array("trials");
+  for (const TuneTrial& t : d.trials) {
+    w.open();
+    candidate(w, t.candidate);
+    w.field("reference", t.reference)
+        .field("median_ms", t.median_ms)
+        .field("rel_diff", t.rel_diff)
+        .field("accepted", t.accepted)
+        .field("note", t.note)
+        .close();
+  }
+  w.close().close();
+}
+
 }  // namespace
 
 std::string bench_json(const BenchResult& r, int indent) {
@@ -183,6 +206,9 @@ std::string bench_json(const BenchResult& r, int indent) {
       .field("ok", a.ok);
   if (a.tuned_rel_diff) w.field("tuned_rel_diff", *a.tuned_rel_diff);
   w.field("why", a.why).close();
+
+  if (r.autotune) autotune(w, *r.autotune);
+  else w.null("autotune");
 
   w.open("load_average");
   if (r.load_before >= 0) w.field("before", r.load_before); else w.null("before");

@@ -5,17 +5,11 @@
 #include <spdlog/spdlog.h>
 #include <torch/nn/module.h>
 #include <torch/optim/adamw.h>
+#include <torch/version.h>
 
 #include "accelkit/device.hpp"
 
 namespace accelkit {
-
-namespace {
-std::string origin_of(const Settings& s, const char* key) {
-  const Effective& e = s.get(key);
-  return e.source.empty() ? to_string(e.origin) : e.source;
-}
-}  // namespace
 
 std::unique_ptr<Runtime> Runtime::start(const ContextOptions& options) {
   std::unique_ptr<Runtime> rt(new Runtime());
@@ -23,21 +17,18 @@ std::unique_ptr<Runtime> Runtime::start(const ContextOptions& options) {
   rt->device_ = rt->context_->open_selected();
   const DeviceInfo& info = rt->device_->info();
   rt->torch_device_ = c10::Device(info.torch_device);
+  rt->routes_ = routes_for(info, rt->context_->settings());
 
   const Settings& s = rt->context_->settings();
   auto precision = rt->device_->precision();
   if (!precision.ok()) throw std::runtime_error(info.id + ": no precision rules: " + precision.status().message());
+  rt->precision_rules_ = precision.value();
   PrecisionRequest request;
   request.precision = s.str("precision");
   request.tf32 = s.str("tf32");
   request.threads = static_cast<int>(s.integer("threads"));
-  auto plan = precision.value()->plan(request);
-  if (!plan.ok())
-    throw DeviceUnavailableError("precision '" + request.precision + "' (from " + origin_of(s, "precision") +
-                                 "), tf32 '" + request.tf32 + "' on " + info.id + ": " + plan.status().message());
-  rt->plan_ = plan.value();
-  if (Status st = precision.value()->apply(rt->plan_); !st.is_ok())
-    throw std::runtime_error(info.id + ": applying the precision plan failed: " + st.message());
+  rt->apply_plan(request);
+  rt->apply_sdpa_backend();
 
   auto optimizers = rt->device_->optimizer();
   if (optimizers.ok() && optimizers.value()) {
@@ -46,6 +37,40 @@ std::unique_ptr<Runtime> Runtime::start(const ContextOptions& options) {
     rt->optimizer_absent_reason_ = optimizers.ok() ? "the plugin returned none" : optimizers.status().message();
   }
   return rt;
+}
+
+void Runtime::apply_plan(const PrecisionRequest& request) {
+  const Settings& s = context_->settings();
+  const std::string& id = device_->info().id;
+  auto plan = precision_rules_->plan(request);
+  if (!plan.ok())
+    throw DeviceUnavailableError("precision '" + request.precision + "' (from " + s.origin_of("precision") +
+                                 "), tf32 '" + request.tf32 + "' on " + id + ": " + plan.status().message());
+  if (Status st = precision_rules_->apply(plan.value()); !st.is_ok())
+    throw std::runtime_error(id + ": applying the precision plan failed: " + st.message());
+  plan_ = plan.value();
+}
+
+// sdpa_backend other than auto: exactly that backend, or a loud failure (never a silent
+// fallback to another kernel).
+void Runtime::apply_sdpa_backend() {
+  const Settings& s = context_->settings();
+  const std::string want = s.str("sdpa_backend");
+  if (want == "auto") return;
+  const DeviceInfo& info = device_->info();
+  const std::string asked = "sdpa_backend = " + want + " (from " + s.origin_of("sdpa_backend") + ")";
+  if (!compat::kSdpaControllable)
+    throw DeviceUnavailableError(asked + ": LibTorch " + TORCH_VERSION +
+                                 " has no scaled-dot-product attention controls (they exist from 2.0)");
+  if (want == "flash" && !info.capabilities.has(Capability::sdpa_flash))
+    throw DeviceUnavailableError(asked + ": " + info.id + " has no flash attention");
+  if (want == "mem_efficient" && !info.capabilities.has(Capability::sdpa_mem_efficient))
+    throw DeviceUnavailableError(asked + ": " + info.id + " has no memory-efficient attention");
+  compat::SdpaBackends b;
+  b.flash = want == "flash";
+  b.mem_efficient = want == "mem_efficient";
+  b.math = want == "math";
+  compat::set_sdpa_backends(b);
 }
 
 at::ScalarType Runtime::autocast_dtype() const {
@@ -57,19 +82,23 @@ at::ScalarType Runtime::autocast_dtype() const {
 void Runtime::prepare(torch::nn::Module& module) const { module.to(torch_device_); }
 
 OptimizerChoice Runtime::make_adamw(const std::vector<at::Tensor>& params, const AdamWConfig& c) const {
+  return make_adamw_as(params, c, context_->settings().str("fused_optimizer"));
+}
+
+OptimizerChoice Runtime::make_adamw_as(const std::vector<at::Tensor>& params, const AdamWConfig& c,
+                                       const std::string& fused) const {
   const Settings& s = context_->settings();
-  const std::string fused = s.str("fused_optimizer");
   const std::string device_id = device_->info().id;
   if (fused != "off" && optimizers_) {
     auto made = optimizers_->create_adamw(params, c);
     if (made.ok() && made.value())
       return {made.value(), optimizers_->implementation(), "fused_optimizer = " + fused + " and " + device_id + " has one"};
     if (fused == "on")
-      throw std::runtime_error("fused_optimizer = on (from " + origin_of(s, "fused_optimizer") + ") but " + device_id +
+      throw std::runtime_error("fused_optimizer = on (from " + s.origin_of("fused_optimizer") + ") but " + device_id +
                                " could not create it: " + made.status().message());
     spdlog::warn("{}: fused AdamW unavailable ({}); using torch::optim::AdamW", device_id, made.status().message());
   } else if (fused == "on") {
-    throw std::runtime_error("fused_optimizer = on (from " + origin_of(s, "fused_optimizer") + ") but " + device_id +
+    throw std::runtime_error("fused_optimizer = on (from " + s.origin_of("fused_optimizer") + ") but " + device_id +
                              " has no fused optimizer: " + optimizer_absent_reason_);
   }
   auto options = torch::optim::AdamWOptions(c.lr)
@@ -79,7 +108,7 @@ OptimizerChoice Runtime::make_adamw(const std::vector<at::Tensor>& params, const
                      .amsgrad(c.amsgrad);
   if (c.maximize) throw std::invalid_argument("torch::optim::AdamW has no 'maximize' option in this LibTorch");
   auto opt = std::make_shared<torch::optim::AdamW>(params, options);
-  std::string why = fused == "off" ? "fused_optimizer = off (from " + origin_of(s, "fused_optimizer") + ")"
+  std::string why = fused == "off" ? "fused_optimizer = off (from " + s.origin_of("fused_optimizer") + ")"
                                    : device_id + " has no fused optimizer: " + optimizer_absent_reason_;
   return {opt, "torch::optim::AdamW", why};
 }
@@ -88,6 +117,11 @@ LossScaler Runtime::make_loss_scaler() const {
   LossScalerOptions o;
   o.enabled = plan_.loss_scaling;
   return LossScaler(o);
+}
+
+void zero_grad(torch::optim::Optimizer& optimizer) {
+  for (auto& group : optimizer.param_groups())
+    for (auto& p : group.params()) p.mutable_grad().reset();
 }
 
 GradAccumulator::GradAccumulator(int micro_batches) : n_(micro_batches) {

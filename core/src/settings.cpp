@@ -14,6 +14,7 @@
 
 #include <toml++/toml.h>
 
+#include "accelkit/routing.hpp"
 #include "toml_text.hpp"
 
 namespace accelkit {
@@ -80,6 +81,8 @@ const std::vector<SettingSpec>& settings_schema() {
        "background telemetry sampler thread"},
       {"autotune", S::boolean, SettingValue{false}, {}, "ACCELKIT_AUTOTUNE",
        "benchmark the candidates and cache the decision"},
+      {"autotune_cache", S::boolean, SettingValue{true}, {}, "ACCELKIT_AUTOTUNE_CACHE",
+       "read and write the auto-tuner's cache (--no-cache: off)"},
       {"log_level", S::string, text("warn"), {"trace", "debug", "info", "warn", "error", "off"},
        "ACCELKIT_LOG_LEVEL", "log level"},
       {"prefer", S::string_list, SettingValue{Strings{}}, {}, "ACCELKIT_PREFER",
@@ -320,6 +323,7 @@ std::optional<SettingValue> from_toml(const SettingSpec& spec, const toml::node&
 }
 
 std::string option_name(const SettingSpec& spec) {
+  if (spec.key == "autotune_cache") return "--no-cache";  // the only way to set it on the command line
   std::string opt = "--" + spec.key;
   std::replace(opt.begin(), opt.end(), '_', '-');
   return opt;
@@ -568,6 +572,7 @@ Settings Settings::resolve(const SettingsInputs& inputs) {
       config = abs.string();
     }
     file = read_file(*config, config_from, problems);
+    for (auto& p : routing_config_problems(*config)) problems.add(std::move(p));
   }
   Layer env_layer = read_env(env, problems);
   Layer cli = read_cli(inputs.cli, problems);
@@ -616,6 +621,11 @@ void Settings::set(std::string_view key, SettingValue value, Origin origin, std:
     throw SettingsError("'" + spec->key + "' from " + from + " " + problem);
   }
   values_[spec->key] = Effective{std::move(value), origin, std::move(source), std::move(why)};
+}
+
+std::string Settings::origin_of(std::string_view key) const {
+  const Effective& e = get(key);
+  return e.source.empty() ? to_string(e.origin) : e.source;
 }
 
 std::vector<std::pair<std::string, Effective>> Settings::all() const {

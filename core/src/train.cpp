@@ -134,7 +134,29 @@ struct Trainer::State {
     for (auto& p : teacher->parameters()) p.requires_grad_(false);
     rt.prepare(*teacher);
     teacher->eval();
+    if (rt.context().settings().flag("autotune")) tune();
     fresh();
+  }
+
+  // Profile auto: the tuner times the candidates on a student of this shape and the first
+  // micro-batch (or takes the cached decision); fresh() then builds with the chosen settings.
+  void tune() {
+    torch::nn::Sequential probe = make_mlp(cfg, cfg.width);
+    init_mlp(probe, stream_seed(cfg.seed, Stream::student), false);
+    rt.prepare(*probe);
+    probe->train();
+    auto [x, y] = batch(0);
+    TuneProblem problem;
+    problem.name = "train MLP " + std::to_string(cfg.depth) + "x" + std::to_string(cfg.width) + " -> " +
+                   std::to_string(cfg.outputs);
+    problem.model = probe.ptr().get();
+    problem.forward = [&probe](const at::Tensor& in) { return probe->forward(in); };
+    problem.loss = [](const at::Tensor& out, const at::Tensor& target) { return torch::mse_loss(out, target); };
+    problem.input = x.chunk(cfg.micro_batches)[0];
+    problem.target = y.chunk(cfg.micro_batches)[0];
+    problem.adamw.lr = cfg.lr;
+    problem.adamw.weight_decay = cfg.weight_decay;
+    rt.autotune(problem);
   }
 
   // A new student, optimizer and loss scaler at step 0.
@@ -166,7 +188,7 @@ struct Trainer::State {
   // on the device).
   at::Tensor train_step() {
     auto [x, y] = batch(step);
-    opt.optimizer->zero_grad();
+    zero_grad(*opt.optimizer);
     auto xs = x.chunk(cfg.micro_batches);
     auto ys = y.chunk(cfg.micro_batches);
     at::Tensor total;

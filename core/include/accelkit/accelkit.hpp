@@ -6,5 +6,6 @@
 #include "accelkit/log.hpp"
 #include "accelkit/negotiation.hpp"
 #include "accelkit/pci.hpp"
+#include "accelkit/routing.hpp"
 #include "accelkit/settings.hpp"
 #include "accelkit/version.hpp"

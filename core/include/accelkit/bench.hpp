@@ -23,6 +23,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "accelkit/autotune.hpp"
+
 namespace accelkit {
 
 class Runtime;
@@ -123,6 +125,9 @@ struct BenchResult {
   std::optional<double> speedup_vs_tuned;  // tuned median / accelkit median
   BenchFloor floor;
   BenchAccuracy accuracy;
+  // With the `autotune` setting (profile auto): how the accelkit variant's settings were
+  // chosen, on this model, before the check (mlp, transformer; the optimizer model has no loss).
+  std::optional<TuneDecision> autotune;
   double load_before = -1;  // 1-minute load average (-1 = unknown): other work on the machine
   double load_after = -1;
   std::string error;        // why the run stopped (BenchCheckError::partial()); empty when it ran
@@ -142,7 +147,7 @@ class BenchCheckError : public std::runtime_error {
 
 struct BenchProgress {
   std::string model;
-  std::string phase;  // "floors" | "check" | "warmup" | "timing"
+  std::string phase;  // "autotune" | "check" | "floors" | "warmup" | "timing"
   int done = 0;       // rounds done in this phase
   int total = 0;
 };

@@ -5,6 +5,7 @@
 //   rt->prepare(*model);                              // to the device
 //   auto opt = rt->make_adamw(model->parameters(), {});
 //   auto scaler = rt->make_loss_scaler();
+//   accelkit::zero_grad(*opt.optimizer);              // each step: gradients to none
 //   at::Tensor out;
 //   { auto ac = rt->autocast(); out = model->forward(x); }   // loss outside: fp32
 //   loss = criterion(out.to(at::kFloat), y);
@@ -13,15 +14,18 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <torch/types.h>
 
+#include "accelkit/autotune.hpp"
 #include "accelkit/context.hpp"
 #include "accelkit/loss_scaler.hpp"
 #include "accelkit/optimizer.hpp"
 #include "accelkit/precision.hpp"
+#include "accelkit/routing.hpp"
 #include "accelkit/torch_compat.hpp"
 
 namespace torch::nn { class Module; }
@@ -62,15 +66,43 @@ class Runtime {
   // Dynamic loss scaling when the plan asks for it (fp16), otherwise a pass-through scaler.
   LossScaler make_loss_scaler() const;
 
+  // Where an operation class runs (routing.hpp): the device, or where a plugin rule or the
+  // config's [routing] table sends it, with the reason.
+  c10::Device device_for(OpClass op) const { return route(op).device; }
+  const Route& route(OpClass op) const { return route_for(routes_, op); }
+  const std::vector<Route>& routes() const noexcept { return routes_; }
+
+  // The auto-tuner (autotune.hpp): with the `autotune` setting on (profile auto), the cached
+  // decision for this device + model + versions, or trials timed now; the chosen precision,
+  // optimizer and threads then become this runtime's settings (origin "benchmark"). With
+  // `autotune` off it tunes nothing and returns the current settings with origin "settings".
+  // Settings the user fixed (config file, environment, command line) are never overridden.
+  TuneDecision autotune(const TuneProblem& problem, const TuneOptions& options = {});
+  // The last autotune() decision, if any.
+  const std::optional<TuneDecision>& tune_decision() const noexcept { return tune_; }
+
  private:
   Runtime() = default;
+  OptimizerChoice make_adamw_as(const std::vector<at::Tensor>& params, const AdamWConfig& config,
+                                const std::string& fused) const;
+  void apply_plan(const PrecisionRequest& request);
+  void apply_sdpa_backend();
   std::unique_ptr<Context> context_;
   std::shared_ptr<Device> device_;
+  std::shared_ptr<Precision> precision_rules_;
+  std::optional<TuneDecision> tune_;
   std::shared_ptr<Optimizer> optimizers_;  // null when the plugin has none
   std::string optimizer_absent_reason_;
   c10::Device torch_device_{c10::kCPU};
+  std::vector<Route> routes_;
   PrecisionPlan plan_;
 };
+
+// Sets every gradient of `optimizer`'s parameters to none (undefined), PyTorch 2.x's default
+// for zero_grad(): the next backward stores its fresh gradient instead of adding it into a
+// zeroed buffer, saving a memset and an accumulate pass over every gradient. LibTorch 1.13's
+// Optimizer::zero_grad() only zeroes. Code that reads a gradient before backward sees none.
+void zero_grad(torch::optim::Optimizer& optimizer);
 
 // Gradient accumulation over N micro-batches: scale each loss by 1/N, step on every N-th.
 class GradAccumulator {

@@ -39,7 +39,7 @@ struct SettingSpec {
 };
 
 // The schema, in display order: device, no_gpu, precision, tf32, compile, sdpa_backend,
-// fused_optimizer, threads, batch_size, profile, sampler, autotune, log_level, prefer, require.
+// fused_optimizer, threads, batch_size, profile, sampler, autotune, autotune_cache, log_level, prefer, require.
 const std::vector<SettingSpec>& settings_schema();
 
 // The closest schema key by edit distance, or "" when nothing is close.
@@ -88,6 +88,8 @@ class Settings {
   bool flag(std::string_view key) const;
   std::int64_t integer(std::string_view key) const;
   std::vector<std::string> list(std::string_view key) const;
+  // Where the value came from, for messages: its source, or its origin when it has none.
+  std::string origin_of(std::string_view key) const;
 
   // A later layer (probe, benchmark). Validated like any input; throws SettingsError.
   void set(std::string_view key, SettingValue value, Origin origin, std::string source, std::string why = {});

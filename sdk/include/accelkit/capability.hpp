@@ -62,6 +62,15 @@ inline std::optional<Capability> capability_from_string(std::string_view s) noex
   return std::nullopt;
 }
 
+// Operation routing, a convention on free keys (no interface change): a device that should
+// not run an operation class itself names where it should run instead, and why.
+//   "route.<op>"     = "cpu"     <op> is an operation class name ("fft", "sort", "scatter",
+//                                ... see accelkit::OpClass in the core); "cpu" is the only target
+//   "route.<op>.why" = one line  shown by `accelkit report` ("rocFFT is unreliable on gfx1010")
+// The core reads these through device_for(OpClass); a config's [routing] table overrides them.
+inline constexpr const char* kRoutePrefix = "route.";
+inline constexpr const char* kRouteReasonSuffix = ".why";
+
 // What one device can do. `typed` has no duplicates (add() keeps it so).
 struct CapabilitySet {
   std::vector<Capability> typed;

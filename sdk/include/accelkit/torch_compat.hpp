@@ -85,3 +85,47 @@ class AutocastGuard {
 };
 
 }  // namespace accelkit::compat
+
+// ---- scaled-dot-product attention backends ---------------------------------------------------
+// LibTorch >= 2.0 has at::scaled_dot_product_attention and process-wide switches for its flash,
+// memory-efficient and math backends (at::globalContext().setSDPUse*). Before 2.0 there is no
+// public SDPA: sdpa_backends() reports all on and set_sdpa_backends() changes nothing and
+// returns false.
+#include <ATen/Context.h>
+
+namespace accelkit::compat {
+
+struct SdpaBackends {
+  bool flash = true;
+  bool mem_efficient = true;
+  bool math = true;
+};
+
+inline constexpr bool kSdpaControllable = ACCELKIT_HAS_SDPA;
+
+inline SdpaBackends sdpa_backends() {
+  SdpaBackends out;
+#if ACCELKIT_HAS_SDPA
+  const auto& ctx = at::globalContext();
+  out.flash = ctx.userEnabledFlashSDP();
+  out.mem_efficient = ctx.userEnabledMemEfficientSDP();
+  out.math = ctx.userEnabledMathSDP();
+#endif
+  return out;
+}
+
+// Enables exactly the given backends; false when this LibTorch has no SDPA controls.
+inline bool set_sdpa_backends(const SdpaBackends& b) {
+#if ACCELKIT_HAS_SDPA
+  auto& ctx = at::globalContext();
+  ctx.setSDPUseFlash(b.flash);
+  ctx.setSDPUseMemEfficient(b.mem_efficient);
+  ctx.setSDPUseMath(b.math);
+  return true;
+#else
+  (void)b;
+  return false;
+#endif
+}
+
+}  // namespace accelkit::compat

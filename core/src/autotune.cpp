@@ -1,0 +1,406 @@
+// The auto-tuner: candidates, trials on the caller's model, the choice, the cache.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
+#include <spdlog/spdlog.h>
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+#include <torch/version.h>
+
+#include "accelkit/device.hpp"
+#include "accelkit/runtime.hpp"
+#include "accelkit/version.hpp"
+#include "autotune_cache.hpp"
+#include "device_sync.hpp"
+
+namespace accelkit {
+
+using autotune_detail::hash_hex;
+
+std::string TuneCandidate::label() const {
+  std::string s = precision + ", " + (fused_optimizer == "on" ? "fused AdamW" : "torch::optim::AdamW");
+  if (threads > 0) s += ", " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+  return s;
+}
+
+TuneCandidate choose_candidate(std::vector<TuneTrial>& trials, double bf16_tolerance, double fp32_tolerance) {
+  const auto ref_it = std::find_if(trials.begin(), trials.end(), [](const TuneTrial& t) { return t.reference; });
+  if (ref_it == trials.end()) throw std::runtime_error("auto-tune: no fp32 reference trial");
+  const TuneTrial& ref = *ref_it;
+  if (ref.losses.empty())
+    throw std::runtime_error("auto-tune: the fp32 reference trial did not run" + (ref.note.empty() ? "" : ": " + ref.note));
+  for (std::size_t i = 0; i < ref.losses.size(); ++i)
+    if (!std::isfinite(ref.losses[i]))
+      throw std::runtime_error("auto-tune: the fp32 reference's loss is " + std::to_string(ref.losses[i]) + " at step " +
+                               std::to_string(i + 1) +
+                               ": the model diverges with plain settings, so no candidate can be checked");
+  TuneTrial* best = nullptr;
+  for (TuneTrial& t : trials) {
+    t.accepted = false;
+    if (t.losses.empty()) {
+      t.rel_diff = std::numeric_limits<double>::infinity();
+      if (t.note.empty()) t.note = "did not run";
+      continue;
+    }
+    if (t.losses.size() != ref.losses.size()) {
+      t.rel_diff = std::numeric_limits<double>::infinity();
+      t.note = "ran " + std::to_string(t.losses.size()) + " steps, the reference " + std::to_string(ref.losses.size());
+      continue;
+    }
+    double worst = 0;
+    std::size_t bad_step = 0;
+    for (std::size_t i = 0; i < t.losses.size(); ++i) {
+      if (!std::isfinite(t.losses[i])) {
+        worst = std::numeric_limits<double>::infinity();
+        bad_step = i + 1;
+        break;
+      }
+      const double den = std::abs(ref.losses[i]);
+      const double d = std::abs(t.losses[i] - ref.losses[i]) / (den > 0 ? den : 1.0);
+      worst = std::max(worst, d);
+    }
+    t.rel_diff = worst;
+    const double tol = t.candidate.precision == "fp32" ? fp32_tolerance : bf16_tolerance;
+    std::ostringstream note;
+    note.precision(3);
+    if (bad_step) {
+      note << "loss not finite at step " << bad_step;
+    } else if (worst > tol) {
+      note << "loss off fp32's by " << worst << " relative (tolerance " << tol << ")";
+    } else if (!t.eligible) {
+      note << "not allowed by the settings you fixed";
+    } else {
+      t.accepted = true;
+      if (!best || t.median_ms < best->median_ms) best = &t;
+    }
+    t.note = note.str();
+  }
+  if (!best) {
+    std::string why = "auto-tune: no candidate allowed by your settings passed the loss check:";
+    for (const TuneTrial& t : trials)
+      if (t.eligible) why += "\n  " + t.candidate.label() + ": " + t.note;
+    throw std::runtime_error(why);
+  }
+  for (TuneTrial& t : trials)
+    if (t.accepted && &t != best) {
+      std::ostringstream note;
+      note.precision(3);
+      note << "passed; " << t.median_ms / best->median_ms << "x the fastest's time";
+      t.note = note.str();
+    }
+  best->note = "fastest that passed";
+  return best->candidate;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool user_fixed(const Settings& s, const char* key, const char* open_value) {
+  const Effective& e = s.get(key);
+  const bool from_user = e.origin == Origin::file || e.origin == Origin::env || e.origin == Origin::cli;
+  return from_user && format_value(e.value) != open_value;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + v[i];
+  return out;
+}
+
+std::string shape_of(const at::Tensor& t) {
+  if (!t.defined()) return "none";
+  std::ostringstream out;
+  out << t.sizes() << ' ' << t.scalar_type();
+  return out.str();
+}
+
+std::string model_signature(const TuneProblem& p) {
+  std::ostringstream detail;
+  std::int64_t elements = 0;
+  std::size_t tensors = 0;
+  for (const auto& item : p.model->named_parameters()) {
+    detail << item.key() << ' ' << shape_of(item.value()) << ';';
+    elements += item.value().numel();
+    ++tensors;
+  }
+  for (const auto& item : p.model->named_buffers()) detail << item.key() << ' ' << shape_of(item.value()) << ';';
+  std::ostringstream out;
+  out << (p.name.empty() ? "model" : p.name) << ": " << tensors << " parameter tensors, " << elements
+      << " parameters; input " << shape_of(p.input) << "; target " << shape_of(p.target)
+      << "; amsgrad " << (p.adamw.amsgrad ? "on" : "off") << "; #" << hash_hex(detail.str());
+  return out.str();
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// The model's parameters and buffers, LibTorch's CPU generator: saved on construction,
+// put back by restore().
+class ModelSnapshot {
+ public:
+  explicit ModelSnapshot(torch::nn::Module& m) : module_(m) {
+    at::NoGradGuard no_grad;
+    for (const auto& p : m.parameters()) params_.push_back(p.detach().clone());
+    for (const auto& b : m.buffers()) buffers_.push_back(b.detach().clone());
+    at::Generator gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    rng_ = gen.get_state();
+  }
+  void restore(bool rng) {
+    at::NoGradGuard no_grad;
+    auto params = module_.parameters();
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      params[i].copy_(params_[i]);
+      params[i].mutable_grad() = at::Tensor();
+    }
+    auto buffers = module_.buffers();
+    for (std::size_t i = 0; i < buffers.size(); ++i) buffers[i].copy_(buffers_[i]);
+    if (rng) {
+      at::Generator gen = at::detail::getDefaultCPUGenerator();
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_state(rng_);
+    }
+  }
+
+ private:
+  torch::nn::Module& module_;
+  std::vector<at::Tensor> params_, buffers_;
+  at::Tensor rng_;
+};
+
+constexpr std::uint64_t kTrialSeed = 0x5eed;
+
+}  // namespace
+
+std::string autotune_device_fingerprint(const Context& ctx) {
+  const Candidate& selected = ctx.require_device();
+  const DeviceInfo& info = selected.device;
+  std::vector<std::string> caps;
+  for (Capability c : info.capabilities.typed) caps.emplace_back(to_string(c));
+  std::sort(caps.begin(), caps.end());
+  return selected.plugin + " plugin; " + info.id + "; " + info.name + "; " + info.vendor + "; memory " +
+         std::to_string(info.memory_bytes) + "; capabilities " + join(caps) + "; " +
+         std::to_string(std::thread::hardware_concurrency()) + " logical cores";
+}
+
+std::string autotune_versions(const Context& ctx) {
+  const std::string& plugin = ctx.require_device().plugin;
+  const PluginRecord* rec = ctx.plugin(plugin);
+  return std::string("accelkit ") + ACCELKIT_VERSION_STRING + "; LibTorch " + TORCH_VERSION + "; " + plugin +
+         " plugin " + (rec ? rec->version : std::string("?"));
+}
+
+TuneDecision Runtime::autotune(const TuneProblem& p, const TuneOptions& o) {
+  if (!p.model) throw std::invalid_argument("autotune: TuneProblem::model is null");
+  if (!p.forward || !p.loss) throw std::invalid_argument("autotune: TuneProblem needs forward and loss");
+  if (!p.input.defined()) throw std::invalid_argument("autotune: TuneProblem::input is undefined");
+  if (o.steps < 1 || o.warmup < 0) throw std::invalid_argument("autotune: steps must be >= 1 and warmup >= 0");
+  if (!(o.tolerance >= 0)) throw std::invalid_argument("autotune: tolerance must be >= 0");
+
+  Settings& s = context_->settings();
+  const DeviceInfo& info = device_->info();
+  TuneDecision d;
+  if (!s.flag("autotune")) {
+    d.origin = "settings";
+    d.chosen = {plan_.dtype, s.str("fused_optimizer") == "off" || !optimizers_ ? "off" : "on", plan_.threads};
+    d.why = "autotune is off (" + s.origin_of("autotune") + ")";
+    tune_ = d;
+    return d;
+  }
+
+  // The candidate space, narrowed by what the user fixed.
+  const bool fixed_precision = user_fixed(s, "precision", "auto");
+  const bool fixed_fused = user_fixed(s, "fused_optimizer", "auto");
+  const bool fixed_threads = user_fixed(s, "threads", "0");
+  std::vector<std::string> precisions{"fp32"};
+  if (info.capabilities.has(Capability::bf16)) precisions.push_back("bf16");
+  if (info.capabilities.has(Capability::fp16) && !torch_device_.is_cpu()) precisions.push_back("fp16");
+  std::vector<std::string> fused{"off"};
+  if (optimizers_) fused.push_back("on");
+  std::vector<int> threads{0};
+  if (torch_device_.is_cpu()) {
+    PrecisionRequest r;
+    r.precision = "fp32";
+    r.tf32 = s.str("tf32");
+    auto def = precision_rules_->plan(r);
+    const int physical = def.ok() && def.value().threads > 0 ? def.value().threads : at::get_num_threads();
+    const int logical = static_cast<int>(std::thread::hardware_concurrency());
+    threads = {physical};
+    if (logical > physical) threads.push_back(logical);
+  }
+  if (fixed_threads) threads = {static_cast<int>(s.integer("threads"))};
+  auto eligible = [&](const TuneCandidate& c) {
+    return (!fixed_precision || c.precision == s.str("precision")) &&
+           (!fixed_fused || c.fused_optimizer == s.str("fused_optimizer")) &&
+           (!fixed_threads || c.threads == s.integer("threads"));
+  };
+  std::vector<TuneCandidate> space;
+  for (const auto& pr : precisions)
+    for (const auto& f : fused)
+      for (int t : threads) space.push_back({pr, f, t});
+  const TuneCandidate reference{"fp32", "off", threads.front()};
+
+  const double bf16_tol = o.tolerance > 0 ? o.tolerance : 2e-2;
+  const double fp32_tol = o.tolerance > 0 ? o.tolerance : 1e-3;
+  d.device = autotune_device_fingerprint(*context_);
+  d.model = model_signature(p);
+  d.versions = autotune_versions(*context_);
+  {
+    std::vector<std::string> names;
+    for (const auto& c : space)
+      if (eligible(c)) names.push_back(c.label());
+    std::ostringstream sp;
+    sp << join(names) << "; " << o.warmup << "+" << o.steps << " steps; tolerance " << bf16_tol << "/" << fp32_tol;
+    d.space = sp.str();
+  }
+  d.key = hash_hex(d.device + "\n" + d.model + "\n" + d.versions + "\n" + d.space);
+
+  const bool use_cache = s.flag("autotune_cache");
+  std::string cache_dir = use_cache ? autotune_cache_dir() : std::string();
+  if (use_cache && cache_dir.empty())
+    spdlog::warn("autotune: no cache directory (set ACCELKIT_CACHE_DIR, XDG_CACHE_HOME or HOME); not caching");
+
+  auto adopt = [&](const TuneDecision& decision, const std::string& source) {
+    const TuneCandidate& c = decision.chosen;
+    if (!fixed_precision) s.set("precision", c.precision, Origin::benchmark, source, decision.why);
+    if (!fixed_fused) s.set("fused_optimizer", c.fused_optimizer, Origin::benchmark, source, decision.why);
+    if (!fixed_threads && c.threads > 0)
+      s.set("threads", std::int64_t{c.threads}, Origin::benchmark, source, decision.why);
+    PrecisionRequest r;
+    r.precision = c.precision;
+    r.tf32 = s.str("tf32");
+    r.threads = c.threads;
+    apply_plan(r);
+    tune_ = decision;
+  };
+
+  if (!cache_dir.empty()) {
+    d.cache_file = autotune_detail::entry_path(cache_dir, d.key);
+    std::string problem;
+    auto cached = autotune_detail::read_entry(d.cache_file, &problem);
+    if (cached) {
+      if (cached->device != d.device) problem = "stale: recorded for another device (" + cached->device + ")";
+      else if (cached->model != d.model) problem = "stale: recorded for another model (" + cached->model + ")";
+      else if (cached->versions != d.versions) problem = "stale: recorded with " + cached->versions;
+      else if (cached->space != d.space) problem = "stale: recorded for the candidates " + cached->space;
+      else if (std::none_of(space.begin(), space.end(),
+                            [&](const TuneCandidate& c) { return c == cached->chosen && eligible(c); }))
+        problem = "stale: its choice (" + cached->chosen.label() + ") is not a candidate here";
+      if (problem.empty()) {
+        adopt(*cached, "autotune cache " + d.cache_file);
+        return *cached;
+      }
+    }
+    if (!problem.empty())
+      spdlog::warn("autotune: ignoring the cache entry {}: {}; tuning again and rewriting it", d.cache_file, problem);
+  }
+
+  // Trials: the reference first, then every eligible candidate, each from the same weights,
+  // data and random state.
+  std::vector<TuneTrial> trials;
+  auto trial_of = [](const TuneCandidate& c, bool is_reference, bool is_eligible) {
+    TuneTrial t;
+    t.candidate = c;
+    t.reference = is_reference;
+    t.eligible = is_eligible;
+    return t;
+  };
+  trials.push_back(trial_of(reference, true, eligible(reference)));
+  for (const auto& c : space)
+    if (!(c == reference) && eligible(c)) trials.push_back(trial_of(c, false, true));
+  const PrecisionPlan plan_before = plan_;
+  ModelSnapshot snapshot(*p.model);
+  const auto params = p.model->parameters();
+  for (std::size_t i = 0; i < trials.size(); ++i) {
+    TuneTrial& t = trials[i];
+    if (o.progress) o.progress(TuneProgress{static_cast<int>(i), static_cast<int>(trials.size()), t.candidate.label()});
+    try {
+      snapshot.restore(false);
+      at::manual_seed(kTrialSeed);
+      PrecisionRequest r;
+      r.precision = t.candidate.precision;
+      r.tf32 = s.str("tf32");
+      r.threads = t.candidate.threads;
+      apply_plan(r);
+      OptimizerChoice opt = make_adamw_as(params, p.adamw, t.candidate.fused_optimizer);
+      LossScaler scaler = make_loss_scaler();
+      std::vector<double> ms;
+      for (int step = 0; step < o.warmup + o.steps; ++step) {
+        detail::synchronize(torch_device_);
+        const auto t0 = Clock::now();
+        zero_grad(*opt.optimizer);
+        at::Tensor out;
+        {
+          auto guard = autocast();
+          out = p.forward(p.input);
+        }
+        at::Tensor loss = p.loss(out.to(at::kFloat), p.target);
+        scaler.scale(loss).backward();
+        scaler.step(*opt.optimizer);
+        detail::synchronize(torch_device_);
+        const double elapsed = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+        t.losses.push_back(loss.item<double>());
+        if (step >= o.warmup) ms.push_back(elapsed);
+      }
+      t.median_ms = median(ms);
+    } catch (const std::exception& e) {
+      t.losses.clear();
+      t.note = std::string("failed: ") + e.what();
+    }
+  }
+  snapshot.restore(true);
+  if (o.progress) o.progress(TuneProgress{static_cast<int>(trials.size()), static_cast<int>(trials.size()), {}});
+
+  try {
+    d.chosen = choose_candidate(trials, bf16_tol, fp32_tol);
+  } catch (...) {
+    plan_ = plan_before;
+    (void)precision_rules_->apply(plan_);
+    throw;
+  }
+  d.trials = std::move(trials);
+  d.origin = "benchmark";
+  d.created = utc_now();
+  const TuneTrial& ref = d.trials.front();
+  const auto chosen = std::find_if(d.trials.begin(), d.trials.end(), [](const TuneTrial& t) { return t.accepted && t.note == "fastest that passed"; });
+  std::ostringstream why;
+  why.precision(3);
+  why << "fastest of " << d.trials.size() << " candidates on " << (p.name.empty() ? "this model" : p.name) << ": "
+      << chosen->median_ms << " ms/step vs " << ref.median_ms << " ms for fp32 + torch::optim, loss within "
+      << chosen->rel_diff << " of fp32's";
+  d.why = why.str();
+  if (!cache_dir.empty()) {
+    try {
+      autotune_detail::write_entry(d.cache_file, d);
+    } catch (const std::exception& e) {
+      spdlog::warn("autotune: cannot write the cache entry {}: {}", d.cache_file, e.what());
+      d.cache_file.clear();
+    }
+  }
+  adopt(d, "autotune on " + d.created);
+  return d;
+}
+
+}  // namespace accelkit

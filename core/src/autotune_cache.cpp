@@ -1,0 +1,205 @@
+#include "autotune_cache.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <cmath>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "accelkit/host_paths.hpp"
+
+namespace accelkit {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string autotune_cache_dir() {
+  const char* dir = secure_env("ACCELKIT_CACHE_DIR");
+  if (dir && *dir) return dir;
+  const char* xdg = secure_env("XDG_CACHE_HOME");
+  if (xdg && *xdg == '/') return std::string(xdg) + "/accelkit";  // the spec ignores relative values
+  const char* home = secure_env("HOME");
+  if (home && *home) return std::string(home) + "/.cache/accelkit";
+  return {};
+}
+
+namespace autotune_detail {
+
+std::string hash_hex(const std::string& text) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::string entry_path(const std::string& dir, const std::string& key) {
+  return (fs::path(dir) / "autotune" / (key + ".json")).string();
+}
+
+namespace {
+
+json candidate_json(const TuneCandidate& c) {
+  return json{{"precision", c.precision}, {"fused_optimizer", c.fused_optimizer}, {"threads", c.threads}};
+}
+
+TuneCandidate candidate_from(const json& j) {
+  TuneCandidate c;
+  c.precision = j.at("precision").get<std::string>();
+  c.fused_optimizer = j.at("fused_optimizer").get<std::string>();
+  c.threads = j.at("threads").get<int>();
+  if (c.precision != "fp32" && c.precision != "bf16" && c.precision != "fp16")
+    throw std::runtime_error("unknown precision '" + c.precision + "'");
+  if (c.fused_optimizer != "on" && c.fused_optimizer != "off")
+    throw std::runtime_error("fused_optimizer must be on or off, got '" + c.fused_optimizer + "'");
+  if (c.threads < 0) throw std::runtime_error("negative thread count");
+  return c;
+}
+
+void check_errno(bool ok, const std::string& what) {
+  if (!ok) throw std::runtime_error(what + ": " + std::strerror(errno));
+}
+
+}  // namespace
+
+std::optional<TuneDecision> read_entry(const std::string& path, std::string* problem) {
+  problem->clear();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    if (errno != ENOENT) *problem = std::string("cannot open: ") + std::strerror(errno);
+    return std::nullopt;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    const json j = json::parse(text.str());
+    if (!j.is_object()) throw std::runtime_error("not a JSON object");
+    const int format = j.at("format").get<int>();
+    if (format != kCacheFormat)
+      throw std::runtime_error("format " + std::to_string(format) + ", this accelkit reads " +
+                               std::to_string(kCacheFormat));
+    TuneDecision d;
+    d.origin = "cache";
+    d.cache_file = path;
+    d.key = j.at("key").get<std::string>();
+    d.device = j.at("device").get<std::string>();
+    d.model = j.at("model").get<std::string>();
+    d.versions = j.at("versions").get<std::string>();
+    d.space = j.at("space").get<std::string>();
+    d.created = j.at("created").get<std::string>();
+    d.why = j.at("why").get<std::string>();
+    d.chosen = candidate_from(j.at("chosen"));
+    for (const json& t : j.at("trials")) {
+      TuneTrial trial;
+      trial.candidate = candidate_from(t);
+      trial.reference = t.at("reference").get<bool>();
+      trial.median_ms = t.at("median_ms").get<double>();
+      trial.rel_diff = t.at("rel_diff").is_null() ? std::numeric_limits<double>::infinity()
+                                                  : t.at("rel_diff").get<double>();
+      trial.eligible = t.at("eligible").get<bool>();
+      trial.accepted = t.at("accepted").get<bool>();
+      trial.note = t.at("note").get<std::string>();
+      d.trials.push_back(std::move(trial));
+    }
+    return d;
+  } catch (const std::exception& e) {
+    *problem = e.what();
+    return std::nullopt;
+  }
+}
+
+void write_entry(const std::string& path, const TuneDecision& d) {
+  json trials = json::array();
+  for (const TuneTrial& t : d.trials) {
+    json tj = candidate_json(t.candidate);
+    tj["reference"] = t.reference;
+    tj["median_ms"] = t.median_ms;
+    tj["rel_diff"] = std::isfinite(t.rel_diff) ? json(t.rel_diff) : json(nullptr);
+    tj["eligible"] = t.eligible;
+    tj["accepted"] = t.accepted;
+    tj["note"] = t.note;
+    trials.push_back(std::move(tj));
+  }
+  const json j{{"format", kCacheFormat}, {"key", d.key},         {"device", d.device},
+               {"model", d.model},       {"versions", d.versions}, {"space", d.space},
+               {"created", d.created},   {"why", d.why},           {"chosen", candidate_json(d.chosen)},
+               {"trials", std::move(trials)}};
+  const std::string text = j.dump(2) + "\n";
+
+  const fs::path target(path);
+  std::error_code ec;
+  fs::create_directories(target.parent_path(), ec);
+  if (ec) throw std::runtime_error("cannot create " + target.parent_path().string() + ": " + ec.message());
+  std::string tmp = (target.parent_path() / ("." + target.filename().string() + ".XXXXXX")).string();
+  const int fd = mkstemp(tmp.data());
+  check_errno(fd >= 0, "cannot create a temporary file in " + target.parent_path().string());
+  try {
+    std::size_t done = 0;
+    while (done < text.size()) {
+      const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      check_errno(n > 0, "cannot write " + tmp);
+      done += static_cast<std::size_t>(n);
+    }
+    check_errno(::fchmod(fd, 0644) == 0, "cannot chmod " + tmp);
+    check_errno(::fsync(fd) == 0, "cannot fsync " + tmp);
+    check_errno(::close(fd) == 0, "cannot close " + tmp);
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    errno = err;
+    check_errno(false, "cannot rename " + tmp + " to " + path);
+  }
+  const int dir = ::open(target.parent_path().c_str(), O_RDONLY | O_DIRECTORY);
+  if (dir >= 0) {
+    (void)::fsync(dir);
+    ::close(dir);
+  }
+}
+
+}  // namespace autotune_detail
+
+std::vector<TuneDecision> list_autotune_cache(const std::string& dir) {
+  std::vector<TuneDecision> out;
+  std::error_code ec;
+  const fs::path root = fs::path(dir) / "autotune";
+  if (dir.empty() || !fs::is_directory(root, ec)) return out;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(root, ec))
+    if (e.path().extension() == ".json" && e.path().filename().string()[0] != '.') files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    std::string problem;
+    auto d = autotune_detail::read_entry(f.string(), &problem);
+    if (!d) {
+      TuneDecision bad;
+      bad.origin = "corrupt";
+      bad.cache_file = f.string();
+      bad.why = problem.empty() ? "vanished while listed" : problem;
+      out.push_back(std::move(bad));
+      continue;
+    }
+    out.push_back(std::move(*d));
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const TuneDecision& a, const TuneDecision& b) { return a.created < b.created; });
+  return out;
+}
+
+}  // namespace accelkit

@@ -1,0 +1,10 @@
+# Auto-tuner suite: the pure choice, and Runtime::autotune on a small model through the built
+# CPU plugin with the cache in a temporary directory (hit, corrupt, stale, --no-cache, fixed
+# settings, the model restored).
+if(NOT TARGET accelkit-plugin-cpu)
+  message(STATUS "autotune_test skipped: needs the CPU plugin")
+  return()
+endif()
+accelkit_add_test(autotune_test SOURCES autotune_test.cpp LINK accelkit_core)
+target_compile_definitions(autotune_test PRIVATE ACCELKIT_TEST_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}")
+add_dependencies(autotune_test accelkit-plugin-cpu)
