@@ -1,0 +1,66 @@
+#include "rocm_device.hpp"
+
+#include <accelkit/precision.hpp>
+
+#include "precision_plan.hpp"
+#include "rocm_monitor.hpp"
+#include "rocm_torch.hpp"
+
+namespace accelkit::rocm {
+namespace {
+
+class RocmPrecision final : public Precision {
+ public:
+  RocmPrecision(ArchRules rules, std::string device, std::vector<std::string> activation)
+      : rules_(std::move(rules)), device_(std::move(device)), activation_(std::move(activation)) {}
+
+  Result<PrecisionPlan> plan(const PrecisionRequest& request) noexcept override {
+    return capture("rocm precision plan", [&]() -> Result<PrecisionPlan> {
+      auto p = plan_rocm_precision(request, rules_, device_);
+      if (p.ok())
+        for (const auto& line : activation_) p.value().reasons.push_back("on open: " + line);
+      return p;
+    });
+  }
+  Status apply(const PrecisionPlan& plan) noexcept override {
+    return capture("rocm precision apply", [&] { return apply_autocast(plan); });
+  }
+  Result<std::vector<AppliedValue>> read_back() noexcept override {
+    return capture("rocm precision read_back", [&] { return read_back_values(rules_); });
+  }
+
+ private:
+  ArchRules rules_;
+  std::string device_;
+  std::vector<std::string> activation_;
+};
+
+}  // namespace
+
+RocmDevice::RocmDevice(RocmGpu gpu, DeviceInfo info, std::vector<std::string> activation, std::string unusable)
+    : gpu_(std::move(gpu)), info_(std::move(info)), activation_(std::move(activation)), unusable_(std::move(unusable)) {}
+
+Result<std::shared_ptr<Precision>> RocmDevice::precision() noexcept {
+  return capture("rocm precision", [&]() -> Result<std::shared_ptr<Precision>> {
+    if (!unusable_.empty()) return Status(StatusCode::unavailable, info_.id + ": " + unusable_);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!precision_) precision_ = std::make_shared<RocmPrecision>(gpu_.rules, info_.id + " " + info_.name, activation_);
+    return Result<std::shared_ptr<Precision>>(precision_);
+  });
+}
+
+Result<std::shared_ptr<Optimizer>> RocmDevice::optimizer() noexcept {
+  return Status(StatusCode::not_supported, "the rocm plugin has no optimizer of its own; torch::optim::AdamW is used");
+}
+
+Result<std::shared_ptr<Monitor>> RocmDevice::monitor() noexcept {
+  return capture("rocm monitor", [&]() -> Result<std::shared_ptr<Monitor>> {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!gpu_.card)
+      return Status(StatusCode::unavailable, info_.id + " has no amdgpu sysfs directory to read sensors from");
+    if (!monitor_) monitor_ = std::make_shared<RocmMonitor>(*gpu_.card);
+    return monitor_;
+  });
+}
+
+}  // namespace accelkit::rocm

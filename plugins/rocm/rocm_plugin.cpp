@@ -1,0 +1,79 @@
+// The ROCm plugin: AMD GPUs from amdgpu sysfs and the KFD topology, usable when LibTorch here
+// is a ROCm build (which exposes them as device type CUDA); otherwise listed and monitored
+// with score 0. Entry points are noexcept and wrapped in capture().
+#include <mutex>
+#include <optional>
+
+#include <accelkit/plugin.hpp>
+
+#include "device_report.hpp"
+#include "rocm_device.hpp"
+#include "rocm_monitor.hpp"
+#include "rocm_torch.hpp"
+
+namespace accelkit::rocm {
+
+class RocmPlugin final : public Plugin {
+ public:
+  static constexpr const char* kName = "rocm";
+  static constexpr const char* kVersion = "0.1.0";
+  static constexpr const char* kDescription =
+      "AMD GPUs (ROCm): KFD/amdgpu sysfs, per-architecture precision, hwmon telemetry";
+
+  Result<ProbeReport> probe() noexcept override {
+    return capture("rocm probe", [&] {
+      std::lock_guard<std::mutex> lock(mutex_);
+      return probe_locked();
+    });
+  }
+
+  Result<std::shared_ptr<Device>> open(std::size_t index) noexcept override {
+    return capture("rocm open", [&]() -> Result<std::shared_ptr<Device>> {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!last_) probe_locked();
+      const auto& devices = last_->report.devices;
+      if (index >= devices.size())
+        return Status(StatusCode::invalid_argument, "rocm:" + std::to_string(index) + " does not exist (" +
+                                                        std::to_string(devices.size()) + " AMD GPU(s) found)");
+      const int torch_index = last_->report.torch_index[index];
+      const RocmGpu& gpu = last_->probe.gpus[index];
+      if (torch_index < 0) {
+        // Listed, not usable: the device still monitors; its precision() says why it cannot train.
+        const std::string why = last_->torch.rocm_build ? "LibTorch does not see it" : std::string(kNotRocmBuild);
+        return std::shared_ptr<Device>(std::make_shared<RocmDevice>(gpu, devices[index], std::vector<std::string>{}, why));
+      }
+      // Before LibTorch first touches the GPU: the environment hipBLASLt reads, the memory fraction.
+      std::vector<std::string> activation = activate_arch(gpu.rules, torch_index);
+      return std::shared_ptr<Device>(std::make_shared<RocmDevice>(gpu, devices[index], std::move(activation), ""));
+    });
+  }
+
+ private:
+  struct Last {
+    RocmProbe probe;
+    TorchBackend torch;
+    RocmReport report;
+  };
+
+  ProbeReport probe_locked() {
+    TorchBackend torch = detect_torch_backend();
+    ProbeOptions options;
+    options.enumerate_hip = torch.rocm_build && torch.device_count > 0;
+    RocmProbe probe = probe_rocm(options);
+    RocmReport report = make_rocm_report(probe, torch);
+    ProbeReport out;
+    out.score = report.score;
+    out.devices = report.devices;
+    out.reasons = report.reasons;
+    out.warnings = report.warnings;
+    last_ = Last{std::move(probe), std::move(torch), std::move(report)};
+    return out;
+  }
+
+  std::mutex mutex_;
+  std::optional<Last> last_;
+};
+
+}  // namespace accelkit::rocm
+
+ACCELKIT_PLUGIN(accelkit::rocm::RocmPlugin)

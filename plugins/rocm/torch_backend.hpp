@@ -1,0 +1,20 @@
+// Whether the LibTorch in this process drives AMD GPUs. LibTorch's ROCm builds expose them as
+// device type CUDA; what tells a ROCm build apart is HIP: the HIP version macro at compile
+// time (the module checks it) and LibTorch's HIP libraries (libc10_hip, libtorch_hip) in the
+// process at run time (checked here, torch-free).
+#pragma once
+
+#include <string>
+
+namespace accelkit::rocm {
+
+struct TorchBackend {
+  bool rocm_build = false;  // LibTorch here is a ROCm (HIP) build
+  std::string evidence;     // "libtorch_hip.so loaded", "TORCH_HIP_VERSION 602", or why not
+  int device_count = 0;     // torch::cuda::device_count() when rocm_build
+};
+
+// The path of a loaded library whose file name starts with libc10_hip or libtorch_hip, or "".
+std::string loaded_torch_hip_library();
+
+}  // namespace accelkit::rocm
