@@ -1,0 +1,45 @@
+#include "cuda_device.hpp"
+
+#include "cuda_precision.hpp"
+#include "nvml_monitor.hpp"
+#ifdef ACCELKIT_CUDA_TORCH_GLUE
+#include "cuda_optimizer.hpp"
+#endif
+
+namespace accelkit::cuda {
+
+CudaDevice::CudaDevice(GpuFacts gpu, DeviceInfo info, std::string nvml_note)
+    : gpu_(std::move(gpu)), info_(std::move(info)), nvml_note_(std::move(nvml_note)) {}
+
+Result<std::shared_ptr<Precision>> CudaDevice::precision() noexcept {
+  return capture("cuda precision", [&] {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!precision_) precision_ = std::make_shared<CudaPrecision>(ComputeCapability{gpu_.cc_major, gpu_.cc_minor});
+    return precision_;
+  });
+}
+
+Result<std::shared_ptr<Optimizer>> CudaDevice::optimizer() noexcept {
+  return capture("cuda optimizer", [&]() -> Result<std::shared_ptr<Optimizer>> {
+#ifdef ACCELKIT_CUDA_TORCH_GLUE
+    if (info_.capabilities.has(Capability::fused_adamw))
+      return std::shared_ptr<Optimizer>(std::make_shared<CudaOptimizer>(gpu_.ordinal));
+    return Status(StatusCode::not_supported, "the fused AdamW kernel was not built for SM " +
+                                                 std::to_string(gpu_.cc_major) + "." + std::to_string(gpu_.cc_minor) +
+                                                 " (set CMAKE_CUDA_ARCHITECTURES)");
+#else
+    return Status(StatusCode::not_supported,
+                  "this cuda plugin was built without its fused AdamW (no CUDA LibTorch or no nvcc at build time)");
+#endif
+  });
+}
+
+Result<std::shared_ptr<Monitor>> CudaDevice::monitor() noexcept {
+  return capture("cuda monitor", [&]() -> std::shared_ptr<Monitor> {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!monitor_) monitor_ = std::make_shared<NvmlMonitor>(process_nvml(), gpu_.nvml, nvml_note_);
+    return monitor_;
+  });
+}
+
+}  // namespace accelkit::cuda

@@ -1,0 +1,33 @@
+// accelkit::Device for one NVIDIA GPU ("cuda:N"). Hands out one Precision and one Monitor;
+// the Optimizer (fused AdamW) exists where LibTorch has CUDA and the kernel was built.
+#pragma once
+
+#include <memory>
+#include <mutex>
+
+#include <accelkit/device.hpp>
+
+#include "cuda_probe.hpp"
+
+namespace accelkit::cuda {
+
+class CudaDevice final : public Device {
+ public:
+  // `nvml_note` says why telemetry is n/a when NVML is unavailable.
+  CudaDevice(GpuFacts gpu, DeviceInfo info, std::string nvml_note);
+
+  const DeviceInfo& info() const noexcept override { return info_; }
+  Result<std::shared_ptr<Precision>> precision() noexcept override;
+  Result<std::shared_ptr<Optimizer>> optimizer() noexcept override;
+  Result<std::shared_ptr<Monitor>> monitor() noexcept override;
+
+ private:
+  GpuFacts gpu_;
+  DeviceInfo info_;
+  std::string nvml_note_;
+  std::mutex mutex_;
+  std::shared_ptr<Precision> precision_;
+  std::shared_ptr<Monitor> monitor_;
+};
+
+}  // namespace accelkit::cuda

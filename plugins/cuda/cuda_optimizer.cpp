@@ -1,0 +1,26 @@
+#include "cuda_optimizer.hpp"
+
+#include "fused_adamw_cuda.hpp"
+
+namespace accelkit::cuda {
+
+std::string CudaOptimizer::implementation() const {
+  return "fused multi-tensor AdamW (CUDA, cuda:" + std::to_string(device_index_) + ")";
+}
+
+Result<std::shared_ptr<torch::optim::Optimizer>> CudaOptimizer::create_adamw(const std::vector<at::Tensor>& params,
+                                                                             const AdamWConfig& c) noexcept {
+  return capture("cuda fused AdamW", [&]() -> std::shared_ptr<torch::optim::Optimizer> {
+    for (const auto& p : params)
+      TORCH_CHECK(p.is_cuda(), "the CUDA fused AdamW takes CUDA parameters; got one on ", p.device(),
+                  " (move the model to the device first)");
+    auto options = torch::optim::AdamWOptions(c.lr)
+                       .betas(std::make_tuple(c.beta1, c.beta2))
+                       .eps(c.eps)
+                       .weight_decay(c.weight_decay)
+                       .amsgrad(c.amsgrad);
+    return std::make_shared<FusedAdamWCuda>(params, options, c.maximize);
+  });
+}
+
+}  // namespace accelkit::cuda

@@ -1,0 +1,19 @@
+// The CUDA plugin's Optimizer: FusedAdamWCuda (built only with a CUDA LibTorch).
+#pragma once
+
+#include <accelkit/optimizer.hpp>
+
+namespace accelkit::cuda {
+
+class CudaOptimizer final : public Optimizer {
+ public:
+  explicit CudaOptimizer(int device_index) : device_index_(device_index) {}
+  std::string implementation() const override;
+  Result<std::shared_ptr<torch::optim::Optimizer>> create_adamw(const std::vector<at::Tensor>& params,
+                                                                const AdamWConfig& config) noexcept override;
+
+ private:
+  int device_index_;
+};
+
+}  // namespace accelkit::cuda

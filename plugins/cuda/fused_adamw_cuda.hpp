@@ -1,0 +1,49 @@
+// Fused multi-tensor AdamW for CUDA tensors (built only with a CUDA LibTorch): each step
+// enqueues, per param group, device and dtype, one launch of fused_adamw_kernel.cu per
+// 256 chunks of 64K elements, on LibTorch's current stream of that device.
+//
+// Math and float rounding as torch::optim::AdamW; param groups, options and per-parameter
+// state are AdamW's own types, so checkpoints move both ways between this class and
+// torch::optim::AdamW. Params: fp32, bf16 or fp16 with fp32 state (a loaded lower-precision
+// state is widened on first use); other dtypes take an unfused ATen path with the same math.
+//
+// Capturable mode (for whole-step CUDA graph capture): each parameter also gets a float step
+// counter on its device, advanced on the device, so a replayed graph uses the right bias
+// correction. The host AdamW step count then lags during replays: sync_host_steps() copies
+// the device counters back (call it before saving a checkpoint).
+#pragma once
+
+#include <torch/optim/adamw.h>
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace accelkit::cuda {
+
+class FusedAdamWCuda : public torch::optim::AdamW {
+ public:
+  explicit FusedAdamWCuda(std::vector<torch::optim::OptimizerParamGroup> param_groups,
+                          torch::optim::AdamWOptions defaults = {}, bool maximize = false);
+  explicit FusedAdamWCuda(std::vector<torch::Tensor> params, torch::optim::AdamWOptions defaults = {},
+                          bool maximize = false);
+
+  torch::Tensor step(LossClosure closure = nullptr) override;
+
+  bool maximize() const { return maximize_; }
+  void set_maximize(bool maximize) { maximize_ = maximize; }
+
+  bool capturable() const { return capturable_; }
+  void set_capturable(bool capturable);
+  // Copies the device step counters into the AdamW state (capturable mode; no-op otherwise).
+  void sync_host_steps();
+
+  std::string implementation() const;
+
+ private:
+  bool maximize_;
+  bool capturable_ = false;
+  std::unordered_map<const void*, at::Tensor> device_steps_;  // TensorImpl* -> float scalar
+};
+
+}  // namespace accelkit::cuda

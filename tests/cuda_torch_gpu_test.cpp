@@ -1,0 +1,191 @@
+// GPU tests of the LibTorch-CUDA glue (built only where LibTorch has CUDA): FusedAdamWCuda
+// against torch::optim::AdamW on fresh random data, whole-step graph capture against eager,
+// the eager fallback, bf16 autocast numerics, and NVML against nvidia-smi. Skipped without a GPU.
+#include <doctest/doctest.h>
+
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <string>
+
+#include <accelkit/torch_compat.hpp>
+
+#include "cuda_probe.hpp"
+#include "fused_adamw_cuda.hpp"
+#include "graph_step.hpp"
+#include "nvml_monitor.hpp"
+
+using namespace accelkit;
+using namespace accelkit::cuda;
+
+namespace {
+
+bool gpu() {
+  static const bool ok = [] {
+    const bool has = torch::cuda::is_available();
+    if (!has) std::printf("skipped: no GPU\n");
+    return has;
+  }();
+  return ok;
+}
+
+std::vector<torch::Tensor> random_params(torch::Dtype dtype, unsigned seed) {
+  torch::manual_seed(seed);
+  std::vector<torch::Tensor> out;
+  for (int64_t n : {1, 7, 4097, 65537, 1 << 20})
+    out.push_back(torch::randn({n}, torch::dtype(dtype).device(torch::kCUDA)));
+  out.push_back(torch::randn({64, 33}, torch::dtype(dtype).device(torch::kCUDA)).t());  // non-contiguous
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("fused AdamW matches torch::optim::AdamW over 100 steps" * doctest::skip(!gpu())) {
+  for (bool amsgrad : {false, true}) {
+    auto a = random_params(torch::kFloat, 1);
+    std::vector<torch::Tensor> b;
+    for (auto& p : a) b.push_back(p.detach().clone());
+    auto options = torch::optim::AdamWOptions(1e-3).weight_decay(1e-2).amsgrad(amsgrad);
+    FusedAdamWCuda fused(a, options);
+    torch::optim::AdamW plain(b, options);
+    for (int step = 0; step < 100; ++step) {
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        auto g = torch::randn_like(a[i]);
+        a[i].mutable_grad() = g;
+        b[i].mutable_grad() = g.clone();
+      }
+      fused.step();
+      plain.step();
+    }
+    // Same float formula; LibTorch's ops may differ by an ulp per step: 1e-5 relative after 100.
+    for (std::size_t i = 0; i < a.size(); ++i) CHECK(torch::allclose(a[i], b[i], 1e-5, 1e-6));
+  }
+}
+
+TEST_CASE("bf16 params keep fp32 state and track an fp32 run" * doctest::skip(!gpu())) {
+  auto p32 = random_params(torch::kFloat, 2);
+  std::vector<torch::Tensor> p16;
+  for (auto& p : p32) p16.push_back(p.detach().to(torch::kBFloat16));
+  FusedAdamWCuda a(p32), b(p16);
+  for (int step = 0; step < 20; ++step) {
+    for (std::size_t i = 0; i < p32.size(); ++i) {
+      auto g = torch::randn_like(p32[i]) * 0.1;
+      p32[i].mutable_grad() = g;
+      p16[i].mutable_grad() = g.to(torch::kBFloat16);
+    }
+    a.step();
+    b.step();
+  }
+  for (std::size_t i = 0; i < p32.size(); ++i) CHECK(torch::allclose(p16[i].to(torch::kFloat), p32[i], 2e-2, 2e-2));
+}
+
+namespace {
+
+struct Net {
+  torch::nn::Sequential model{torch::nn::Linear(64, 256), torch::nn::ReLU(), torch::nn::Linear(256, 64)};
+  torch::Tensor x, y;  // static inputs
+};
+
+Net make_net(unsigned seed) {
+  torch::manual_seed(seed);
+  Net n;
+  n.model->to(torch::kCUDA);
+  n.x = torch::zeros({32, 64}, torch::kCUDA);
+  n.y = torch::zeros({32, 64}, torch::kCUDA);
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("graph capture: same parameters as eager after 30 steps" * doctest::skip(!gpu())) {
+  Net eager = make_net(3), graphed = make_net(3);
+  FusedAdamWCuda opt_e(eager.model->parameters()), opt_g(graphed.model->parameters());
+  opt_e.set_capturable(true);  // the same arithmetic on both sides
+  auto step_of = [](Net& n, torch::optim::Optimizer& opt) {
+    return [&n, &opt] {
+      opt.zero_grad();
+      torch::mse_loss(n.model->forward(n.x), n.y).backward();
+      opt.step();
+    };
+  };
+  GraphedStep g(opt_g, step_of(graphed, opt_g));
+  auto eager_step = step_of(eager, opt_e);
+  torch::manual_seed(4);
+  for (int i = 0; i < 30; ++i) {
+    auto x = torch::randn({32, 64}, torch::kCUDA), y = torch::randn({32, 64}, torch::kCUDA);
+    eager.x.copy_(x);
+    eager.y.copy_(y);
+    graphed.x.copy_(x);
+    graphed.y.copy_(y);
+    eager_step();
+    g.run();
+  }
+  torch::cuda::synchronize();
+  CHECK(g.captured());
+  CHECK(g.fallback_reason().empty());
+  CHECK(g.replays() > 20);
+  auto pe = eager.model->parameters(), pg = graphed.model->parameters();
+  for (std::size_t i = 0; i < pe.size(); ++i) CHECK(torch::allclose(pe[i], pg[i], 1e-5, 1e-6));
+}
+
+TEST_CASE("graph capture falls back to eager with a reason and still trains" * doctest::skip(!gpu())) {
+  Net n = make_net(5);
+  FusedAdamWCuda opt(n.model->parameters());
+  int host_syncs = 0;
+  GraphedStep g(opt, [&] {
+    opt.zero_grad();
+    auto loss = torch::mse_loss(n.model->forward(n.x), n.y);
+    host_syncs += loss.item<float>() >= 0;  // a host sync: not capturable
+    loss.backward();
+    opt.step();
+  });
+  n.x.normal_();
+  n.y.normal_();
+  const auto before = n.model->parameters()[0].clone();
+  for (int i = 0; i < 6; ++i) g.run();
+  CHECK_FALSE(g.captured());
+  CHECK(g.fell_back());
+  MESSAGE(g.fallback_reason());
+  CHECK(g.fallback_reason().find("graph capture failed") == 0);
+  CHECK(host_syncs >= 6);
+  CHECK_FALSE(torch::equal(before, n.model->parameters()[0]));
+
+  torch::optim::SGD sgd(n.model->parameters(), 0.1);
+  GraphedStep refused(sgd, [] {});
+  CHECK(refused.fell_back());
+}
+
+TEST_CASE("bf16 autocast matmul stays within bf16 round-off of fp32" * doctest::skip(!gpu())) {
+  torch::manual_seed(6);
+  auto a = torch::randn({256, 512}, torch::kCUDA), b = torch::randn({512, 128}, torch::kCUDA);
+  auto ref = torch::matmul(a.to(torch::kDouble), b.to(torch::kDouble));
+  torch::Tensor out;
+  {
+    compat::AutocastGuard guard(c10::DeviceType::CUDA, true, at::kBFloat16);
+    out = torch::matmul(a, b);
+  }
+  CHECK(out.scalar_type() == torch::kBFloat16);
+  // Inputs rounded to bf16 (2^-9 relative each), sum of 512 products: relative to sqrt(512).
+  const double err = (out.to(torch::kDouble) - ref).abs().max().item<double>() / std::sqrt(512.0);
+  CHECK(err < 0.05);
+}
+
+TEST_CASE("NVML readings agree with nvidia-smi" * doctest::skip(!gpu())) {
+  const CudaProbe p = probe_cuda();
+  REQUIRE_FALSE(p.gpus.empty());
+  REQUIRE(p.gpus[0].nvml != nullptr);
+  NvmlMonitor m(process_nvml(), p.gpus[0].nvml, "");
+  auto s = m.sample();
+  REQUIRE(s.ok());
+  double total = 0;
+  for (const auto& r : s.value())
+    if (r.key == reading::memory_total_bytes && r.value) total = *r.value;
+  const std::string cmd = "nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits --id=" + p.gpus[0].pci_bus_id;
+  FILE* f = ::popen(cmd.c_str(), "r");
+  REQUIRE(f != nullptr);
+  double mib = 0;
+  const int got = std::fscanf(f, "%lf", &mib);
+  ::pclose(f);
+  REQUIRE(got == 1);
+  CHECK(total / (1024.0 * 1024.0) == doctest::Approx(mib).epsilon(0.01));
+}
