@@ -297,8 +297,14 @@ std::vector<SearchDir> plugin_search_dirs(const LoaderOptions& options) {
   }
   if (options.include_default_dirs) {
     dirs.push_back({ACCELKIT_BUILDTIME_PLUGIN_DIR, "build-time"});
-    if (auto exe = executable_dir(); !exe.empty())
-      dirs.push_back({(fs::path(exe).parent_path() / "lib" / "accelkit" / "plugins").string(), "executable-relative"});
+    if (auto exe = executable_dir(); !exe.empty()) {
+      // bin/../lib (the build tree, and installs whose libdir is lib), then bin/../<libdir>
+      // when the install's libdir is another (lib/x86_64-linux-gnu below /usr).
+      const fs::path prefix = fs::path(exe).parent_path();
+      dirs.push_back({(prefix / "lib" / "accelkit" / "plugins").string(), "executable-relative"});
+      if (std::string_view(ACCELKIT_INSTALL_LIBDIR) != "lib" && fs::path(ACCELKIT_INSTALL_LIBDIR).is_relative())
+        dirs.push_back({(prefix / ACCELKIT_INSTALL_LIBDIR / "accelkit" / "plugins").string(), "executable-relative"});
+    }
   }
   return dirs;
 }
