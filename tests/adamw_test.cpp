@@ -6,15 +6,7 @@
 #include <ATen/Parallel.h>
 #include <torch/serialize.h>
 
-// LibTorch's glog defines CHECK*; doctest's are the ones meant here.
-#undef CHECK
-#undef CHECK_EQ
-#undef CHECK_NE
-#undef CHECK_LT
-#undef CHECK_LE
-#undef CHECK_GT
-#undef CHECK_GE
-#include <doctest/doctest.h>
+#include "torch_doctest.hpp"
 
 #include <algorithm>
 #include <cmath>

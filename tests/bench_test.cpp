@@ -3,15 +3,7 @@
 // the accuracy check catches a broken candidate, bad options are refused. No timing asserts.
 #include <ATen/ATen.h>
 
-// LibTorch's glog defines CHECK*; doctest's are the ones meant here.
-#undef CHECK
-#undef CHECK_EQ
-#undef CHECK_NE
-#undef CHECK_LT
-#undef CHECK_LE
-#undef CHECK_GT
-#undef CHECK_GE
-#include <doctest/doctest.h>
+#include "torch_doctest.hpp"
 
 #include <cmath>
 #include <cstdlib>
