@@ -1,6 +1,7 @@
 // GPU tests of the LibTorch-CUDA glue (built only where LibTorch has CUDA): FusedAdamWCuda
-// against torch::optim::AdamW on fresh random data, whole-step graph capture against eager,
-// the eager fallback, bf16 autocast numerics, and NVML against nvidia-smi. Skipped without a GPU.
+// against torch::optim::AdamW on fresh random data, whole-step graph capture against eager
+// (GraphedStep, and the SDK's CapturedStep over it), the eager fallback, bf16 autocast
+// numerics, and NVML against nvidia-smi. Skipped without a GPU.
 #include <doctest/doctest.h>
 
 #include <torch/torch.h>
@@ -10,6 +11,7 @@
 
 #include <accelkit/torch_compat.hpp>
 
+#include "cuda_captured_step.hpp"
 #include "cuda_probe.hpp"
 #include "fused_adamw_cuda.hpp"
 #include "graph_step.hpp"
@@ -153,6 +155,44 @@ TEST_CASE("graph capture falls back to eager with a reason and still trains" * d
   torch::optim::SGD sgd(n.model->parameters(), 0.1);
   GraphedStep refused(sgd, [] {});
   CHECK(refused.fell_back());
+}
+
+TEST_CASE("CapturedStep: warm-up, one recording, replays; same parameters as eager" * doctest::skip(!gpu())) {
+  Net eager = make_net(7), graphed = make_net(7);
+  FusedAdamWCuda opt_e(eager.model->parameters()), opt_g(graphed.model->parameters());
+  opt_e.set_capturable(true);
+  int host_calls = 0;  // the step function runs on the host for warm-up and the recording only
+  auto train = [](Net& n, torch::optim::Optimizer& opt) {
+    opt.zero_grad();
+    torch::mse_loss(n.model->forward(n.x), n.y).backward();
+    opt.step();
+  };
+  std::shared_ptr<CapturedStep> step = std::make_shared<CudaCapturedStep>(0, opt_g, [&] {
+    ++host_calls;
+    train(graphed, opt_g);
+  }, 2);
+  torch::manual_seed(8);
+  for (int i = 0; i < 20; ++i) {
+    auto x = torch::randn({32, 64}, torch::kCUDA), y = torch::randn({32, 64}, torch::kCUDA);
+    eager.x.copy_(x);
+    eager.y.copy_(y);
+    graphed.x.copy_(x);
+    graphed.y.copy_(y);
+    train(eager, opt_e);
+    const Status st = step->run();
+    REQUIRE_MESSAGE(st.is_ok(), st.message());
+  }
+  torch::cuda::synchronize();
+  CHECK(step->captured());
+  CHECK(step->fallback_reason().empty());
+  CHECK(host_calls == 3);
+  auto pe = eager.model->parameters(), pg = graphed.model->parameters();
+  for (std::size_t i = 0; i < pe.size(); ++i) CHECK(torch::allclose(pe[i], pg[i], 1e-5, 1e-6));
+
+  torch::optim::SGD sgd(eager.model->parameters(), 0.1);
+  CudaCapturedStep refused(0, sgd, [] {}, 1);
+  CHECK_FALSE(refused.captured());
+  CHECK_FALSE(refused.fallback_reason().empty());
 }
 
 TEST_CASE("bf16 autocast matmul stays within bf16 round-off of fp32" * doctest::skip(!gpu())) {

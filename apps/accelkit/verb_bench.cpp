@@ -40,7 +40,9 @@ void add_variant(Table& t, const BenchVariant& v, double baseline_ms, bool phase
   const BenchStats& s = v.time;
   std::vector<std::string> row{v.name, std::to_string(v.threads), v.dtype, v.optimizer,
                                fixed(s.median_ms, 1), fixed(s.min_ms, 1), fixed(s.max_ms, 1)};
-  if (phases) {
+  if (phases && v.step_mode == "graph") {
+    row.insert(row.end(), {"-", "-", "-"});  // one replay: no phases
+  } else if (phases) {
     row.push_back(fixed(v.forward_ms, 1));
     row.push_back(fixed(v.backward_ms, 1));
     row.push_back(fixed(v.optimizer_ms, 1));
@@ -76,6 +78,7 @@ void render(std::ostream& out, const BenchResult& r) {
   add_variant(t, r.accelkit, base, phases);
   if (r.tuned) add_variant(t, *r.tuned, base, phases);
   t.print(out);
+  out << "\naccelkit step: " << r.accelkit.step_mode << '\n';
   out << "\naccelkit is " << fixed(r.speedup, 2) << "x the baseline";
   if (r.speedup_vs_tuned) out << ", " << fixed(*r.speedup_vs_tuned, 2) << "x hand-tuned LibTorch";
   out << " (medians; fastest steps: " << fixed(r.speedup_min, 2) << "x the baseline)\n\n";
@@ -151,6 +154,9 @@ int run_bench(const ContextOptions& options, const BenchOptions& bench_in, bool 
     std::cout << std::flush;
     std::cerr << "accelkit: bench: " << e.what() << '\n';
     return kExitFailure;
+  } catch (const DeviceUnavailableError& e) {  // compile = graph set explicitly, no graph capture here
+    std::cerr << "accelkit: device unavailable: " << e.what() << '\n';
+    return kExitUnavailable;
   }
   if (json) std::cout << bench_json(result) << '\n';
   else render(std::cout, result);

@@ -19,6 +19,7 @@
 
 #include "accelkit/device.hpp"
 #include "accelkit/runtime.hpp"
+#include "accelkit/step_runner.hpp"
 #include "bench_models.hpp"
 #include "device_sync.hpp"
 
@@ -127,6 +128,18 @@ struct Runner {
   std::optional<LossScaler> scaler;  // accelkit only
   std::function<void(at::Tensor&)> hook;
   bool grads_to_none = false;        // accelkit: accelkit::zero_grad (none); others: zeroed buffers
+  // accelkit with compile != off: the step through Runtime::capture_step, on the static x and
+  // target; it writes its loss into graph_loss. Made once the runners no longer move.
+  std::unique_ptr<StepRunner> graph;
+  at::Tensor graph_loss;
+  double* graph_phases = nullptr;  // phases for the step function while it runs eagerly
+  std::string step_mode = "eager: plain LibTorch";
+
+  void capture(Runtime& rt, const at::Tensor& x, const at::Tensor& target) {
+    graph_loss = at::zeros({}, x.options().dtype(at::kFloat));
+    // warmup 1: the accuracy check's steps then cover the capture and a replay.
+    graph = rt.capture_step(*opt, [this, &x, &target] { graph_loss.copy_(eager_step(x, target, graph_phases)); }, 1);
+  }
 
   // Forward under this variant's autocast; the loss in fp32 outside it (LibTorch 1.13's CPU
   // autocast runs mse_loss in bf16 and its backward then fails on the mixed dtypes).
@@ -143,8 +156,18 @@ struct Runner {
 
   // One step; returns the (detached) loss, undefined for the optimizer model. With `phases`,
   // adds the time of zero_grad + forward + loss, backward, and the optimizer step (ms),
-  // synchronising between them.
+  // synchronising between them - except for a captured step, which has no phases (and no
+  // synchronisation may happen while it is being captured).
   at::Tensor step(const at::Tensor& x, const at::Tensor& target, double* phases = nullptr) {
+    if (!graph) return eager_step(x, target, phases);
+    set_threads(info.threads);
+    graph_phases = graph->eager() ? phases : nullptr;
+    graph->run();
+    graph_phases = nullptr;
+    return graph_loss;  // overwritten by the next step
+  }
+
+  at::Tensor eager_step(const at::Tensor& x, const at::Tensor& target, double* phases) {
     set_threads(info.threads);
     auto t0 = Clock::now();
     auto lap = [&](int i) {
@@ -379,6 +402,13 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
     runners.push_back(make_runner("tuned", physical_cores(rt), true, at::kBFloat16, false));
     runners.back().info.description = "hand-tuned LibTorch: threads = physical cores, bf16 autocast, torch::optim::AdamW";
   }
+  // The accelkit step as the `compile` setting and the device allow (graph capture needs a
+  // forward: the optimizer model stays a bare step). x and target are static: fine for a graph.
+  const Settings& settings = rt.context().settings();
+  if (optimizer_only) runners[1].step_mode = "eager: the optimizer model has no forward to capture";
+  else if (settings.str("compile") == "off")
+    runners[1].step_mode = "eager: compile = off (from " + settings.origin_of("compile") + ")";
+  else runners[1].capture(rt, x, target);
   std::int64_t params = 0;
   for (const auto& p : runners.front().params) params += p.numel();
   r.params = params;
@@ -409,6 +439,8 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
   acc.rel_diff = diff_to_baseline(accel);
   if (o.vs_tuned) acc.tuned_rel_diff = diff_to_baseline(runners[2]);
   acc.ok = acc.rel_diff <= acc.tolerance;
+  for (Runner& run : runners)
+    run.info.step_mode = run.graph ? run.graph->mode() : run.step_mode;
   r.baseline = runners[0].info;
   r.accelkit = runners[1].info;
   if (o.vs_tuned) r.tuned = runners[2].info;
@@ -483,6 +515,7 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
   report(progress, spec.model, "timing", o.steps, o.steps);
 
   auto finish = [&](BenchVariant& v, std::size_t i) {
+    if (runners[i].graph) v.step_mode = runners[i].graph->mode();  // a fallback while timing shows
     v.time = stats_of(samples[i]);
     v.forward_ms = median_of(phases[i][0]);
     v.backward_ms = median_of(phases[i][1]);

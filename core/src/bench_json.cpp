@@ -120,6 +120,7 @@ void variant(Writer& w, const char* key, const BenchVariant& v) {
       .field("dtype", v.dtype)
       .field("loss_scaling", v.loss_scaling)
       .field("optimizer", v.optimizer)
+      .field("step_mode", v.step_mode)
       .field("description", v.description);
   w.open_array("samples_ms");
   for (double s : v.time.samples_ms) w.element(s);

@@ -3,6 +3,7 @@
 #include "cuda_precision.hpp"
 #include "nvml_monitor.hpp"
 #ifdef ACCELKIT_CUDA_TORCH_GLUE
+#include "cuda_captured_step.hpp"
 #include "cuda_optimizer.hpp"
 #endif
 
@@ -39,6 +40,29 @@ Result<std::shared_ptr<Monitor>> CudaDevice::monitor() noexcept {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!monitor_) monitor_ = std::make_shared<NvmlMonitor>(process_nvml(), gpu_.nvml, nvml_note_);
     return monitor_;
+  });
+}
+
+Result<std::shared_ptr<CapturedStep>> CudaDevice::capture_step(torch::optim::Optimizer& optimizer,
+                                                               std::function<void()> step, int warmup) noexcept {
+  return capture("cuda capture_step", [&]() -> Result<std::shared_ptr<CapturedStep>> {
+#ifdef ACCELKIT_CUDA_TORCH_GLUE
+    if (!info_.capabilities.has(Capability::graph_capture))
+      return Status(StatusCode::not_supported, "LibTorch in this process has no CUDA, so " + info_.id + " captures nothing");
+    return std::shared_ptr<CapturedStep>(
+        std::make_shared<CudaCapturedStep>(gpu_.ordinal, optimizer, std::move(step), warmup));
+#else
+    (void)optimizer;
+    (void)step;
+    (void)warmup;
+#ifdef ACCELKIT_CUDA_NO_TORCH_CUDA
+    return Status(StatusCode::not_supported, "LibTorch here has no CUDA, so this cuda plugin has no graph capture");
+#else
+    return Status(StatusCode::not_supported,
+                  "this cuda plugin was built without its LibTorch-CUDA glue (nvcc was missing at build time), so it "
+                  "has no graph capture");
+#endif
+#endif
   });
 }
 

@@ -2,6 +2,7 @@
 // the Optimizer (fused AdamW) exists where LibTorch has CUDA and the kernel was built.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 
@@ -20,6 +21,9 @@ class CudaDevice final : public Device {
   Result<std::shared_ptr<Precision>> precision() noexcept override;
   Result<std::shared_ptr<Optimizer>> optimizer() noexcept override;
   Result<std::shared_ptr<Monitor>> monitor() noexcept override;
+  // GraphedStep behind accelkit::CapturedStep; not_supported without the LibTorch-CUDA glue.
+  Result<std::shared_ptr<CapturedStep>> capture_step(torch::optim::Optimizer& optimizer, std::function<void()> step,
+                                                     int warmup) noexcept override;
 
  private:
   GpuFacts gpu_;

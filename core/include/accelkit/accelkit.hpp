@@ -8,4 +8,5 @@
 #include "accelkit/pci.hpp"
 #include "accelkit/routing.hpp"
 #include "accelkit/settings.hpp"
+#include "accelkit/step_runner.hpp"
 #include "accelkit/version.hpp"

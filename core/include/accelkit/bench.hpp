@@ -3,7 +3,7 @@
 //   baseline  plain LibTorch as a user writes it: fp32, LibTorch's default threads,
 //             torch::optim::AdamW;
 //   accelkit  the Runtime's negotiated settings: plan threads, autocast dtype, make_adamw(),
-//             loss scaler;
+//             loss scaler, and (compile != off) the step through Runtime::capture_step;
 //   tuned     (vs_tuned) hand-tuned LibTorch: threads = physical cores, bf16 autocast,
 //             torch::optim::AdamW - so accelkit's own gain is visible.
 // Before timing, every variant runs a few steps from identical weights and data and its losses
@@ -67,6 +67,9 @@ struct BenchVariant {
   std::string dtype;        // compute dtype: fp32 (no autocast) | bf16 | fp16
   bool loss_scaling = false;
   std::string optimizer;    // implementation, "torch::optim::AdamW" or the plugin's
+  // How the step ran: "graph" (captured and replayed through Runtime::capture_step; the phases
+  // below are then 0, a replay has none) or "eager: <why>".
+  std::string step_mode;
   BenchStats time;
   // Medians of the step's phases (ms): zero_grad + forward + loss, backward, optimizer step.
   double forward_ms = 0;

@@ -13,6 +13,7 @@
 //   scaler.step(*opt.optimizer);
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +27,7 @@
 #include "accelkit/optimizer.hpp"
 #include "accelkit/precision.hpp"
 #include "accelkit/routing.hpp"
+#include "accelkit/step_runner.hpp"
 #include "accelkit/torch_compat.hpp"
 
 namespace torch::nn { class Module; }
@@ -80,6 +82,13 @@ class Runtime {
   TuneDecision autotune(const TuneProblem& problem, const TuneOptions& options = {});
   // The last autotune() decision, if any.
   const std::optional<TuneDecision>& tune_decision() const noexcept { return tune_; }
+
+  // The training step `step` (forward, backward, optimizer->step() on static tensors) run as
+  // the `compile` setting and the device allow: graph-captured and replayed, or eager with the
+  // reason (step_runner.hpp has the rules and what the step may do). Throws
+  // DeviceUnavailableError for an explicit compile = graph this device cannot honour.
+  std::unique_ptr<StepRunner> capture_step(torch::optim::Optimizer& optimizer, std::function<void()> step,
+                                           int warmup = 3);
 
  private:
   Runtime() = default;

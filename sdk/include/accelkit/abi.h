@@ -19,6 +19,12 @@
  * an appended field only when struct_size says the plugin has it. Any change to a C++
  * interface in sdk/ (a virtual added, a struct changed) raises ACCELKIT_ABI_MAJOR.
  *
+ * History:
+ *   1.0  the first contract: Plugin, Device, Precision, Optimizer, Monitor.
+ *   2.0  Device::capture_step() and CapturedStep (step_capture.hpp): whole-step graph
+ *        capture with an eager fallback. A 1.x plugin is refused: its Device vtable has no
+ *        capture_step slot.
+ *
  * Thread-safety: accelkit_plugin_info may be called from any thread, any number of times.
  */
 #ifndef ACCELKIT_ABI_H
@@ -27,7 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ACCELKIT_ABI_MAJOR 1u
+#define ACCELKIT_ABI_MAJOR 2u
 #define ACCELKIT_ABI_MINOR 0u
 
 /* Name of the C entry point and of the Boost.DLL alias of the C++ factory. */

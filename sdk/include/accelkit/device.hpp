@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -16,6 +17,9 @@
 
 #include "accelkit/capability.hpp"
 #include "accelkit/status.hpp"
+#include "accelkit/step_capture.hpp"
+
+namespace torch::optim { class Optimizer; }
 
 namespace accelkit {
 
@@ -62,6 +66,28 @@ class Device {
   virtual Result<std::shared_ptr<Optimizer>> optimizer() noexcept = 0;
   // Telemetry for this device. Never null on success; missing sensors read as n/a.
   virtual Result<std::shared_ptr<Monitor>> monitor() noexcept = 0;
+
+  // Whole-step capture (step_capture.hpp). Since ABI 2.0.
+  //   optimizer  the optimizer `step` steps; the plugin may keep a reference to it (and may
+  //              switch it into a recordable mode it owns, such as a device-side step count).
+  //              Must outlive the returned object.
+  //   step       one training step on static tensors (see step_capture.hpp); called by the
+  //              returned object only, from the thread that calls its run().
+  //   warmup     eager runs before recording; values below 1 count as 1.
+  // Returns a CapturedStep that is never null on success. Status(not_supported) when this
+  // device cannot record steps, saying why ("LibTorch here has no CUDA"); the host then runs
+  // the step eagerly and reports that message. Plugins without graph capture leave this
+  // default. A device that returns a CapturedStep should list Capability::graph_capture.
+  virtual Result<std::shared_ptr<CapturedStep>> capture_step(torch::optim::Optimizer& optimizer,
+                                                             std::function<void()> step,
+                                                             int warmup) noexcept {
+    (void)optimizer;
+    (void)step;
+    (void)warmup;
+    return capture("capture_step", []() -> Result<std::shared_ptr<CapturedStep>> {
+      return Status(StatusCode::not_supported, "this device's plugin has no whole-step capture");
+    });
+  }
 };
 
 }  // namespace accelkit

@@ -1,0 +1,83 @@
+#include "accelkit/step_runner.hpp"
+
+#include <stdexcept>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "accelkit/context.hpp"
+#include "accelkit/device.hpp"
+#include "accelkit/runtime.hpp"
+#include "accelkit/settings.hpp"
+#include "accelkit/step_capture.hpp"
+
+namespace accelkit {
+
+StepRunner::StepRunner(std::function<void()> step, std::string reason)
+    : step_(std::move(step)), reason_(std::move(reason)) {}
+
+StepRunner::StepRunner(std::shared_ptr<CapturedStep> captured, std::string where)
+    : plugin_(std::move(captured)), where_(std::move(where)) {
+  reason_ = "warming up before graph capture on " + where_;
+}
+
+StepRunner::~StepRunner() = default;
+
+void StepRunner::run() {
+  if (!plugin_) {
+    step_();
+    return;
+  }
+  if (Status st = plugin_->run(); !st.is_ok()) throw std::runtime_error("training step failed: " + st.message());
+  if (fell_back_) return;
+  if (plugin_->captured()) {
+    if (!captured_) reason_ = "graph: the step is replayed from a recording on " + where_;
+    captured_ = true;
+    return;
+  }
+  std::string why = plugin_->fallback_reason();
+  if (why.empty()) return;
+  // Falling back is final (step_capture.hpp): the plugin runs the step eagerly from now on.
+  fell_back_ = true;
+  captured_ = false;
+  reason_ = std::move(why);
+  spdlog::warn("graph capture on {}: {}", where_, reason_);
+}
+
+std::string StepRunner::mode() const { return captured_ ? "graph" : "eager: " + reason_; }
+
+std::unique_ptr<StepRunner> make_step_runner(Device& device, const Settings& settings,
+                                             torch::optim::Optimizer& optimizer, std::function<void()> step,
+                                             int warmup) {
+  if (!step) throw std::invalid_argument("capture_step: the step function is empty");
+  if (warmup < 1) throw std::invalid_argument("capture_step: warmup must be at least 1, got " + std::to_string(warmup));
+  const std::string& id = device.info().id;
+  const std::string want = settings.str("compile");
+  const std::string asked = "compile = " + want + " (from " + settings.origin_of("compile") + ")";
+  if (want == "off") return std::make_unique<StepRunner>(std::move(step), asked);
+
+  // An explicit request is honoured or fails loudly; a default's or a profile's is skipped.
+  const Origin origin = settings.get("compile").origin;
+  const bool explicit_graph =
+      want == "graph" && (origin == Origin::file || origin == Origin::env || origin == Origin::cli);
+  auto eager = [&](const std::string& why) {
+    if (explicit_graph) throw DeviceUnavailableError(asked + " but " + why);
+    return std::make_unique<StepRunner>(std::move(step), asked + ": " + why);
+  };
+  if (!device.info().capabilities.has(Capability::graph_capture))
+    return eager(id + " has no graph_capture capability");
+  auto captured = device.capture_step(optimizer, step, warmup);
+  if (!captured.ok()) return eager(id + " cannot capture the step: " + captured.status().message());
+  if (!captured.value()) return eager(id + " returned no captured step");
+  // A refusal known before the first step (an optimizer it cannot record) counts as one.
+  if (std::string why = captured.value()->fallback_reason(); !why.empty())
+    return eager(id + " cannot capture the step: " + why);
+  return std::make_unique<StepRunner>(std::move(captured).value(), id + " (" + asked + ")");
+}
+
+std::unique_ptr<StepRunner> Runtime::capture_step(torch::optim::Optimizer& optimizer, std::function<void()> step,
+                                                  int warmup) {
+  return make_step_runner(*device_, context_->settings(), optimizer, std::move(step), warmup);
+}
+
+}  // namespace accelkit

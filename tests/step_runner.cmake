@@ -1,0 +1,10 @@
+# Graph capture through the plugin contract without a GPU: Runtime::capture_step on the built
+# CPU plugin (the compile setting's rules), a fake Device's CapturedStep (record, refuse, fall
+# back), and the bench's step mode.
+if(NOT TARGET accelkit-plugin-cpu)
+  message(STATUS "step_runner_test skipped: needs the CPU plugin")
+  return()
+endif()
+accelkit_add_test(step_runner_test SOURCES step_runner_test.cpp LINK accelkit_core nlohmann_json::nlohmann_json)
+target_compile_definitions(step_runner_test PRIVATE ACCELKIT_TEST_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}")
+add_dependencies(step_runner_test accelkit-plugin-cpu)
