@@ -254,3 +254,14 @@ TEST_CASE("Runtime: an explicit sdpa_backend is honoured exactly or refused") {
   }
   CHECK_NOTHROW(start({{"sdpa_backend", "auto"}}));
 }
+
+TEST_CASE("Runtime: a profile's tf32 = on is skipped with a reason on a device without TF32") {
+  auto rt = start({{"profile", "maximum_performance"}});
+  const Effective& tf32 = rt->context().settings().get("tf32");
+  CHECK(format_value(tf32.value) == "auto");
+  CHECK(tf32.origin == Origin::probe);
+  CHECK(tf32.why.find("has no TF32") != std::string::npos);
+  CHECK_FALSE(rt->precision().tf32);
+  // The user's own tf32 = on is refused loudly instead.
+  CHECK_THROWS_AS(start({{"tf32", "on"}}), DeviceUnavailableError);
+}

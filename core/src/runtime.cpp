@@ -19,7 +19,17 @@ std::unique_ptr<Runtime> Runtime::start(const ContextOptions& options) {
   rt->torch_device_ = c10::Device(info.torch_device);
   rt->routes_ = routes_for(info, rt->context_->settings());
 
-  const Settings& s = rt->context_->settings();
+  Settings& s = rt->context_->settings();
+  // A profile asks for everything; what the device lacks is skipped with a reason (a value
+  // the user set is honoured or fails loudly).
+  auto skip_profile_value = [&](const char* key, bool supported, const std::string& why_not) {
+    const Effective& e = s.get(key);
+    if (e.origin != Origin::profile || supported || format_value(e.value) != "on") return;
+    const std::string why = e.source + " asks " + key + " = on; skipped: " + why_not;
+    spdlog::info("{}", why);
+    s.set(key, std::string("auto"), Origin::probe, info.id, why);
+  };
+  skip_profile_value("tf32", info.capabilities.has(Capability::tf32), info.id + " has no TF32");
   auto precision = rt->device_->precision();
   if (!precision.ok()) throw std::runtime_error(info.id + ": no precision rules: " + precision.status().message());
   rt->precision_rules_ = precision.value();
@@ -36,6 +46,8 @@ std::unique_ptr<Runtime> Runtime::start(const ContextOptions& options) {
   } else {
     rt->optimizer_absent_reason_ = optimizers.ok() ? "the plugin returned none" : optimizers.status().message();
   }
+  skip_profile_value("fused_optimizer", rt->optimizers_ != nullptr,
+                     info.id + " has no fused optimizer (" + rt->optimizer_absent_reason_ + ")");
   return rt;
 }
 
