@@ -40,6 +40,11 @@ if(TARGET accelkit)
   set_tests_properties(cuda_cli_info_test PROPERTIES
     ENVIRONMENT "ACCELKIT_PLUGIN_PATH=${_plugin_dir};ACCELKIT_CUDA_DRIVER_LIB=${_fake_libcuda}"
     PASS_REGULAR_EXPRESSION "H100")
+  # An explicit request for a GPU LibTorch here cannot drive: exit 3, never a CPU fallback.
+  add_test(NAME cuda_cli_device_test
+    COMMAND sh -c "\"$1\" info --device cuda:0; test $? -eq 3" sh "$<TARGET_FILE:accelkit>")
+  set_tests_properties(cuda_cli_device_test PROPERTIES
+    ENVIRONMENT "ACCELKIT_PLUGIN_PATH=${_plugin_dir};ACCELKIT_CUDA_DRIVER_LIB=${_fake_libcuda}")
 endif()
 
 if(TARGET accelkit_cuda_adamw_kernel)
