@@ -7,6 +7,7 @@
 
 #include "accelkit/autotune.hpp"
 #include "accelkit/runtime.hpp"
+#include "accelkit/train.hpp"
 #include "test_support.hpp"
 
 #include "torch_doctest.hpp"
@@ -264,4 +265,27 @@ TEST_CASE("Runtime: a profile's tf32 = on is skipped with a reason on a device w
   CHECK_FALSE(rt->precision().tf32);
   // The user's own tf32 = on is refused loudly instead.
   CHECK_THROWS_AS(start({{"tf32", "on"}}), DeviceUnavailableError);
+}
+
+TEST_CASE("autotune: the trainer tunes under profile auto, then trains with the choice") {
+  TempDir cache;
+  ScopedEnv env("ACCELKIT_CACHE_DIR", cache.str());
+  auto rt = start();
+  TrainConfig c;
+  c.steps = 12;
+  c.batch_size = 32;
+  c.width = 32;
+  c.depth = 2;
+  c.outputs = 4;
+  c.log_every = 6;
+  c.checkpoint_dir = "";
+  Trainer trainer(*rt, c);
+  REQUIRE(rt->tune_decision());
+  CHECK(rt->tune_decision()->origin == "benchmark");
+  CHECK(rt->tune_decision()->model.rfind("train MLP", 0) == 0);
+  CHECK(rt->precision().dtype == rt->tune_decision()->chosen.precision);
+  const TrainResult r = trainer.run();
+  REQUIRE(r.losses.size() == 12);
+  CHECK(std::isfinite(r.losses.back()));
+  CHECK(r.losses.back() < r.losses.front());
 }

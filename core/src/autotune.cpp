@@ -330,6 +330,11 @@ TuneDecision Runtime::autotune(const TuneProblem& p, const TuneOptions& o) {
   trials.push_back(trial_of(reference, true, eligible(reference)));
   for (const auto& c : space)
     if (!(c == reference) && eligible(c)) trials.push_back(trial_of(c, false, true));
+  // The loss runs outside autocast in fp32: a reduced-precision floating target (say one
+  // computed under the plan's autocast) is widened rather than failing the fp32 trials.
+  const at::Tensor target = p.target.defined() && (p.target.scalar_type() == at::kBFloat16 || p.target.scalar_type() == at::kHalf)
+                                ? p.target.to(at::kFloat)
+                                : p.target;
   const PrecisionPlan plan_before = plan_;
   ModelSnapshot snapshot(*p.model);
   const auto params = p.model->parameters();
@@ -356,7 +361,7 @@ TuneDecision Runtime::autotune(const TuneProblem& p, const TuneOptions& o) {
           auto guard = autocast();
           out = p.forward(p.input);
         }
-        at::Tensor loss = p.loss(out.to(at::kFloat), p.target);
+        at::Tensor loss = p.loss(out.to(at::kFloat), target);
         scaler.scale(loss).backward();
         scaler.step(*opt.optimizer);
         detail::synchronize(torch_device_);

@@ -180,6 +180,8 @@ struct Trainer::State {
     at::Tensor x = at::randn({cfg.batch_size, cfg.width}, gen, at::TensorOptions().dtype(at::kFloat));
     x = x.to(rt.device());
     torch::NoGradGuard no_grad;
+    // The teacher in fp32 whatever autocast the precision plan switched on for this thread.
+    compat::AutocastGuard fp32(rt.device().type(), false, compat::autocast_dtype(rt.device().type()));
     at::Tensor y = teacher->forward(x);
     return {x, y};
   }
