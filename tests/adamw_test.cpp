@@ -15,9 +15,9 @@
 #include <random>
 #include <sstream>
 #include <string>
-#include <type_traits>
 #include <vector>
 
+#include "accelkit/torch_compat.hpp"
 #include "fused_adamw.hpp"
 #include "test_support.hpp"
 
@@ -64,21 +64,8 @@ torch::Tensor flat(const std::vector<torch::Tensor>& ts) {
   return torch::cat(parts);
 }
 
-// torch::optim's state key for p: the TensorImpl address, a string in LibTorch 1.x.
-template <typename Map>
-typename Map::key_type state_key(const Map&, const torch::Tensor& p) {
-  using Key = typename Map::key_type;
-  if constexpr (std::is_same_v<Key, std::string>) {
-    std::ostringstream os;
-    os << p.unsafeGetTensorImpl();
-    return os.str();
-  } else {
-    return static_cast<Key>(p.unsafeGetTensorImpl());
-  }
-}
-
 AdamWParamState& state_of(torch::optim::Optimizer& opt, const torch::Tensor& p) {
-  return static_cast<AdamWParamState&>(*opt.state().at(state_key(opt.state(), p)));
+  return static_cast<AdamWParamState&>(*opt.state().at(accelkit::compat::optimizer_state_key(opt.state(), p)));
 }
 
 // Sets the intra-op thread count for a scope.

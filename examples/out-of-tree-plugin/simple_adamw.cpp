@@ -5,24 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
-#include <sstream>
 #include <string>
-#include <type_traits>
+
+#include <accelkit/torch_compat.hpp>
 
 namespace cpu_variant {
 namespace {
-
-// torch::optim keys state by TensorImpl address: as a string in LibTorch 1.x, a void* later.
-template <typename Map>
-typename Map::key_type state_key(const Map&, const at::Tensor& p) {
-  if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
-    std::ostringstream os;
-    os << p.unsafeGetTensorImpl();
-    return os.str();
-  } else {
-    return static_cast<typename Map::key_type>(p.unsafeGetTensorImpl());
-  }
-}
 
 // A state tensor as the loop reads it: contiguous float (a loaded checkpoint may differ).
 at::Tensor settled(const at::Tensor& t) { return t.to(at::kFloat).contiguous(); }
@@ -43,7 +31,7 @@ torch::Tensor SimpleAdamW::step(LossClosure closure) {
       TORCH_CHECK(p.device().is_cpu() && p.scalar_type() == at::kFloat && p.is_contiguous(),
                   "SimpleAdamW takes contiguous float32 CPU parameters, got ", p.scalar_type(), " on ", p.device());
       TORCH_CHECK(!p.grad().is_sparse(), "SimpleAdamW does not support sparse gradients");
-      auto& slot = state_[state_key(state_, p)];
+      auto& slot = state_[accelkit::compat::optimizer_state_key(state_, p)];
       if (!slot) {
         auto st = std::make_unique<torch::optim::AdamWParamState>();
         st->step(0);

@@ -19,7 +19,7 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
     PROPERTIES COMPILE_OPTIONS "-mavx512f;-mavx512bw")
 endif()
 target_include_directories(accelkit_cpu_adamw PUBLIC "${_accelkit_adamw_dir}")
-target_link_libraries(accelkit_cpu_adamw PUBLIC accelkit_torch PRIVATE OpenMP::OpenMP_CXX)
+target_link_libraries(accelkit_cpu_adamw PUBLIC accelkit_torch accelkit::sdk PRIVATE OpenMP::OpenMP_CXX)
 # Every path does the same float operations in the same order: no FMA contraction. No errno
 # from sqrt, so the portable loop (#pragma omp simd) vectorises for the baseline ISA.
 target_compile_options(accelkit_cpu_adamw PRIVATE

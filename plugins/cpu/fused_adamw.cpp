@@ -7,11 +7,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
-#include <type_traits>
 #include <unordered_set>
 #include <utility>
 
+#include "accelkit/torch_compat.hpp"
 #include "fused_adamw_kernel.hpp"
 
 namespace accelkit::cpu {
@@ -33,20 +32,6 @@ KernelFn kernel_for(AdamWIsa isa) {
     case AdamWIsa::avx2: return detail::adamw_avx2;
 #endif
     default: return detail::adamw_scalar;
-  }
-}
-
-// The key torch::optim keeps state under: the TensorImpl address, as a string in LibTorch 1.x
-// (c10::guts::to_string, i.e. operator<< of the pointer) and as void* in later versions.
-template <typename Map>
-typename Map::key_type state_key(const Map&, const at::Tensor& p) {
-  using Key = typename Map::key_type;
-  if constexpr (std::is_same_v<Key, std::string>) {
-    std::ostringstream os;
-    os << p.unsafeGetTensorImpl();
-    return os.str();
-  } else {
-    return static_cast<Key>(p.unsafeGetTensorImpl());
   }
 }
 
@@ -202,7 +187,7 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
       const bool fused = dtype == at::kFloat || dtype == at::kBFloat16;
       // Fused: float state whatever the param dtype; otherwise the param's dtype, as AdamW.
       const auto state_options = fused ? p.options().dtype(at::kFloat) : p.options();
-      const auto key = state_key(state_, p);
+      const auto key = compat::optimizer_state_key(state_, p);
       auto it = state_.find(key);
       if (it == state_.end()) {
         auto st = std::make_unique<AdamWParamState>();

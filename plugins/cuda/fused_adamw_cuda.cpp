@@ -5,11 +5,10 @@
 
 #include <cmath>
 #include <map>
-#include <sstream>
 #include <tuple>
-#include <type_traits>
 #include <unordered_set>
 
+#include "accelkit/torch_compat.hpp"
 #include "fused_adamw_launch.hpp"
 
 namespace accelkit::cuda {
@@ -17,19 +16,6 @@ namespace {
 
 using torch::optim::AdamWOptions;
 using torch::optim::AdamWParamState;
-
-// torch::optim's state key: the TensorImpl address, a string in LibTorch 1.x, void* later.
-template <typename Map>
-typename Map::key_type state_key(const Map&, const at::Tensor& p) {
-  using Key = typename Map::key_type;
-  if constexpr (std::is_same_v<Key, std::string>) {
-    std::ostringstream os;
-    os << p.unsafeGetTensorImpl();
-    return os.str();
-  } else {
-    return static_cast<Key>(p.unsafeGetTensorImpl());
-  }
-}
 
 at::Tensor with_layout(const at::Tensor& t, const at::Tensor& like) {
   if (t.strides() == like.strides()) return t;
@@ -88,7 +74,7 @@ void FusedAdamWCuda::sync_host_steps() {
   if (!capturable_) return;
   for (auto& group : param_groups_)
     for (auto& p : group.params()) {
-      auto it = state_.find(state_key(state_, p));
+      auto it = state_.find(compat::optimizer_state_key(state_, p));
       auto ds = device_steps_.find(p.unsafeGetTensorImpl());
       if (it == state_.end() || ds == device_steps_.end()) continue;
       static_cast<AdamWParamState&>(*it->second).step(static_cast<int64_t>(ds->second.item<float>()));
@@ -135,7 +121,7 @@ torch::Tensor FusedAdamWCuda::step(LossClosure closure) {
       const auto dtype = p.scalar_type();
       const bool fused = dtype == at::kFloat || dtype == at::kBFloat16 || dtype == at::kHalf;
       const auto state_options = fused ? p.options().dtype(at::kFloat) : p.options();
-      const auto key = state_key(state_, p);
+      const auto key = compat::optimizer_state_key(state_, p);
       auto it = state_.find(key);
       if (it == state_.end()) {
         auto st = std::make_unique<AdamWParamState>();

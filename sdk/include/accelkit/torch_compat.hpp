@@ -5,11 +5,17 @@
 //             before that one function pair per device (set_cpu_enabled, set_enabled for CUDA).
 //   SDPA:     at::scaled_dot_product_attention and its backend controls exist from 2.0.
 //   AdamW:    ATen's fused AdamW (at::_fused_adamw_) exists from 2.0.
+//   optim:    torch::optim keys per-parameter state by a std::string in 1.x, a void* later.
 //
 // Thread-safety: autocast state is thread-local in LibTorch; the guard affects its thread only.
 #pragma once
 
+#include <sstream>
+#include <string>
+#include <type_traits>
+
 #include <ATen/autocast_mode.h>
+#include <ATen/core/Tensor.h>
 #include <c10/core/DeviceType.h>
 #include <c10/core/ScalarType.h>
 #include <torch/version.h>
@@ -126,6 +132,26 @@ inline bool set_sdpa_backends(const SdpaBackends& b) {
   (void)b;
   return false;
 #endif
+}
+
+}  // namespace accelkit::compat
+
+// ---- torch::optim state keys ---------------------------------------------------------------
+namespace accelkit::compat {
+
+// The key torch::optim::Optimizer::state() holds p's state under: the TensorImpl address, as
+// its operator<< text in LibTorch 1.x (std::string keys) and as void* in later versions.
+// `state` is only used for its type.
+template <typename StateMap>
+typename StateMap::key_type optimizer_state_key(const StateMap& /*state*/, const at::Tensor& p) {
+  using Key = typename StateMap::key_type;
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream os;
+    os << p.unsafeGetTensorImpl();
+    return os.str();
+  } else {
+    return static_cast<Key>(p.unsafeGetTensorImpl());
+  }
 }
 
 }  // namespace accelkit::compat
