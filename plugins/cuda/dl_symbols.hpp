@@ -1,11 +1,30 @@
-// Resolving typed function pointers from a dlopen()ed library, remembering the first missing one.
+// Opening a vendor library at run time and resolving typed function pointers from it,
+// remembering the first missing one.
 #pragma once
 
 #include <dlfcn.h>
 
 #include <string>
 
+#include <accelkit/host_paths.hpp>
+
 namespace accelkit::cuda {
+
+// The library to open: `var`'s value (read with secure_getenv) when set, else `fallback`.
+inline std::string library_from_env(const char* var, const char* fallback) {
+  const char* env = secure_env(var);
+  return env && *env ? env : fallback;
+}
+
+// dlopen(RTLD_NOW | RTLD_LOCAL), or nullptr with *error set to dlerror()'s reason.
+inline void* open_library(const std::string& library, std::string* error) {
+  void* handle = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* why = ::dlerror();
+    *error = why ? why : ("cannot open " + library);
+  }
+  return handle;
+}
 
 class SymbolResolver {
  public:

@@ -1,27 +1,18 @@
 #include "driver_api.hpp"
 
-#include <dlfcn.h>
-
-#include <accelkit/host_paths.hpp>
-
 #include "dl_symbols.hpp"
 
 namespace accelkit::cuda {
 
 std::string driver_library_name() {
-  const char* env = secure_env("ACCELKIT_CUDA_DRIVER_LIB");
-  return env && *env ? env : "libcuda.so.1";
+  return library_from_env("ACCELKIT_CUDA_DRIVER_LIB", "libcuda.so.1");
 }
 
 bool load_driver_api(const std::string& library, DriverApi* api, std::string* error) {
   DriverApi out;
   out.library = library;
-  void* handle = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char* why = ::dlerror();
-    *error = why ? why : ("cannot open " + library);
-    return false;
-  }
+  void* handle = open_library(library, error);
+  if (!handle) return false;
   // The handle is never closed: the driver keeps threads and state for the process's life.
   SymbolResolver sym(handle, library);
   bool ok = sym.require("cuInit", out.init) && sym.require("cuDriverGetVersion", out.driver_get_version) &&

@@ -1,29 +1,20 @@
 #include "nvml_api.hpp"
 
-#include <dlfcn.h>
-
 #include <utility>
-
-#include <accelkit/host_paths.hpp>
 
 #include "dl_symbols.hpp"
 
 namespace accelkit::cuda {
 
 std::string nvml_library_name() {
-  const char* env = secure_env("ACCELKIT_NVML_LIB");
-  return env && *env ? env : "libnvidia-ml.so.1";
+  return library_from_env("ACCELKIT_NVML_LIB", "libnvidia-ml.so.1");
 }
 
 bool load_nvml_api(const std::string& library, NvmlApi* api, std::string* error) {
   NvmlApi out;
   out.library = library;
-  void* handle = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char* why = ::dlerror();
-    *error = why ? why : ("cannot open " + library);
-    return false;
-  }
+  void* handle = open_library(library, error);
+  if (!handle) return false;
   SymbolResolver sym(handle, library);
   bool ok = sym.require("nvmlInit_v2", out.init) && sym.require("nvmlErrorString", out.error_string) &&
             sym.require("nvmlDeviceGetHandleByPciBusId_v2", out.device_by_pci_bus_id) &&
