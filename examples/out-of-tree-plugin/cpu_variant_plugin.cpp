@@ -82,6 +82,7 @@ class VariantOptimizer final : public Optimizer {
   }
   Result<std::shared_ptr<torch::optim::Optimizer>> create_adamw(const std::vector<at::Tensor>& params,
                                                                 const AdamWConfig& c) noexcept override {
+    if (c.master_weights) return Status(StatusCode::not_supported, "SimpleAdamW keeps no fp32 master weights");
     return capture("cpu_variant create_adamw", [&]() -> std::shared_ptr<torch::optim::Optimizer> {
       auto o = torch::optim::AdamWOptions(c.lr).betas(std::make_tuple(c.beta1, c.beta2)).eps(c.eps)
                    .weight_decay(c.weight_decay).amsgrad(c.amsgrad);

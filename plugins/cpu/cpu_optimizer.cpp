@@ -19,7 +19,7 @@ Result<std::shared_ptr<torch::optim::Optimizer>> CpuOptimizer::create_adamw(cons
                        .eps(c.eps)
                        .weight_decay(c.weight_decay)
                        .amsgrad(c.amsgrad);
-    return std::make_shared<FusedAdamW>(params, options, c.maximize);
+    return std::make_shared<FusedAdamW>(params, options, c.maximize, c.master_weights);
   });
 }
 

@@ -34,6 +34,7 @@ CpuReport make_cpu_report(const CpuProbe& p) {
   CapabilitySet& caps = d.capabilities;
   caps.add(Capability::fp32);
   caps.add(Capability::fused_adamw);
+  caps.add(Capability::master_weights);
   if (!bf16.empty()) caps.add(Capability::bf16);
   if (!p.sensors.temperature.empty()) caps.add(Capability::thermal);
   if (!p.sensors.power.empty() && p.sensors.power_readable) caps.add(Capability::power);

@@ -1,6 +1,7 @@
 #include "fused_adamw.hpp"
 
 #include <ATen/Parallel.h>
+#include <torch/serialize/archive.h>
 
 #include <algorithm>
 #include <atomic>
@@ -139,11 +140,84 @@ AdamWIsa adamw_default_isa() {
 }
 
 FusedAdamW::FusedAdamW(std::vector<torch::optim::OptimizerParamGroup> param_groups, AdamWOptions defaults,
-                       bool maximize)
-    : AdamW(std::move(param_groups), std::move(defaults)), maximize_(maximize), isa_(adamw_default_isa()) {}
+                       bool maximize, bool master_weights)
+    : AdamW(std::move(param_groups), std::move(defaults)),
+      maximize_(maximize),
+      master_weights_(master_weights),
+      isa_(adamw_default_isa()) {
+  if (master_weights_) adopt_master_weights();
+}
 
-FusedAdamW::FusedAdamW(std::vector<torch::Tensor> params, AdamWOptions defaults, bool maximize)
-    : FusedAdamW({torch::optim::OptimizerParamGroup(std::move(params))}, std::move(defaults), maximize) {}
+FusedAdamW::FusedAdamW(std::vector<torch::Tensor> params, AdamWOptions defaults, bool maximize,
+                       bool master_weights)
+    : FusedAdamW({torch::optim::OptimizerParamGroup(std::move(params))}, std::move(defaults), maximize,
+                 master_weights) {}
+
+void FusedAdamW::adopt_master_weights() {
+  torch::NoGradGuard no_grad;
+  for (auto& group : param_groups_) {
+    for (auto& p : group.params()) {
+      const auto dtype = p.scalar_type();
+      if ((dtype != at::kFloat && dtype != at::kBFloat16) || masters_.count(p.unsafeGetTensorImpl())) continue;
+      if (dtype == at::kFloat && p.dim() < 2) continue;  // vectors stay fp32 (see the header)
+      TORCH_CHECK(p.device().is_cpu(), "FusedAdamW: parameters must be on the CPU, got ", p.device());
+      at::Tensor low = p.detach().to(at::kBFloat16);  // the param's layout where it is dense
+      // A float param's own storage becomes the master when its layout matches: nothing copied.
+      at::Tensor master = with_layout(dtype == at::kFloat ? p.detach() : low.to(at::kFloat), low);
+      if (dtype == at::kFloat) {
+        if (p.grad().defined()) p.mutable_grad() = p.grad().to(at::kBFloat16);
+        p.set_data(low);
+      }
+      masters_.emplace(p.unsafeGetTensorImpl(), std::move(master));
+    }
+  }
+}
+
+at::Tensor FusedAdamW::master_of(const at::Tensor& param) const {
+  auto it = masters_.find(param.unsafeGetTensorImpl());
+  return it == masters_.end() ? at::Tensor() : it->second;
+}
+
+void FusedAdamW::save(torch::serialize::OutputArchive& archive) const {
+  AdamW::save(archive);
+  if (masters_.empty()) return;
+  torch::serialize::OutputArchive masters(archive.compilation_unit());
+  std::int64_t index = 0;
+  for (const auto& group : param_groups_)
+    for (const auto& p : group.params()) {
+      auto it = masters_.find(p.unsafeGetTensorImpl());
+      if (it != masters_.end()) masters.write(std::to_string(index), it->second, /*is_buffer=*/true);
+      ++index;
+    }
+  archive.write(kMasterArchiveKey, masters);
+}
+
+void FusedAdamW::load(torch::serialize::InputArchive& archive) {
+  AdamW::load(archive);
+  if (!master_weights_) return;
+  torch::NoGradGuard no_grad;
+  torch::serialize::InputArchive masters;
+  const bool has_masters = archive.try_read(kMasterArchiveKey, masters);
+  std::int64_t index = 0, restarted = 0;
+  for (auto& group : param_groups_)
+    for (auto& p : group.params()) {
+      const std::string key = std::to_string(index++);
+      if (p.scalar_type() != at::kBFloat16) continue;
+      at::Tensor m;
+      if (has_masters && masters.try_read(key, m, /*is_buffer=*/true)) {
+        TORCH_CHECK(m.sizes() == p.sizes(), "FusedAdamW: the checkpoint's master weight ", key, " has shape ",
+                    m.sizes(), " but its parameter has ", p.sizes());
+        m = m.to(p.device(), at::kFloat);
+      } else {
+        m = p.detach().to(at::kFloat);
+        ++restarted;
+      }
+      masters_[p.unsafeGetTensorImpl()] = std::move(m);
+    }
+  if (restarted > 0)
+    TORCH_WARN("FusedAdamW: the checkpoint holds no fp32 master weights for ", restarted, " bf16 parameter(s) "
+               "(saved by an optimizer without master weights?); they restart from the bf16 values");
+}
 
 void FusedAdamW::set_isa(AdamWIsa isa) {
   TORCH_CHECK(adamw_isa_supported(isa), "FusedAdamW: this CPU cannot run the ", adamw_isa_name(isa), " path");
@@ -153,7 +227,7 @@ void FusedAdamW::set_isa(AdamWIsa isa) {
 std::string FusedAdamW::implementation() const {
   const int threads = at::get_num_threads();
   return std::string("fused AdamW (") + adamw_isa_name(isa_) + ", " + std::to_string(threads) +
-         (threads == 1 ? " thread)" : " threads)");
+         (threads == 1 ? " thread" : " threads") + (master_weights_ ? ", bf16 weights + fp32 master)" : ")");
 }
 
 torch::Tensor FusedAdamW::step(LossClosure closure) {
@@ -225,6 +299,13 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
       if (o.amsgrad()) settle_state(st.max_exp_avg_sq(), p, pw, "max_exp_avg_sq");
       at::Tensor gw = with_layout(grad.scalar_type() == dtype ? grad : grad.to(dtype), pw);
       grads.push_back(gw);
+      float* master = nullptr;
+      if (master_weights_ && dtype == at::kBFloat16) {
+        auto m = masters_.find(p.unsafeGetTensorImpl());
+        if (m == masters_.end()) m = masters_.emplace(p.unsafeGetTensorImpl(), p.detach().to(at::kFloat)).first;
+        settle_state(m->second, p, pw, "master weight");
+        master = m->second.data_ptr<float>();
+      }
 
       detail::AdamWSpan span{};
       span.param = pw.data_ptr();
@@ -232,6 +313,7 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
       span.exp_avg = st.exp_avg().data_ptr<float>();
       span.exp_avg_sq = st.exp_avg_sq().data_ptr<float>();
       span.max_exp_avg_sq = o.amsgrad() ? st.max_exp_avg_sq().data_ptr<float>() : nullptr;
+      span.master = master;
       span.numel = p.numel();
       span.bf16 = dtype == at::kBFloat16;
       // Each scalar rounded to float as the ATen ops in torch::optim::AdamW round them.

@@ -12,11 +12,28 @@
 // loaded bfloat16 state is widened on first use); their grads are expected in the param's
 // dtype (others are converted). Other dtypes take an unfused ATen fallback with the same
 // math. Sparse grads are an error, as in LibTorch.
+//
+// Master weights (master_weights = true): every float matrix param (2 or more dimensions:
+// linear, convolution and embedding weights) is converted to bfloat16 in place at
+// construction (set_data, as Module::to does; a grad it already has is converted too) and its
+// fp32 values are kept as a master copy, without copying when the layout allows. Vectors
+// (biases, norm scales) stay float with the plain fused update: they are a tiny share of the
+// bytes, and norms run in fp32 (LibTorch 1.13's CPU autocast leaves layer_norm alone, which
+// refuses an fp32 input with a bf16 weight).
+// Each step then reads the bfloat16 grad and the master, updates master and state in fp32 and
+// writes the master's bfloat16 rounding into the param: the forward and backward run on
+// bfloat16 weights with no casts, and the weights keep fp32 precision across steps. The
+// bytes per element are the same as for an fp32 param (28, or 32 with amsgrad). A bfloat16
+// param (given or added later) gets its master from its own value. save() writes the masters
+// next to AdamW's state (key "accelkit_master_weights", by parameter position); load() reads
+// them, and where a checkpoint has none (a torch::optim::AdamW one) restarts them from the
+// bfloat16 params with a warning.
 #pragma once
 
 #include <torch/optim/adamw.h>
 
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace accelkit::cpu {
@@ -33,11 +50,18 @@ AdamWIsa adamw_default_isa();
 class FusedAdamW : public torch::optim::AdamW {
  public:
   explicit FusedAdamW(std::vector<torch::optim::OptimizerParamGroup> param_groups,
-                      torch::optim::AdamWOptions defaults = {}, bool maximize = false);
+                      torch::optim::AdamWOptions defaults = {}, bool maximize = false,
+                      bool master_weights = false);
   explicit FusedAdamW(std::vector<torch::Tensor> params, torch::optim::AdamWOptions defaults = {},
-                      bool maximize = false);
+                      bool maximize = false, bool master_weights = false);
 
   torch::Tensor step(LossClosure closure = nullptr) override;
+  void save(torch::serialize::OutputArchive& archive) const override;
+  void load(torch::serialize::InputArchive& archive) override;
+
+  bool master_weights() const { return master_weights_; }
+  // The fp32 master copy of a bfloat16 param (undefined when it has none).
+  at::Tensor master_of(const at::Tensor& param) const;
 
   // Python's maximize: ascend, i.e. use -grad. Not part of AdamW checkpoints.
   bool maximize() const { return maximize_; }
@@ -47,12 +71,18 @@ class FusedAdamW : public torch::optim::AdamW {
   // Throws if this CPU cannot run the path.
   void set_isa(AdamWIsa isa);
 
-  // e.g. "fused AdamW (avx512, 2 threads)"
+  // e.g. "fused AdamW (avx512, 2 threads)", "... bf16 weights + fp32 master)"
   std::string implementation() const;
 
+  // The checkpoint key of the master copies.
+  static constexpr const char* kMasterArchiveKey = "accelkit_master_weights";
+
  private:
+  void adopt_master_weights();
   bool maximize_;
+  bool master_weights_;
   AdamWIsa isa_;
+  std::unordered_map<const c10::TensorImpl*, at::Tensor> masters_;
 };
 
 }  // namespace accelkit::cpu

@@ -22,12 +22,15 @@ struct AdamWConstants {
 
 // One tensor's worth of flat, elementwise-aligned buffers. param and grad are float or
 // bfloat16 (both the same type); the state is float. max_exp_avg_sq is null without amsgrad.
+// master (bfloat16 params only, else null) is the param's float master copy: the update then
+// reads and writes master, and param receives master's bfloat16 rounding (param is not read).
 struct AdamWSpan {
   void* param;
   const void* grad;
   float* exp_avg;
   float* exp_avg_sq;
   float* max_exp_avg_sq;
+  float* master;
   int64_t numel;
   bool bf16;
   AdamWConstants c;

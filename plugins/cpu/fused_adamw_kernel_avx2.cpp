@@ -70,9 +70,15 @@ inline __m256 update(__m256 p, __m256 g, float* m_ptr, float* v_ptr, float* vmax
   return _mm256_add_ps(p, _mm256_div_ps(_mm256_mul_ps(c.nss, m), den));
 }
 
-template <bool Bf16, bool Amsgrad>
-void block(void* param, const void* grad, float* m, float* v, float* vmax, const Vec& c) {
-  if constexpr (Bf16) {
+// Master: the update reads and writes the float master copy w and stores its bf16 rounding
+// into the param (which it does not read).
+template <bool Bf16, bool Amsgrad, bool Master>
+void block(void* param, const void* grad, float* m, float* v, float* vmax, float* w, const Vec& c) {
+  if constexpr (Master) {
+    const __m256 r = update<Amsgrad>(_mm256_loadu_ps(w), load_bf16(static_cast<const uint16_t*>(grad)), m, v, vmax, c);
+    _mm256_storeu_ps(w, r);
+    store_bf16(static_cast<uint16_t*>(param), r);
+  } else if constexpr (Bf16) {
     auto* p = static_cast<uint16_t*>(param);
     store_bf16(p, update<Amsgrad>(load_bf16(p), load_bf16(static_cast<const uint16_t*>(grad)), m, v, vmax, c));
   } else {
@@ -82,7 +88,7 @@ void block(void* param, const void* grad, float* m, float* v, float* vmax, const
   }
 }
 
-template <bool Bf16, bool Amsgrad>
+template <bool Bf16, bool Amsgrad, bool Master>
 void run(const AdamWSpan& s, int64_t begin, int64_t end) {
   using P = std::conditional_t<Bf16, uint16_t, float>;
   auto* p = static_cast<P*>(s.param);
@@ -90,6 +96,7 @@ void run(const AdamWSpan& s, int64_t begin, int64_t end) {
   float* m = s.exp_avg;
   float* v = s.exp_avg_sq;
   float* vmax = s.max_exp_avg_sq;
+  float* w = s.master;
   const Vec c(s.c);
   int64_t i = begin;
   // 16 elements a trip: one cache line of each float stream, prefetched kPrefetch ahead
@@ -100,31 +107,36 @@ void run(const AdamWSpan& s, int64_t begin, int64_t end) {
     prefetch(m + i);
     prefetch(v + i);
     if constexpr (Amsgrad) prefetch(vmax + i);
-    block<Bf16, Amsgrad>(p + i, g + i, m + i, v + i, Amsgrad ? vmax + i : nullptr, c);
-    block<Bf16, Amsgrad>(p + i + kWidth, g + i + kWidth, m + i + kWidth, v + i + kWidth,
-                         Amsgrad ? vmax + i + kWidth : nullptr, c);
+    if constexpr (Master) prefetch(w + i);
+    block<Bf16, Amsgrad, Master>(p + i, g + i, m + i, v + i, Amsgrad ? vmax + i : nullptr,
+                                 Master ? w + i : nullptr, c);
+    block<Bf16, Amsgrad, Master>(p + i + kWidth, g + i + kWidth, m + i + kWidth, v + i + kWidth,
+                                 Amsgrad ? vmax + i + kWidth : nullptr, Master ? w + i + kWidth : nullptr, c);
   }
   for (; i + kWidth <= end; i += kWidth)
-    block<Bf16, Amsgrad>(p + i, g + i, m + i, v + i, Amsgrad ? vmax + i : nullptr, c);
+    block<Bf16, Amsgrad, Master>(p + i, g + i, m + i, v + i, Amsgrad ? vmax + i : nullptr,
+                                 Master ? w + i : nullptr, c);
   if (i == end) return;
   // Tail: through a zero-padded buffer so the last elements take the same vector path.
   const int64_t n = end - i;
   alignas(32) P tp[kWidth] = {};
   alignas(32) P tg[kWidth] = {};
-  alignas(32) float tm[kWidth] = {}, tv[kWidth] = {}, tx[kWidth] = {};
+  alignas(32) float tm[kWidth] = {}, tv[kWidth] = {}, tx[kWidth] = {}, tw[kWidth] = {};
   for (int64_t k = 0; k < n; ++k) {
     tp[k] = p[i + k];
     tg[k] = g[i + k];
     tm[k] = m[i + k];
     tv[k] = v[i + k];
     if constexpr (Amsgrad) tx[k] = vmax[i + k];
+    if constexpr (Master) tw[k] = w[i + k];
   }
-  block<Bf16, Amsgrad>(tp, tg, tm, tv, tx, c);
+  block<Bf16, Amsgrad, Master>(tp, tg, tm, tv, tx, tw, c);
   for (int64_t k = 0; k < n; ++k) {
     p[i + k] = tp[k];
     m[i + k] = tm[k];
     v[i + k] = tv[k];
     if constexpr (Amsgrad) vmax[i + k] = tx[k];
+    if constexpr (Master) w[i + k] = tw[k];
   }
 }
 
@@ -132,10 +144,12 @@ void run(const AdamWSpan& s, int64_t begin, int64_t end) {
 
 void adamw_avx2(const AdamWSpan& span, int64_t begin, int64_t end) {
   const bool ams = span.max_exp_avg_sq != nullptr;
-  if (span.bf16)
-    ams ? run<true, true>(span, begin, end) : run<true, false>(span, begin, end);
+  if (span.master)
+    ams ? run<true, true, true>(span, begin, end) : run<true, false, true>(span, begin, end);
+  else if (span.bf16)
+    ams ? run<true, true, false>(span, begin, end) : run<true, false, false>(span, begin, end);
   else
-    ams ? run<false, true>(span, begin, end) : run<false, false>(span, begin, end);
+    ams ? run<false, true, false>(span, begin, end) : run<false, false, false>(span, begin, end);
 }
 
 }  // namespace accelkit::cpu::detail

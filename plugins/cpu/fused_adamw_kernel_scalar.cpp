@@ -66,9 +66,33 @@ void run(const AdamWSpan& s, int64_t begin, int64_t end, Load load, Store store)
   }
 }
 
+// bfloat16 params with a float master copy: the update runs on the master.
+template <bool Amsgrad>
+void run_master(const AdamWSpan& s, int64_t begin, int64_t end) {
+  uint16_t* __restrict p = static_cast<uint16_t*>(s.param);
+  const uint16_t* __restrict g = static_cast<const uint16_t*>(s.grad);
+  float* __restrict m = s.exp_avg;
+  float* __restrict v = s.exp_avg_sq;
+  float* __restrict vmax = s.max_exp_avg_sq;
+  float* __restrict w = s.master;
+  const AdamWConstants c = s.c;
+#pragma omp simd
+  for (int64_t i = begin; i < end; ++i) {
+    float mi = m[i], vi = v[i], xi = Amsgrad ? vmax[i] : 0.0f;
+    const float r = update<Amsgrad>(w[i], bf16_to_float(g[i]), mi, vi, xi, c);
+    w[i] = r;
+    p[i] = float_to_bf16(r);
+    m[i] = mi;
+    v[i] = vi;
+    if constexpr (Amsgrad) vmax[i] = xi;
+  }
+}
+
 template <bool Amsgrad>
 void run(const AdamWSpan& s, int64_t begin, int64_t end) {
-  if (s.bf16)
+  if (s.master)
+    run_master<Amsgrad>(s, begin, end);
+  else if (s.bf16)
     run<Amsgrad, uint16_t>(s, begin, end, bf16_to_float, float_to_bf16);
   else
     run<Amsgrad, float>(s, begin, end, [](float x) { return x; }, [](float x) { return x; });

@@ -10,6 +10,8 @@ std::string CudaOptimizer::implementation() const {
 
 Result<std::shared_ptr<torch::optim::Optimizer>> CudaOptimizer::create_adamw(const std::vector<at::Tensor>& params,
                                                                              const AdamWConfig& c) noexcept {
+  if (c.master_weights)
+    return Status(StatusCode::not_supported, "the CUDA fused AdamW has no fp32 master weights for a bf16 model");
   return capture("cuda fused AdamW", [&]() -> std::shared_ptr<torch::optim::Optimizer> {
     for (const auto& p : params)
       TORCH_CHECK(p.is_cuda(), "the CUDA fused AdamW takes CUDA parameters; got one on ", p.device(),

@@ -24,6 +24,9 @@
  *   2.0  Device::capture_step() and CapturedStep (step_capture.hpp): whole-step graph
  *        capture with an eager fallback. A 1.x plugin is refused: its Device vtable has no
  *        capture_step slot.
+ *   3.0  AdamWConfig::master_weights and Capability::master_weights: fp32 master weights
+ *        for a bf16 model inside the fused AdamW. A 2.x plugin is refused: it would read the
+ *        config without the field and ignore the request.
  *
  * Thread-safety: accelkit_plugin_info may be called from any thread, any number of times.
  */
@@ -33,7 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ACCELKIT_ABI_MAJOR 2u
+#define ACCELKIT_ABI_MAJOR 3u
 #define ACCELKIT_ABI_MINOR 0u
 
 /* Name of the C entry point and of the Boost.DLL alias of the C++ factory. */

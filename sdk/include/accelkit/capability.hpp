@@ -32,6 +32,7 @@ enum class Capability {
   thermal,             // a temperature sensor the Monitor reads
   power,               // a power or energy sensor the Monitor reads
   utilisation,         // a utilisation counter the Monitor reads
+  master_weights,      // the fused AdamW keeps fp32 master weights for a bf16 model
 };
 
 inline constexpr std::pair<Capability, std::string_view> kCapabilityNames[] = {
@@ -48,6 +49,7 @@ inline constexpr std::pair<Capability, std::string_view> kCapabilityNames[] = {
     {Capability::thermal, "thermal"},
     {Capability::power, "power"},
     {Capability::utilisation, "utilisation"},
+    {Capability::master_weights, "master_weights"},
 };
 
 inline std::string_view to_string(Capability c) noexcept {

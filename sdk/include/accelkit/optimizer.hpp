@@ -25,6 +25,12 @@ struct AdamWConfig {
   double weight_decay = 1e-2;
   bool amsgrad = false;
   bool maximize = false;
+  // Mixed-precision master weights (Capability::master_weights): the optimizer converts the
+  // fp32 matrix parameters it is given (2+ dimensions; biases and norm scales stay fp32) to
+  // bf16 in place, so the model trains on bf16 weights with no per-step weight casts, and
+  // keeps their fp32 values as a master copy it updates, saves and loads with its state. A
+  // plugin without it must refuse (StatusCode::not_supported).
+  bool master_weights = false;
 };
 
 class Optimizer {
@@ -32,7 +38,8 @@ class Optimizer {
   virtual ~Optimizer() = default;
   // One line saying which implementation this is ("fused AdamW, AVX-512, 16 threads").
   virtual std::string implementation() const = 0;
-  // An AdamW over `params` whose state is compatible with torch::optim::AdamW checkpoints.
+  // An AdamW over `params` whose state is compatible with torch::optim::AdamW checkpoints
+  // (with master_weights, the checkpoint also holds the master copy).
   virtual Result<std::shared_ptr<torch::optim::Optimizer>> create_adamw(
       const std::vector<at::Tensor>& params, const AdamWConfig& config) noexcept = 0;
 };
