@@ -50,7 +50,7 @@ TEST_CASE("schema: display order, types and env names") {
   std::vector<std::string> keys;
   for (const auto& spec : schema) keys.push_back(spec.key);
   CHECK(keys == std::vector<std::string>{"device", "no_gpu", "precision", "tf32", "compile", "sdpa_backend",
-                                         "fused_optimizer", "threads", "batch_size", "profile", "sampler",
+                                         "fused_optimizer", "master_weights", "threads", "batch_size", "profile", "sampler",
                                          "autotune", "autotune_cache", "log_level", "prefer", "require"});
   for (const auto& spec : schema) {
     CHECK_MESSAGE(spec.default_value.index() == static_cast<size_t>(spec.type), spec.key);
@@ -59,8 +59,9 @@ TEST_CASE("schema: display order, types and env names") {
   CHECK(schema[0].env == "ACCELKIT_DEVICE");
   CHECK(schema[2].env == "ACCELKIT_PRECISION");
   CHECK(schema[4].env == "ACCELKIT_COMPILE");
-  CHECK(schema[9].env == "ACCELKIT_PROFILE");
-  CHECK(schema[13].env == "ACCELKIT_LOG_LEVEL");
+  CHECK(schema[7].env == "ACCELKIT_MASTER_WEIGHTS");
+  CHECK(schema[10].env == "ACCELKIT_PROFILE");
+  CHECK(schema[14].env == "ACCELKIT_LOG_LEVEL");
   CHECK(std::string(to_string(SettingType::string_list)) == "array of strings");
   CHECK(std::string(to_string(Origin::default_value)) == "default");
   CHECK(std::string(to_string(Origin::benchmark)) == "benchmark");
@@ -128,6 +129,7 @@ TEST_CASE("file layer: every key, with file:line:column") {
   CHECK(s.list("prefer") == std::vector<std::string>{"cpu", "cuda"});
   CHECK(s.list("require") == std::vector<std::string>{"fp32", "memory_stats"});
   CHECK(s.flag("autotune_cache") == false);
+  CHECK(s.str("master_weights") == "on");
   for (const auto& [key, eff] : s.all()) {
     CHECK_MESSAGE(eff.origin == Origin::file, key);
     CHECK_MESSAGE(contains(eff.source, path + ":"), key);
@@ -221,6 +223,8 @@ TEST_CASE("profiles: chosen from the highest layer, applied as the profile layer
     CHECK(s.get("compile").why == "maximum_performance turns on graph capture");
     CHECK(s.str("fused_optimizer") == "on");
     CHECK(s.get("fused_optimizer").origin == Origin::profile);
+    CHECK(s.str("master_weights") == "on");
+    CHECK(s.get("master_weights").origin == Origin::profile);
     CHECK(s.str("tf32") == "off");
     CHECK(s.get("tf32").origin == Origin::file);
     CHECK(s.get("sampler").origin == Origin::default_value);
@@ -236,6 +240,7 @@ TEST_CASE("profiles: chosen from the highest layer, applied as the profile layer
     CHECK(s.flag("autotune") == false);
     CHECK(s.get("autotune").origin == Origin::profile);
     CHECK(s.get("fused_optimizer").origin == Origin::default_value);  // not maximum_performance
+    CHECK(s.str("master_weights") == "off");
     CHECK(s.str("tf32") == "off");
     CHECK(s.get("tf32").origin == Origin::file);
   }

@@ -4,6 +4,8 @@
 #include "accelkit/runtime.hpp"
 #include "accelkit/train.hpp"
 
+#include <torch/nn/modules/linear.h>
+
 #include "torch_doctest.hpp"
 
 #include <atomic>
@@ -27,15 +29,20 @@ std::string fixture(const std::string& name) {
   return (fs::path(ACCELKIT_TRAIN_FIXTURES) / name).lexically_normal().string();
 }
 
-// One runtime per precision for the whole suite, on the build's CPU plugin only.
-Runtime& runtime(const std::string& precision = "fp32") {
+// One runtime per precision (and extra settings) for the whole suite, on the build's CPU
+// plugin only.
+Runtime& runtime(const std::string& precision = "fp32",
+                 const std::vector<std::pair<std::string, std::string>>& extra = {}) {
   static std::map<std::string, std::unique_ptr<Runtime>> runtimes;
-  auto& rt = runtimes[precision];
+  std::string key = precision;
+  for (const auto& [k, v] : extra) key += " " + k + "=" + v;
+  auto& rt = runtimes[key];
   if (!rt) {
     ContextOptions o;
     o.settings.env = std::map<std::string, std::string>{};
     // One thread: deterministic and quick on a shared 2-core machine (no OpenMP spinning).
     o.settings.cli = {{"device", "cpu"}, {"precision", precision}, {"threads", "1"}};
+    for (const auto& kv : extra) o.settings.cli.push_back(kv);
     o.loader.cli_paths = {ACCELKIT_TEST_PLUGIN_DIR};
     o.loader.read_environment = false;
     o.loader.include_default_dirs = false;
@@ -305,6 +312,86 @@ TEST_CASE("bf16 autocast and fp32 reach the same final loss; the task is learnab
   // Stated tolerance: the bf16 final loss (mean of the last 20 steps) within 5% of fp32's
   // (they differ by ~0.1% here).
   CHECK(std::abs(b - f) <= 0.05 * f);
+}
+
+// bf16 weights with their fp32 master in the fused AdamW (master_weights = on).
+Runtime& master_runtime() { return runtime("bf16", {{"master_weights", "on"}}); }
+
+TEST_CASE("master weights: make_adamw turns the model bf16 and says so; what cannot have them is refused or skipped") {
+  torch::nn::Linear model(16, 8);
+  OptimizerChoice choice = master_runtime().make_adamw(model->parameters(), AdamWConfig{});
+  CHECK(choice.master_weights);
+  CHECK(contains(choice.implementation, "bf16 weights + fp32 master"));
+  CHECK(contains(choice.why, "master_weights = on (from --master-weights)"));
+  CHECK((model->weight.scalar_type() == at::kBFloat16));
+  CHECK((model->bias.scalar_type() == at::kFloat));  // vectors stay fp32
+
+  torch::nn::Linear bare(16, 8);  // not a model's weights: left in fp32
+  OptimizerChoice plain = master_runtime().make_adamw(bare->parameters(), AdamWConfig{}, /*model_weights=*/false);
+  CHECK_FALSE(plain.master_weights);
+  for (const auto& p : bare->parameters()) CHECK((p.scalar_type() == at::kFloat));
+
+  torch::nn::Linear fp32_model(16, 8);
+  AdamWConfig asked;
+  asked.master_weights = true;
+  CHECK_THROWS_WITH_AS(runtime("fp32").make_adamw(fp32_model->parameters(), asked),
+                       doctest::Contains("the precision plan is fp32, not bf16 autocast"), std::runtime_error);
+  CHECK_THROWS_WITH_AS(runtime("fp32", {{"master_weights", "on"}}).make_adamw(fp32_model->parameters(), {}),
+                       doctest::Contains("master_weights = on (from --master-weights) but the precision plan is fp32"),
+                       std::runtime_error);
+  // A profile asks for everything: where it cannot be, skipped with the reason.
+  OptimizerChoice skipped =
+      runtime("fp32", {{"profile", "maximum_performance"}}).make_adamw(fp32_model->parameters(), {});
+  CHECK_FALSE(skipped.master_weights);
+  CHECK(contains(skipped.why, "skipped: the precision plan is fp32"));
+  for (const auto& p : fp32_model->parameters()) CHECK((p.scalar_type() == at::kFloat));
+}
+
+TEST_CASE("master weights: resume is exact, the final loss matches fp32's, and a mode change is refused") {
+  TempDir tmp("accelkit-train");
+  auto whole_cfg = small(tmp.path() / "whole", 40);
+  Trainer whole(master_runtime(), whole_cfg);
+  TrainResult all = whole.run();
+  for (const auto& p : whole.parameters()) CHECK((p.scalar_type() == (p.dim() >= 2 ? at::kBFloat16 : at::kFloat)));
+
+  auto cfg = small(tmp.path() / "split", 20);
+  train(cfg, false, master_runtime());
+  cfg.steps = 40;
+  Trainer second(master_runtime(), cfg);
+  TrainOptions o;
+  o.resume = true;
+  TrainResult rest = second.run(o);
+  REQUIRE(rest.resumed_from);
+  CHECK(rest.start_step == 20);
+  CHECK(same_params(second.parameters(), whole.parameters()));
+  CHECK(rest.losses == std::vector<double>(all.losses.begin() + 20, all.losses.end()));  // bitwise
+
+  auto other = cfg;
+  other.steps = 50;
+  try {
+    train(other, true, runtime("bf16"));
+    FAIL("resumed a master-weights checkpoint into fp32 weights");
+  } catch (const TrainError& e) {
+    CHECK(contains(e.what(), "resume with master_weights = on"));
+  }
+
+  // bf16 autocast over fp32 weights multiplies the same bf16-rounded weights and widens the
+  // same bf16 weight gradients that master weights keep in bf16; the fp32 update is the same.
+  // So the loss curves agree to float round-off, and the final loss is fp32's within the
+  // tolerance stated for bf16 autocast above.
+  auto long_cfg = small(tmp.path() / "long", 300);
+  long_cfg.checkpoint_dir.clear();
+  const auto fp32 = train(long_cfg, false, runtime("fp32")).losses;
+  const auto autocast = train(long_cfg, false, runtime("bf16")).losses;
+  const auto master = train(long_cfg, false, master_runtime()).losses;
+  REQUIRE(master.size() == autocast.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < master.size(); ++i) worst = std::max(worst, std::abs(master[i] - autocast[i]) / autocast[i]);
+  const double f = mean_tail(fp32, 20), a = mean_tail(autocast, 20), m = mean_tail(master, 20);
+  MESSAGE("final loss fp32 " << f << ", bf16 autocast " << a << ", bf16 + fp32 master " << m
+                             << "; master vs autocast, worst step " << worst << " relative");
+  CHECK(worst <= 1e-3);
+  CHECK(std::abs(m - f) <= 0.05 * f);
 }
 
 TEST_CASE("resume refuses what would not continue the same run") {

@@ -172,7 +172,9 @@ class ModelSnapshot {
     at::NoGradGuard no_grad;
     auto params = module_.parameters();
     for (std::size_t i = 0; i < params.size(); ++i) {
-      params[i].copy_(params_[i]);
+      // A trial with master weights left the param in bf16: give it back its own dtype.
+      if (params[i].scalar_type() == params_[i].scalar_type()) params[i].copy_(params_[i]);
+      else params[i].set_data(params_[i].clone());
       params[i].mutable_grad() = at::Tensor();
     }
     auto buffers = module_.buffers();
@@ -272,7 +274,7 @@ TuneDecision Runtime::autotune(const TuneProblem& p, const TuneOptions& o) {
     for (const auto& c : space)
       if (eligible(c)) names.push_back(c.label());
     std::ostringstream sp;
-    sp << join(names) << "; " << o.warmup << "+" << o.steps << " steps; tolerance " << bf16_tol << "/" << fp32_tol;
+    sp << join(names) << "; master_weights " << s.str("master_weights") << "; " << o.warmup << "+" << o.steps << " steps; tolerance " << bf16_tol << "/" << fp32_tol;
     d.space = sp.str();
   }
   d.key = hash_hex(d.device + "\n" + d.model + "\n" + d.versions + "\n" + d.space);

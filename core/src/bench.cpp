@@ -377,7 +377,7 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
     run.info.threads = threads;
     run.info.dtype = dtype_name(run.dtype);
     if (accelkit) {
-      OptimizerChoice choice = rt.make_adamw(run.params, adamw);
+      OptimizerChoice choice = rt.make_adamw(run.params, adamw, /*model_weights=*/!optimizer_only);
       run.opt = choice.optimizer;
       run.info.optimizer = choice.implementation;
       if (!optimizer_only) {

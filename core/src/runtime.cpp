@@ -93,18 +93,54 @@ at::ScalarType Runtime::autocast_dtype() const {
 
 void Runtime::prepare(torch::nn::Module& module) const { module.to(torch_device_); }
 
-OptimizerChoice Runtime::make_adamw(const std::vector<at::Tensor>& params, const AdamWConfig& c) const {
-  return make_adamw_as(params, c, context_->settings().str("fused_optimizer"));
+OptimizerChoice Runtime::make_adamw(const std::vector<at::Tensor>& params, const AdamWConfig& c,
+                                    bool model_weights) const {
+  return make_adamw_as(params, c, context_->settings().str("fused_optimizer"), model_weights);
 }
 
-OptimizerChoice Runtime::make_adamw_as(const std::vector<at::Tensor>& params, const AdamWConfig& c,
-                                       const std::string& fused) const {
+bool Runtime::use_master_weights(const AdamWConfig& c, const std::string& fused, bool model_weights,
+                                 std::string& note) const {
+  const Settings& s = context_->settings();
+  const Effective& e = s.get("master_weights");
+  const bool from_config = c.master_weights;
+  if (!from_config && (s.str("master_weights") != "on" || !model_weights)) return false;
+  const std::string asked = from_config ? std::string("AdamWConfig::master_weights")
+                                        : "master_weights = on (from " + s.origin_of("master_weights") + ")";
+  const DeviceInfo& info = device_->info();
+  std::string why_not;
+  if (!plan_.autocast || plan_.dtype != "bf16")
+    why_not = "the precision plan is " + plan_.dtype + ", not bf16 autocast";
+  else if (fused == "off")
+    why_not = "fused_optimizer = off";
+  else if (!optimizers_ || !info.capabilities.has(Capability::master_weights))
+    why_not = info.id + "'s optimizer has no master weights";
+  if (why_not.empty()) return true;
+  if (from_config || e.origin != Origin::profile) throw std::runtime_error(asked + " but " + why_not);
+  note = "; " + asked + " skipped: " + why_not;
+  return false;
+}
+
+OptimizerChoice Runtime::make_adamw_as(const std::vector<at::Tensor>& params, const AdamWConfig& config,
+                                       const std::string& fused, bool model_weights) const {
   const Settings& s = context_->settings();
   const std::string device_id = device_->info().id;
+  AdamWConfig c = config;
+  std::string master_note;
+  c.master_weights = use_master_weights(config, fused, model_weights, master_note);
   if (fused != "off" && optimizers_) {
     auto made = optimizers_->create_adamw(params, c);
-    if (made.ok() && made.value())
-      return {made.value(), optimizers_->implementation(), "fused_optimizer = " + fused + " and " + device_id + " has one"};
+    if (made.ok() && made.value()) {
+      std::string impl = optimizers_->implementation();
+      if (c.master_weights) impl += " with bf16 weights + fp32 master";
+      return {made.value(), impl,
+              "fused_optimizer = " + fused + " and " + device_id + " has one" +
+                  (c.master_weights ? "; master_weights = on (from " + s.origin_of("master_weights") + ")"
+                                    : master_note),
+              c.master_weights};
+    }
+    if (c.master_weights)
+      throw std::runtime_error(device_id + " could not create its fused AdamW with master weights: " +
+                               made.status().message());
     if (fused == "on")
       throw std::runtime_error("fused_optimizer = on (from " + s.origin_of("fused_optimizer") + ") but " + device_id +
                                " could not create it: " + made.status().message());
@@ -122,7 +158,7 @@ OptimizerChoice Runtime::make_adamw_as(const std::vector<at::Tensor>& params, co
   auto opt = std::make_shared<torch::optim::AdamW>(params, options);
   std::string why = fused == "off" ? "fused_optimizer = off (from " + s.origin_of("fused_optimizer") + ")"
                                    : device_id + " has no fused optimizer: " + optimizer_absent_reason_;
-  return {opt, "torch::optim::AdamW", why};
+  return {opt, "torch::optim::AdamW", why + master_note};
 }
 
 LossScaler Runtime::make_loss_scaler() const {

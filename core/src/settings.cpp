@@ -71,6 +71,8 @@ const std::vector<SettingSpec>& settings_schema() {
        "ACCELKIT_SDPA_BACKEND", "scaled dot-product attention backend"},
       {"fused_optimizer", S::string, text("auto"), {"auto", "on", "off"}, "ACCELKIT_FUSED_OPTIMIZER",
        "fused optimizer kernels"},
+      {"master_weights", S::string, text("off"), {"off", "on"}, "ACCELKIT_MASTER_WEIGHTS",
+       "bf16 model weights with the fp32 master copy in the fused optimizer"},
       {"threads", S::integer, integer(0), {}, "ACCELKIT_THREADS", "CPU threads (0 = auto)", 0, 65536},
       {"batch_size", S::integer, integer(0), {}, "ACCELKIT_BATCH_SIZE", "batch size (0 = auto)", 0,
        INT32_MAX},
@@ -513,7 +515,11 @@ const std::vector<ProfileStep>& profile_steps() {
       {"maximum_performance", "fused_optimizer", std::string("on"),
        "maximum_performance turns on the fused optimizer"},
       {"maximum_performance", "tf32", std::string("on"), "maximum_performance turns on TF32"},
+      {"maximum_performance", "master_weights", std::string("on"),
+       "maximum_performance keeps a bf16 model's fp32 master weights in the fused optimizer"},
       {"auto", "autotune", true, "auto benchmarks the candidates and caches the decision"},
+      {"auto", "master_weights", std::string("on"),
+       "auto times the bf16 + fused candidates with fp32 master weights in the optimizer"},
   };
   return steps;
 }

@@ -197,10 +197,12 @@ struct Trainer::State {
     for (std::size_t i = 0; i < xs.size(); ++i) {
       at::Tensor loss;
       {
-        // Runtime::autocast() with an fp32 plan asks LibTorch 1.13 for an fp32 CPU autocast
-        // dtype, which it refuses; no guard is needed then anyway.
-        std::optional<compat::AutocastGuard> autocast;
-        if (rt.precision().autocast) autocast.emplace(rt.device().type(), true, rt.autocast_dtype());
+        // Off under an fp32 plan whatever this thread's autocast state (another runtime's plan
+        // may have left it on), keeping the current dtype: Runtime::autocast() would ask
+        // LibTorch 1.13 for an fp32 CPU autocast dtype, which it refuses.
+        const bool on = rt.precision().autocast;
+        compat::AutocastGuard autocast(rt.device().type(), on,
+                                       on ? rt.autocast_dtype() : compat::autocast_dtype(rt.device().type()));
         at::Tensor out = student->forward(xs[i]);
         loss = torch::mse_loss(out.to(at::kFloat), ys[i]);
       }
@@ -226,6 +228,7 @@ struct Trainer::State {
     write_double(root, "meta_weight_decay", cfg.weight_decay);
     write_str(root, "meta_precision", describe(rt.precision()));
     write_str(root, "meta_optimizer", opt.implementation);
+    write_int(root, "meta_master_weights", opt.master_weights ? 1 : 0);
     write_str(root, "meta_accelkit_version", ACCELKIT_VERSION_STRING);
     torch::serialize::OutputArchive model(root.compilation_unit());
     student->save(model);
@@ -262,6 +265,16 @@ struct Trainer::State {
     if (!differ.empty())
       throw TrainError("checkpoint " + path + " belongs to a different run:" + join_lines(differ, "  ") +
                        "\nresume with the config it was written with, or set another checkpoint_dir");
+    // The model's weights are bf16 (their fp32 master in the optimizer) or fp32: loading one
+    // into the other would lose the master or change the model's dtype behind the optimizer.
+    c10::IValue master;
+    const bool then_master = root.try_read("meta_master_weights", master) && master.toInt() != 0;
+    if (then_master != opt.master_weights) {
+      auto held = [](bool m) { return m ? "bf16 weights with their fp32 master in the optimizer" : "fp32 weights"; };
+      throw TrainError("checkpoint " + path + " holds " + held(then_master) + ", this run has " + held(opt.master_weights) +
+                       "\nresume with master_weights = " + (then_master ? "on" : "off") +
+                       " (the setting, or a profile that sets it), or set another checkpoint_dir");
+    }
     auto note = [&](const char* key, std::int64_t now) {
       const std::int64_t then = read_int(root, (std::string("meta_") + key).c_str());
       if (then != now)

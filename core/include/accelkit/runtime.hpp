@@ -38,6 +38,7 @@ struct OptimizerChoice {
   std::shared_ptr<torch::optim::Optimizer> optimizer;
   std::string implementation;  // "fused AdamW (avx512, 2 threads)" or "torch::optim::AdamW"
   std::string why;             // why this one
+  bool master_weights = false; // the params became bf16; the optimizer holds their fp32 master
 };
 
 class Runtime {
@@ -63,7 +64,17 @@ class Runtime {
 
   // The plugin's fused AdamW when it has one and fused_optimizer is auto/on; torch::optim::AdamW
   // when off or when the plugin has none (fused_optimizer=on then throws: never a silent swap).
-  OptimizerChoice make_adamw(const std::vector<at::Tensor>& params, const AdamWConfig& config) const;
+  //
+  // master_weights = on (or config.master_weights) with a bf16 autocast plan and a fused AdamW
+  // that has Capability::master_weights: the optimizer converts the fp32 matrix `params` to
+  // bf16 in place (biases and norm scales stay fp32) and keeps their fp32 master copy
+  // (optimizer.hpp), so forward and backward run on bf16 weights without per-step casts; save
+  // the optimizer with the model to keep the master.
+  // Where that cannot be, an "on" from a profile is skipped with the reason in `why` and any
+  // other "on" throws. model_weights = false (tensors that no forward runs on under
+  // autocast(), e.g. a bare optimizer benchmark) leaves the params as they are.
+  OptimizerChoice make_adamw(const std::vector<at::Tensor>& params, const AdamWConfig& config,
+                             bool model_weights = true) const;
 
   // Dynamic loss scaling when the plan asks for it (fp16), otherwise a pass-through scaler.
   LossScaler make_loss_scaler() const;
@@ -93,7 +104,11 @@ class Runtime {
  private:
   Runtime() = default;
   OptimizerChoice make_adamw_as(const std::vector<at::Tensor>& params, const AdamWConfig& config,
-                                const std::string& fused) const;
+                                const std::string& fused, bool model_weights = true) const;
+  // Whether make_adamw_as gives the optimizer master weights; a profile's "on" that cannot be
+  // honoured returns false with the reason in `note`, any other throws.
+  bool use_master_weights(const AdamWConfig& config, const std::string& fused, bool model_weights,
+                          std::string& note) const;
   void apply_plan(const PrecisionRequest& request);
   void apply_sdpa_backend();
   std::unique_ptr<Context> context_;
