@@ -1,4 +1,5 @@
-# CPU plugin suites. All but cpu_plugin_test link only the LibTorch-free accelkit_cpu_probe.
+# CPU plugin suites. All but cpu_plugin_test and cpu_blas_test link only the LibTorch-free
+# accelkit_cpu_probe.
 if(NOT TARGET accelkit_cpu_probe)
   return()
 endif()
@@ -8,6 +9,8 @@ accelkit_add_test(cpu_parse_test SOURCES cpu_parse_test.cpp LINK accelkit_cpu_pr
 accelkit_add_test(cpu_probe_test SOURCES cpu_probe_test.cpp LINK accelkit_cpu_probe)
 accelkit_add_test(cpu_monitor_test SOURCES cpu_monitor_test.cpp LINK accelkit_cpu_probe)
 accelkit_add_test(cpu_precision_test SOURCES cpu_precision_test.cpp LINK accelkit_cpu_probe)
+# OpenBLAS kernel sets: the choice, and the live switch checked on LibTorch matmuls.
+accelkit_add_test(cpu_blas_test SOURCES cpu_blas_test.cpp LINK accelkit_cpu_probe accelkit_torch)
 
 # The built module, dlopened as the host does; LibTorch only for headers and the ABI flags.
 accelkit_add_test(cpu_plugin_test SOURCES cpu_plugin_test.cpp

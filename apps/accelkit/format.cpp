@@ -85,6 +85,7 @@ PrecisionRequest precision_request_from(const Settings& settings) {
   PrecisionRequest r;
   r.precision = setting_text(settings, "precision", "auto");
   r.tf32 = setting_text(settings, "tf32", "auto");
+  r.blas = setting_text(settings, "blas_kernels", "auto");
   const std::string threads = setting_text(settings, "threads", "0");
   try {
     r.threads = threads == "auto" ? 0 : std::max(0, std::stoi(threads));
@@ -108,6 +109,7 @@ std::optional<std::string> intended_value(const std::string& raw_key, const Prec
   }
   if (contains(key, "autocast")) return plan.autocast ? "true" : "false";
   if (contains(key, "loss_scal")) return plan.loss_scaling ? "true" : "false";
+  if (contains(key, "blas") && !plan.blas_kernels.empty()) return plan.blas_kernels;
   return std::nullopt;
 }
 

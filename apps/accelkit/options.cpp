@@ -173,7 +173,7 @@ void print_help(std::ostream& out, const std::string& verb) {
       out << "  Readings a device lacks print as n/a; --json gives the reason (one object per line).\n"
              "  Ctrl-C stops cleanly.\n\n";
     if (verb == "report")
-      out << "  The precision plan follows the settings precision, tf32 and threads.\n\n";
+      out << "  The precision plan follows the settings precision, tf32, threads and blas_kernels.\n\n";
     out << verb_options() << '\n' << global_options();
     return;
   }

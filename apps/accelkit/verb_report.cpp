@@ -24,12 +24,13 @@ struct AppliedRow {
 std::string on_off(bool b) { return b ? "on" : "off"; }
 
 Json request_json(const PrecisionRequest& r) {
-  return Json{{"precision", r.precision}, {"tf32", r.tf32}, {"threads", r.threads}};
+  return Json{{"precision", r.precision}, {"tf32", r.tf32}, {"threads", r.threads}, {"blas_kernels", r.blas}};
 }
 
 Json plan_json(const PrecisionPlan& p) {
   return Json{{"dtype", p.dtype},       {"autocast", p.autocast}, {"tf32", p.tf32},
-              {"loss_scaling", p.loss_scaling}, {"threads", p.threads}, {"reasons", p.reasons}};
+              {"loss_scaling", p.loss_scaling}, {"threads", p.threads},
+              {"blas_kernels", p.blas_kernels}, {"reasons", p.reasons}};
 }
 
 void render_plan(std::ostream& out, const PrecisionRequest& r, const PrecisionPlan& p) {
@@ -42,6 +43,7 @@ void render_plan(std::ostream& out, const PrecisionRequest& r, const PrecisionPl
   t.add_row({"tf32", on_off(p.tf32)});
   t.add_row({"loss scaling", on_off(p.loss_scaling)});
   t.add_row({"threads", p.threads > 0 ? std::to_string(p.threads) : "LibTorch default"});
+  t.add_row({"blas kernels", p.blas_kernels.empty() ? "the library's own" : p.blas_kernels});
   t.print(out);
   if (!p.reasons.empty()) {
     out << "  why:\n";

@@ -243,9 +243,8 @@ TuneDecision Runtime::autotune(const TuneProblem& p, const TuneOptions& o) {
   if (optimizers_) fused.push_back("on");
   std::vector<int> threads{0};
   if (torch_device_.is_cpu()) {
-    PrecisionRequest r;
+    PrecisionRequest r = settings_request();
     r.precision = "fp32";
-    r.tf32 = s.str("tf32");
     auto def = precision_rules_->plan(r);
     const int physical = def.ok() && def.value().threads > 0 ? def.value().threads : at::get_num_threads();
     const int logical = static_cast<int>(std::thread::hardware_concurrency());
@@ -274,7 +273,7 @@ TuneDecision Runtime::autotune(const TuneProblem& p, const TuneOptions& o) {
     for (const auto& c : space)
       if (eligible(c)) names.push_back(c.label());
     std::ostringstream sp;
-    sp << join(names) << "; master_weights " << s.str("master_weights") << "; " << o.warmup << "+" << o.steps << " steps; tolerance " << bf16_tol << "/" << fp32_tol;
+    sp << join(names) << "; master_weights " << s.str("master_weights") << "; blas_kernels " << s.str("blas_kernels") << "; " << o.warmup << "+" << o.steps << " steps; tolerance " << bf16_tol << "/" << fp32_tol;
     d.space = sp.str();
   }
   d.key = hash_hex(d.device + "\n" + d.model + "\n" + d.versions + "\n" + d.space);
@@ -290,9 +289,8 @@ TuneDecision Runtime::autotune(const TuneProblem& p, const TuneOptions& o) {
     if (!fixed_fused) s.set("fused_optimizer", c.fused_optimizer, Origin::benchmark, source, decision.why);
     if (!fixed_threads && c.threads > 0)
       s.set("threads", std::int64_t{c.threads}, Origin::benchmark, source, decision.why);
-    PrecisionRequest r;
+    PrecisionRequest r = settings_request();
     r.precision = c.precision;
-    r.tf32 = s.str("tf32");
     r.threads = c.threads;
     apply_plan(r);
     tune_ = decision;
@@ -346,9 +344,8 @@ TuneDecision Runtime::autotune(const TuneProblem& p, const TuneOptions& o) {
     try {
       snapshot.restore(false);
       at::manual_seed(kTrialSeed);
-      PrecisionRequest r;
+      PrecisionRequest r = settings_request();
       r.precision = t.candidate.precision;
-      r.tf32 = s.str("tf32");
       r.threads = t.candidate.threads;
       apply_plan(r);
       OptimizerChoice opt = make_adamw_as(params, p.adamw, t.candidate.fused_optimizer);

@@ -33,11 +33,7 @@ std::unique_ptr<Runtime> Runtime::start(const ContextOptions& options) {
   auto precision = rt->device_->precision();
   if (!precision.ok()) throw std::runtime_error(info.id + ": no precision rules: " + precision.status().message());
   rt->precision_rules_ = precision.value();
-  PrecisionRequest request;
-  request.precision = s.str("precision");
-  request.tf32 = s.str("tf32");
-  request.threads = static_cast<int>(s.integer("threads"));
-  rt->apply_plan(request);
+  rt->apply_plan(rt->settings_request());
   rt->apply_sdpa_backend();
 
   auto optimizers = rt->device_->optimizer();
@@ -49,6 +45,21 @@ std::unique_ptr<Runtime> Runtime::start(const ContextOptions& options) {
   skip_profile_value("fused_optimizer", rt->optimizers_ != nullptr,
                      info.id + " has no fused optimizer (" + rt->optimizer_absent_reason_ + ")");
   return rt;
+}
+
+PrecisionRequest Runtime::settings_request() const {
+  const Settings& s = context_->settings();
+  PrecisionRequest request;
+  request.precision = s.str("precision");
+  request.tf32 = s.str("tf32");
+  request.threads = static_cast<int>(s.integer("threads"));
+  request.blas = s.str("blas_kernels");
+  return request;
+}
+
+void Runtime::apply_precision(const PrecisionPlan& plan) {
+  if (Status st = precision_rules_->apply(plan); !st.is_ok())
+    throw std::runtime_error(device_->info().id + ": applying a precision plan failed: " + st.message());
 }
 
 void Runtime::apply_plan(const PrecisionRequest& request) {

@@ -74,6 +74,8 @@ const std::vector<SettingSpec>& settings_schema() {
       {"master_weights", S::string, text("off"), {"off", "on"}, "ACCELKIT_MASTER_WEIGHTS",
        "bf16 model weights with the fp32 master copy in the fused optimizer"},
       {"threads", S::integer, integer(0), {}, "ACCELKIT_THREADS", "CPU threads (0 = auto)", 0, 65536},
+      {"blas_kernels", S::string, text("auto"), {"auto", "library"}, "ACCELKIT_BLAS_KERNELS",
+       "CPU BLAS kernels: auto (replace a set narrower than the CPU runs) or library (its own)"},
       {"batch_size", S::integer, integer(0), {}, "ACCELKIT_BATCH_SIZE", "batch size (0 = auto)", 0,
        INT32_MAX},
       {"profile", S::string, text("balanced"),

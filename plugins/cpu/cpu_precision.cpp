@@ -3,12 +3,24 @@
 #include <ATen/Parallel.h>
 #include <accelkit/torch_compat.hpp>
 
+#include "openblas_kernels.hpp"
 #include "precision_rules.hpp"
 
 namespace accelkit::cpu {
 
 Result<PrecisionPlan> CpuPrecision::plan(const PrecisionRequest& request) noexcept {
-  return capture("cpu precision plan", [&] { return plan_cpu_precision(request, probe_); });
+  return capture("cpu precision plan", [&]() -> Result<PrecisionPlan> {
+    if (request.blas != "auto" && request.blas != "library")
+      return Status(StatusCode::invalid_argument,
+                    "unknown blas_kernels setting '" + request.blas + "' (expected auto or library)");
+    Result<PrecisionPlan> plan = plan_cpu_precision(request, probe_);
+    if (!plan.ok()) return plan;
+    PrecisionPlan p = plan.value();
+    const BlasKernelPlan blas = plan_openblas_kernels(request.blas, openblas_state(), probe_.isa, probe_.vendor);
+    p.blas_kernels = blas.kernels;
+    p.reasons.push_back(blas.reason);
+    return p;
+  });
 }
 
 Status CpuPrecision::apply(const PrecisionPlan& plan) noexcept {
@@ -20,7 +32,13 @@ Status CpuPrecision::apply(const PrecisionPlan& plan) noexcept {
       return Status(StatusCode::not_supported, "TF32 is not a CPU feature");
     if (plan.threads < 0)
       return Status(StatusCode::invalid_argument, "threads must be >= 0");
-    if (plan.threads > 0) at::set_num_threads(plan.threads);
+    // "" (the library's own kernels) also undoes an earlier plan's choice; without OpenBLAS
+    // there is nothing to undo.
+    if (!plan.blas_kernels.empty() || openblas_state().present) {
+      if (std::string err = select_openblas_kernels(plan.blas_kernels); !err.empty())
+        return Status(StatusCode::not_supported, "blas kernels '" + plan.blas_kernels + "': " + err);
+    }
+    if (plan.threads > 0 && at::get_num_threads() != plan.threads) at::set_num_threads(plan.threads);
     const bool autocast = plan.autocast && plan.dtype == "bf16";
     if (autocast) compat::set_autocast_dtype(at::kCPU, at::kBFloat16);
     compat::set_autocast_enabled(at::kCPU, autocast);
@@ -35,6 +53,7 @@ Result<std::vector<AppliedValue>> CpuPrecision::read_back() noexcept {
         {"num_interop_threads", std::to_string(at::get_num_interop_threads())},
         {"autocast_cpu_enabled", compat::autocast_enabled(at::kCPU) ? "true" : "false"},
         {"autocast_cpu_dtype", c10::toString(compat::autocast_dtype(at::kCPU))},
+        {"blas_kernels", openblas_state().present ? openblas_current_kernels() : "none (no OpenBLAS)"},
     };
   });
 }

@@ -101,6 +101,12 @@ class Runtime {
   std::unique_ptr<StepRunner> capture_step(torch::optim::Optimizer& optimizer, std::function<void()> step,
                                            int warmup = 3);
 
+  // Applies another plan through the device's Precision (threads, TF32, host BLAS kernels,
+  // the calling thread's autocast) for work that is not accelkit's own, e.g. the bench's
+  // plain-LibTorch variants; apply_precision(precision()) puts the negotiated one back.
+  // Throws std::runtime_error when the device refuses the plan.
+  void apply_precision(const PrecisionPlan& plan);
+
  private:
   Runtime() = default;
   OptimizerChoice make_adamw_as(const std::vector<at::Tensor>& params, const AdamWConfig& config,
@@ -110,6 +116,8 @@ class Runtime {
   bool use_master_weights(const AdamWConfig& config, const std::string& fused, bool model_weights,
                           std::string& note) const;
   void apply_plan(const PrecisionRequest& request);
+  // The precision request the settings make (precision, tf32, threads, blas_kernels).
+  PrecisionRequest settings_request() const;
   void apply_sdpa_backend();
   std::unique_ptr<Context> context_;
   std::shared_ptr<Device> device_;

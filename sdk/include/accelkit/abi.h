@@ -26,7 +26,9 @@
  *        capture_step slot.
  *   3.0  AdamWConfig::master_weights and Capability::master_weights: fp32 master weights
  *        for a bf16 model inside the fused AdamW. A 2.x plugin is refused: it would read the
- *        config without the field and ignore the request.
+ *        config without the field and ignore the request. Also PrecisionRequest::blas and
+ *        PrecisionPlan::blas_kernels: the host BLAS kernel set, chosen and applied by the
+ *        device's Precision.
  *
  * Thread-safety: accelkit_plugin_info may be called from any thread, any number of times.
  */

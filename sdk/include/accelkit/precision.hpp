@@ -1,9 +1,9 @@
-// Precision: which dtype, TF32, loss scaling and thread count a device should use, why, and
-// how to apply that to LibTorch and read it back.
+// Precision: which dtype, TF32, loss scaling, thread count and host BLAS kernels a device
+// should use, why, and how to apply that to LibTorch and read it back.
 //
 // Thread-safety: plan() is pure and may be called from any thread. apply() changes LibTorch
-// process-wide state (threads, TF32) and the calling thread's autocast state; call it from the
-// thread that will run the model, before any work on it.
+// process-wide state (threads, TF32, BLAS kernels) and the calling thread's autocast state;
+// call it from the thread that will run the model, while no other work runs on it.
 #pragma once
 
 #include <string>
@@ -19,6 +19,9 @@ struct PrecisionRequest {
   std::string precision = "auto";  // auto | fp32 | bf16 | fp16
   std::string tf32 = "auto";       // auto | on | off
   int threads = 0;                 // 0 = the plugin's choice
+  // Host BLAS kernels (CPU): "auto" lets the plugin replace kernels narrower than the CPU
+  // runs; "library" keeps the BLAS library's own choice.
+  std::string blas = "auto";
 };
 
 // A decision, with the reason for each value.
@@ -28,6 +31,7 @@ struct PrecisionPlan {
   bool tf32 = false;             // TF32 for fp32 matmul/convolution
   bool loss_scaling = false;     // dynamic loss scaling (fp16)
   int threads = 0;               // intra-op threads to set; 0 = leave LibTorch's default
+  std::string blas_kernels;      // host BLAS kernel set to select ("SkylakeX"); "" = the library's own
   std::vector<std::string> reasons;  // one line per decision, e.g. "bf16: AVX512_BF16 present"
 };
 
