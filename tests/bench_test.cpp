@@ -114,6 +114,34 @@ TEST_CASE("every model gives finite positive timings, speedup = baseline / accel
       CHECK(r.floor.step_flops > 0);
     }
     CHECK(r.floor.measured_over_floor == doctest::Approx(r.accelkit.time.median_ms / r.floor.floor_ms));
+    if (std::string(model) != "optimizer") {
+      // Both fp32 and bf16 rates are measured; the floor takes the faster.
+      CHECK(r.floor.slower_matmul_tflops > 0);
+      CHECK(r.floor.matmul_tflops >= r.floor.slower_matmul_tflops);
+      CHECK(r.floor.matmul_dtype != r.floor.slower_matmul_dtype);
+    }
+    // Host BLAS kernels: accelkit's variant runs the plan's set, the plain-LibTorch ones the
+    // library's own (which the plan replaces only when it is a different set).
+    const std::string& planned = runtime().precision().blas_kernels;
+    if (!planned.empty()) {
+      CHECK(r.accelkit.blas == planned);
+      CHECK(r.baseline.blas != planned);
+      CHECK(r.tuned->blas == r.baseline.blas);
+    } else {
+      CHECK(r.accelkit.blas == r.baseline.blas);
+    }
+  }
+  // The negotiated plan is back in force afterwards.
+  const std::string& planned = runtime().precision().blas_kernels;
+  if (!planned.empty()) {
+    std::string now;
+    auto precision = runtime().device_handle()->precision();
+    REQUIRE(precision.ok());
+    const auto values = precision.value()->read_back();
+    REQUIRE(values.ok());
+    for (const auto& v : values.value())
+      if (v.key == "blas_kernels") now = v.value;
+    CHECK(now == planned);
   }
 }
 
@@ -136,14 +164,14 @@ TEST_CASE("bench_json has the documented fields") {
                           "speedup", "speedup_vs_tuned", "floor", "accuracy", "load_average"})
     CHECK_MESSAGE(j.contains(key), key);
   for (const char* v : {"baseline", "accelkit", "tuned"})
-    for (const char* key : {"median_ms", "min_ms", "max_ms", "threads", "dtype", "optimizer", "samples_ms"})
+    for (const char* key : {"median_ms", "min_ms", "max_ms", "threads", "dtype", "blas", "optimizer", "samples_ms"})
       CHECK_MESSAGE(j[v].contains(key), (std::string(v) + "." + key));
   CHECK(j["baseline"]["median_ms"].get<double>() > 0);
   CHECK(j["speedup"].get<double>() ==
         doctest::Approx(j["baseline"]["median_ms"].get<double>() / j["accelkit"]["median_ms"].get<double>()).epsilon(1e-4));
   CHECK(j["accelkit"]["threads"].get<int>() == r.accelkit.threads);
   CHECK(j["accelkit"]["optimizer"] == r.accelkit.optimizer);
-  for (const char* key : {"copy_gbps", "inplace_gbps", "matmul_tflops", "step_flops", "optimizer_bytes", "floor_ms",
+  for (const char* key : {"copy_gbps", "inplace_gbps", "matmul_tflops", "slower_matmul_tflops", "step_flops", "optimizer_bytes", "floor_ms",
                           "measured_over_floor", "floor_over_measured"})
     CHECK_MESSAGE(j["floor"].contains(key), key);
   for (const char* key : {"rel_diff", "tolerance", "ok", "why"}) CHECK_MESSAGE(j["accuracy"].contains(key), key);

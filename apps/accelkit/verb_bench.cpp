@@ -36,10 +36,11 @@ std::string sci(double v) {
 
 std::string load_text(double l) { return l >= 0 ? fixed(l, 2) : "?"; }
 
-void add_variant(Table& t, const BenchVariant& v, double baseline_ms, bool phases) {
+void add_variant(Table& t, const BenchVariant& v, double baseline_ms, bool phases, bool blas) {
   const BenchStats& s = v.time;
-  std::vector<std::string> row{v.name, std::to_string(v.threads), v.dtype, v.optimizer,
-                               fixed(s.median_ms, 1), fixed(s.min_ms, 1), fixed(s.max_ms, 1)};
+  std::vector<std::string> row{v.name, std::to_string(v.threads), v.dtype};
+  if (blas) row.push_back(v.blas.empty() ? "-" : v.blas);
+  row.insert(row.end(), {v.optimizer, fixed(s.median_ms, 1), fixed(s.min_ms, 1), fixed(s.max_ms, 1)});
   if (phases && v.step_mode == "graph") {
     row.insert(row.end(), {"-", "-", "-"});  // one replay: no phases
   } else if (phases) {
@@ -67,16 +68,20 @@ void render(std::ostream& out, const BenchResult& r) {
       << " -> " << load_text(r.load_after) << "\n\n";
   // Phases (medians): zero_grad + forward + loss, backward, optimizer step.
   const bool phases = r.model != "optimizer";
-  std::vector<std::string> headers{"variant", "threads", "dtype", "optimizer", "median ms", "min ms", "max ms"};
+  // BLAS kernels: a column when the device reports them (CPU with OpenBLAS).
+  const bool blas = !r.baseline.blas.empty() || !r.accelkit.blas.empty();
+  std::vector<std::string> headers{"variant", "threads", "dtype"};
+  if (blas) headers.push_back("blas");
+  headers.insert(headers.end(), {"optimizer", "median ms", "min ms", "max ms"});
   if (phases) headers.insert(headers.end(), {"fwd ms", "bwd ms", "opt ms"});
   headers.push_back("speedup");
   Table t(headers);
   t.right_align(1);
-  for (std::size_t c = 4; c < headers.size(); ++c) t.right_align(c);
+  for (std::size_t c = blas ? 5 : 4; c < headers.size(); ++c) t.right_align(c);
   const double base = r.baseline.time.median_ms;
-  add_variant(t, r.baseline, base, phases);
-  add_variant(t, r.accelkit, base, phases);
-  if (r.tuned) add_variant(t, *r.tuned, base, phases);
+  add_variant(t, r.baseline, base, phases, blas);
+  add_variant(t, r.accelkit, base, phases, blas);
+  if (r.tuned) add_variant(t, *r.tuned, base, phases, blas);
   t.print(out);
   out << "\naccelkit step: " << r.accelkit.step_mode << '\n';
   out << "\naccelkit is " << fixed(r.speedup, 2) << "x the baseline";
@@ -88,7 +93,8 @@ void render(std::ostream& out, const BenchResult& r) {
     out << "floor (" << f.note << "):\n";
     if (f.step_flops > 0)
       out << "  matmuls    " << fixed(f.step_flops / 1e9, 1) << " GFLOP at " << fixed(f.matmul_tflops, 2) << " TFLOP/s ("
-          << f.matmul_dtype << ' ' << f.matmul_n << "^3 mm)  = " << fixed(f.matmul_ms, 1) << " ms\n";
+          << f.matmul_dtype << ' ' << f.matmul_n << "^3 mm, the faster of fp32 and bf16; " << f.slower_matmul_dtype
+          << ": " << fixed(f.slower_matmul_tflops, 2) << ")  = " << fixed(f.matmul_ms, 1) << " ms\n";
     out << "  optimizer  " << fixed(f.optimizer_bytes / 1e6, 0) << " MB at " << fixed(f.copy_gbps, 1)
         << " GB/s (copy)  = " << fixed(f.optimizer_ms, 1) << " ms   [in place " << fixed(f.inplace_gbps, 1)
         << " GB/s: " << fixed(f.optimizer_inplace_ms, 1) << " ms]\n"

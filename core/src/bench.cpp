@@ -17,6 +17,8 @@
 #include <torch/optim/adamw.h>
 #include <torch/version.h>
 
+#include <spdlog/spdlog.h>
+
 #include "accelkit/device.hpp"
 #include "accelkit/runtime.hpp"
 #include "accelkit/step_runner.hpp"
@@ -76,17 +78,44 @@ void set_threads(int n) {
   if (n > 0 && at::get_num_threads() != n) at::set_num_threads(n);
 }
 
-// Restores the accelkit variant's thread count when run_bench returns or throws.
-class ThreadRestore {
+// Puts each variant's process-wide settings (threads, TF32, host BLAS kernels) in place before
+// it runs, through the device's Precision::apply, and the accelkit plan back when run_bench
+// returns or throws. Re-applies only when another variant ran in between.
+class PlanSwitch {
  public:
-  explicit ThreadRestore(int n) : n_(n) {}
-  ~ThreadRestore() { set_threads(n_); }
-  ThreadRestore(const ThreadRestore&) = delete;
-  ThreadRestore& operator=(const ThreadRestore&) = delete;
+  explicit PlanSwitch(Runtime& rt) : rt_(rt) {}
+  ~PlanSwitch() {
+    try {
+      rt_.apply_precision(rt_.precision());
+    } catch (const std::exception& e) {
+      spdlog::warn("bench: restoring the accelkit precision plan failed: {}", e.what());
+    }
+  }
+  PlanSwitch(const PlanSwitch&) = delete;
+  PlanSwitch& operator=(const PlanSwitch&) = delete;
+
+  void to(const std::string& who, const PrecisionPlan& plan) {
+    if (who == current_) return;
+    rt_.apply_precision(plan);
+    current_ = who;
+  }
+  void forget() { current_.clear(); }
 
  private:
-  int n_;
+  Runtime& rt_;
+  std::string current_;
 };
+
+// A value as the device's Precision reads it back after apply ("" when it has no such key).
+std::string applied_value(const Runtime& rt, const std::string& key) {
+  auto precision = rt.device_handle()->precision();
+  if (!precision.ok() || !precision.value()) return {};
+  auto values = precision.value()->read_back();
+  if (!values.ok()) return {};
+  for (const auto& v : values.value())
+    if (v.key == key) return v.value;
+  return {};
+}
 
 int physical_cores(const Runtime& rt) {
   for (const auto& [key, value] : rt.device_handle()->info().properties) {
@@ -127,6 +156,8 @@ struct Runner {
   std::shared_ptr<torch::optim::Optimizer> opt;
   std::optional<LossScaler> scaler;  // accelkit only
   std::function<void(at::Tensor&)> hook;
+  PrecisionPlan plan;                // applied (through `plans`) before each of this variant's steps
+  PlanSwitch* plans = nullptr;
   bool grads_to_none = false;        // accelkit: accelkit::zero_grad (none); others: zeroed buffers
   // accelkit with compile != off: the step through Runtime::capture_step, on the static x and
   // target; it writes its loss into graph_loss. Made once the runners no longer move.
@@ -158,9 +189,14 @@ struct Runner {
   // adds the time of zero_grad + forward + loss, backward, and the optimizer step (ms),
   // synchronising between them - except for a captured step, which has no phases (and no
   // synchronisation may happen while it is being captured).
+  void enter() {
+    plans->to(info.name, plan);
+    set_threads(info.threads);
+  }
+
   at::Tensor step(const at::Tensor& x, const at::Tensor& target, double* phases = nullptr) {
     if (!graph) return eager_step(x, target, phases);
-    set_threads(info.threads);
+    enter();
     graph_phases = graph->eager() ? phases : nullptr;
     graph->run();
     graph_phases = nullptr;
@@ -168,7 +204,7 @@ struct Runner {
   }
 
   at::Tensor eager_step(const at::Tensor& x, const at::Tensor& target, double* phases) {
-    set_threads(info.threads);
+    enter();
     auto t0 = Clock::now();
     auto lap = [&](int i) {
       if (!phases) return;
@@ -204,7 +240,7 @@ struct Runner {
 
   // A synchronised step: total ms, and the phases into `phases[3]`.
   double timed_step(const at::Tensor& x, const at::Tensor& target, double* phases) {
-    set_threads(info.threads);
+    enter();
     synchronize(device);
     const auto t0 = Clock::now();
     step(x, target, phases);
@@ -214,7 +250,7 @@ struct Runner {
 
   // After the check steps: the final loss (forward only) or the parameters' norm.
   double final_value(const at::Tensor& x, const at::Tensor& target) {
-    set_threads(info.threads);
+    enter();
     at::NoGradGuard no_grad;
     if (net.module) return loss(x, target).item<double>();
     double sq = 0;
@@ -357,7 +393,14 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
     r.autotune = rt.autotune(problem, tune);
   }
   const int accel_threads = rt.precision().threads > 0 ? rt.precision().threads : at::get_num_threads();
-  ThreadRestore restore(accel_threads);
+  PlanSwitch plans(rt);
+  // The plain-LibTorch variants: the device's settings as LibTorch has them unconfigured - no
+  // TF32, the BLAS library's own kernels - at their thread counts (autocast comes from Runner).
+  auto plain_plan = [](int threads) {
+    PrecisionPlan p;
+    p.threads = threads;
+    return p;
+  };
 
   const AdamWConfig adamw;
   auto make_runner = [&](const std::string& name, int threads, bool autocast, at::ScalarType dtype, bool accelkit) {
@@ -376,6 +419,8 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
     run.info.name = name;
     run.info.threads = threads;
     run.info.dtype = dtype_name(run.dtype);
+    run.plans = &plans;
+    run.plan = accelkit ? rt.precision() : plain_plan(threads);
     if (accelkit) {
       OptimizerChoice choice = rt.make_adamw(run.params, adamw, /*model_weights=*/!optimizer_only);
       run.opt = choice.optimizer;
@@ -422,6 +467,7 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
       if (!optimizer_only) run.info.check.push_back(l.item<double>());
     }
     run.info.check.push_back(run.final_value(x, target));
+    run.info.blas = applied_value(rt, "blas_kernels");
   }
   BenchAccuracy& acc = r.accuracy;
   acc.compared = optimizer_only ? "parameters" : "loss";
@@ -466,7 +512,7 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
   // Floors: machine rates measured now, at accelkit's thread count.
   if (o.floors) {
     report(progress, spec.model, "floors", 0, 2);
-    set_threads(accel_threads);
+    runners[1].enter();
     BenchFloor& f = r.floor;
     const std::int64_t copy_bytes = o.floor_copy_bytes ? o.floor_copy_bytes : (gpu ? (1LL << 30) : (512LL << 20));
     const Bandwidth bw = measure_bandwidth(device, copy_bytes);
@@ -477,9 +523,18 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
     f.optimizer_inplace_ms = f.optimizer_bytes / f.inplace_gbps / 1e6;
     if (!optimizer_only) {
       report(progress, spec.model, "floors", 1, 2);
-      f.matmul_dtype = dtype_name(accel.dtype);
+      // The rate of accelkit's own dtype and of the other one of fp32 / bf16, at accelkit's
+      // settings: the floor takes the faster, so a slow choice of dtype cannot lower the bar.
       f.matmul_n = o.floor_matmul_n ? o.floor_matmul_n : (gpu ? 8192 : 2048);
-      f.matmul_tflops = measure_matmul_tflops(device, f.matmul_n, accel.dtype);
+      const at::ScalarType own = accel.dtype;
+      const at::ScalarType other = own == at::kFloat ? at::kBFloat16 : at::kFloat;
+      const double own_tflops = measure_matmul_tflops(device, f.matmul_n, own);
+      const double other_tflops = measure_matmul_tflops(device, f.matmul_n, other);
+      const bool own_faster = own_tflops >= other_tflops;
+      f.matmul_dtype = dtype_name(own_faster ? own : other);
+      f.matmul_tflops = own_faster ? own_tflops : other_tflops;
+      f.slower_matmul_dtype = dtype_name(own_faster ? other : own);
+      f.slower_matmul_tflops = own_faster ? other_tflops : own_tflops;
       f.step_flops = bench_detail::training_matmul_flops(spec);
       f.matmul_ms = f.step_flops / (f.matmul_tflops * 1e12) * 1e3;
       f.note = spec.model == "mlp" ? "matmuls at the measured rate + AdamW bytes at the copy bandwidth"

@@ -65,6 +65,9 @@ struct BenchVariant {
   std::string description;  // "plain LibTorch: fp32, default threads, torch::optim::AdamW"
   int threads = 0;
   std::string dtype;        // compute dtype: fp32 (no autocast) | bf16 | fp16
+  // Host BLAS kernels while it ran, as the device's Precision reads them back ("SkylakeX");
+  // "" when the device reports none. The plain-LibTorch variants run the library's own.
+  std::string blas;
   bool loss_scaling = false;
   std::string optimizer;    // implementation, "torch::optim::AdamW" or the plugin's
   // How the step ran: "graph" (captured and replayed through Runtime::capture_step; the phases
@@ -85,9 +88,13 @@ struct BenchFloor {
   // x.mul_(1) on one large buffer, same units: no read-for-ownership of a separate
   // destination, so nearer what an in-place optimizer can reach (a stricter reference).
   double inplace_gbps = 0;
-  std::string matmul_dtype;      // dtype of the rate below (the accelkit variant's)
+  // Matmul rates are measured for fp32 and bf16 at the accelkit variant's settings (threads,
+  // BLAS kernels); the floor uses the faster one.
+  std::string matmul_dtype;      // dtype of the rate below: the faster of the two
   int matmul_n = 0;
   double matmul_tflops = 0;      // n^3 at::mm, 2 n^3 / s / 1e12
+  std::string slower_matmul_dtype;  // the other one, for the record
+  double slower_matmul_tflops = 0;
   double step_flops = 0;         // matmul FLOPs per training step (0 for optimizer)
   double optimizer_bytes = 0;    // AdamW bytes per step: 28 per fp32 param
   double matmul_ms = 0;          // step_flops at the matmul rate
