@@ -7,6 +7,7 @@ set(ACCELKIT_PACKAGE_CONTACT "accelkit maintainers <maintainers@accelkit.invalid
     CACHE STRING "Maintainer field of the Debian packages")
 
 set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGING_INSTALL_PREFIX "${ACCELKIT_PACKAGE_PREFIX}")
 set(CPACK_PACKAGE_NAME accelkit)
 set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")
 set(CPACK_PACKAGE_CONTACT "${ACCELKIT_PACKAGE_CONTACT}")

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "accelkit/loader.hpp"
+#include "accelkit/version.hpp"
 #include "fixture_paths.hpp"
 #include "test_support.hpp"
 
@@ -414,6 +415,10 @@ TEST_CASE("search directories: environment, command line and defaults") {
       }
     }
     CHECK(exe_relative);
+    // The packages' directory comes last, when it is not the build-time one already.
+    const bool same = std::string(ACCELKIT_PACKAGE_PLUGIN_DIR) == ACCELKIT_BUILDTIME_PLUGIN_DIR;
+    CHECK((dirs.back().origin == "package") == !same);
+    if (!same) CHECK(dirs.back().path == ACCELKIT_PACKAGE_PLUGIN_DIR);
   }
   SUBCASE("ACCELKIT_PLUGIN_PATH replaces the defaults") {
     ScopedEnv path("ACCELKIT_PLUGIN_PATH", a + ":" + b);

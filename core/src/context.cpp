@@ -29,8 +29,17 @@ std::unique_ptr<Context> Context::create(const ContextOptions& options) {
 }
 
 const Candidate& Context::require_device() const {
-  if (!decision_.ok || !decision_.selected) throw DeviceUnavailableError(decision_.error);
-  return *decision_.selected;
+  if (decision_.ok && decision_.selected) return *decision_.selected;
+  std::string err = decision_.error;
+  // No plugin file at all: say where the loader looked (an application built against an
+  // installed accelkit elsewhere than its build-time prefix has to name the directory).
+  if (discovery_.plugins.empty()) {
+    err += "\nNo plugin file was found. Searched:";
+    for (const auto& d : discovery_.dirs) err += "\n  " + d.path + " (" + d.origin + ")";
+    if (discovery_.dirs.empty()) err += " nothing (no search directory)";
+    err += "\nSet ACCELKIT_ADD_PLUGIN_PATH to the directory holding libaccelkit-*.so (<prefix>/<libdir>/accelkit/plugins).";
+  }
+  throw DeviceUnavailableError(err);
 }
 
 const PluginRecord* Context::plugin(const std::string& name) const {

@@ -305,6 +305,10 @@ std::vector<SearchDir> plugin_search_dirs(const LoaderOptions& options) {
       if (std::string_view(ACCELKIT_INSTALL_LIBDIR) != "lib" && fs::path(ACCELKIT_INSTALL_LIBDIR).is_relative())
         dirs.push_back({(prefix / ACCELKIT_INSTALL_LIBDIR / "accelkit" / "plugins").string(), "executable-relative"});
     }
+    // An application linked against the packaged core, built with another prefix than the
+    // packages': their plugins.
+    if (std::string_view(ACCELKIT_PACKAGE_PLUGIN_DIR) != ACCELKIT_BUILDTIME_PLUGIN_DIR)
+      dirs.push_back({ACCELKIT_PACKAGE_PLUGIN_DIR, "package"});
   }
   return dirs;
 }

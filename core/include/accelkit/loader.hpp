@@ -36,7 +36,7 @@ struct PluginRecord {
 struct SearchDir {
   std::string path;
   std::string origin;  // "--plugin-path", "ACCELKIT_PLUGIN_PATH", "ACCELKIT_ADD_PLUGIN_PATH",
-                       // "build-time", "executable-relative"
+                       // "build-time", "executable-relative", "package"
 };
 
 struct LoaderOptions {
