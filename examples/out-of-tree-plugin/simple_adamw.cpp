@@ -50,7 +50,9 @@ torch::Tensor SimpleAdamW::step(LossClosure closure) {
       const double bc1 = 1 - std::pow(beta1, st.step());
       const double bc2 = 1 - std::pow(beta2, st.step());
       const float decay = static_cast<float>(1 - o.lr() * o.weight_decay());
+      // 1 - beta in double, as torch::optim::AdamW does (1 - float(0.999) is 1.3e-5 off).
       const float b1 = static_cast<float>(beta1), b2 = static_cast<float>(beta2);
+      const float c1 = static_cast<float>(1 - beta1), c2 = static_cast<float>(1 - beta2);
       const float step_size = static_cast<float>(o.lr() / bc1);
       const float inv_sqrt_bc2 = static_cast<float>(1 / std::sqrt(bc2));
       const float eps = static_cast<float>(o.eps());
@@ -66,8 +68,8 @@ torch::Tensor SimpleAdamW::step(LossClosure closure) {
       at::parallel_for(0, p.numel(), 1 << 15, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
           const float gi = sign * g[i];
-          m[i] = b1 * m[i] + (1 - b1) * gi;
-          v[i] = b2 * v[i] + (1 - b2) * gi * gi;
+          m[i] = b1 * m[i] + c1 * gi;
+          v[i] = b2 * v[i] + c2 * gi * gi;
           float d = v[i];
           if (amsgrad) d = vmax[i] = std::max(vmax[i], v[i]);
           w[i] = w[i] * decay - step_size * m[i] / (std::sqrt(d) * inv_sqrt_bc2 + eps);
