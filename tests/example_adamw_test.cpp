@@ -51,6 +51,17 @@ void set_grads(const std::vector<torch::Tensor>& a, const std::vector<torch::Ten
   }
 }
 
+// Saves `from` to an in-memory checkpoint and loads it into `to`.
+void copy_state(torch::optim::Optimizer& from, torch::optim::Optimizer& to) {
+  std::stringstream bytes;
+  torch::serialize::OutputArchive out;
+  from.save(out);
+  out.save_to(bytes);
+  torch::serialize::InputArchive in;
+  in.load_from(bytes);
+  to.load(in);
+}
+
 }  // namespace
 
 TEST_CASE("SimpleAdamW matches torch::optim::AdamW after 200 steps") {
@@ -98,18 +109,8 @@ TEST_CASE("a torch::optim::AdamW checkpoint continues in SimpleAdamW, and back")
     first.step();
     ref.step();
   }
-  std::stringstream saved;
-  {
-    torch::serialize::OutputArchive out;
-    first.save(out);
-    out.save_to(saved);
-  }
   cpu_variant::SimpleAdamW simple(ps, opts, false);
-  {
-    torch::serialize::InputArchive in;
-    in.load_from(saved);
-    simple.load(in);
-  }
+  copy_state(first, simple);
   for (int step = 0; step < 20; ++step) {
     set_grads(ps, rs, false);
     simple.step();
@@ -121,18 +122,8 @@ TEST_CASE("a torch::optim::AdamW checkpoint continues in SimpleAdamW, and back")
     CHECK(rel_err(ps[i], rs[i], 1.0) <= 1e-6);
   }
   // And back: SimpleAdamW's state loads into torch::optim::AdamW.
-  std::stringstream again;
-  {
-    torch::serialize::OutputArchive out;
-    simple.save(out);
-    out.save_to(again);
-  }
   AdamW back(clones(ps), opts);
-  {
-    torch::serialize::InputArchive in;
-    in.load_from(again);
-    back.load(in);
-  }
+  copy_state(simple, back);
   const auto& bp = back.param_groups()[0].params();
   for (std::size_t i = 0; i < ps.size(); ++i) {
     auto& b = state_of(back, bp[i]);

@@ -99,7 +99,6 @@ class PlanSwitch {
     rt_.apply_precision(plan);
     current_ = who;
   }
-  void forget() { current_.clear(); }
 
  private:
   Runtime& rt_;
@@ -526,15 +525,15 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
       // The rate of accelkit's own dtype and of the other one of fp32 / bf16, at accelkit's
       // settings: the floor takes the faster, so a slow choice of dtype cannot lower the bar.
       f.matmul_n = o.floor_matmul_n ? o.floor_matmul_n : (gpu ? 8192 : 2048);
-      const at::ScalarType own = accel.dtype;
-      const at::ScalarType other = own == at::kFloat ? at::kBFloat16 : at::kFloat;
-      const double own_tflops = measure_matmul_tflops(device, f.matmul_n, own);
-      const double other_tflops = measure_matmul_tflops(device, f.matmul_n, other);
-      const bool own_faster = own_tflops >= other_tflops;
-      f.matmul_dtype = dtype_name(own_faster ? own : other);
-      f.matmul_tflops = own_faster ? own_tflops : other_tflops;
-      f.slower_matmul_dtype = dtype_name(own_faster ? other : own);
-      f.slower_matmul_tflops = own_faster ? other_tflops : own_tflops;
+      struct Rate { at::ScalarType dtype; double tflops; };
+      const at::ScalarType other = accel.dtype == at::kFloat ? at::kBFloat16 : at::kFloat;
+      Rate fast{accel.dtype, measure_matmul_tflops(device, f.matmul_n, accel.dtype)};
+      Rate slow{other, measure_matmul_tflops(device, f.matmul_n, other)};
+      if (slow.tflops > fast.tflops) std::swap(fast, slow);
+      f.matmul_dtype = dtype_name(fast.dtype);
+      f.matmul_tflops = fast.tflops;
+      f.slower_matmul_dtype = dtype_name(slow.dtype);
+      f.slower_matmul_tflops = slow.tflops;
       f.step_flops = bench_detail::training_matmul_flops(spec);
       f.matmul_ms = f.step_flops / (f.matmul_tflops * 1e12) * 1e3;
       f.note = spec.model == "mlp" ? "matmuls at the measured rate + AdamW bytes at the copy bandwidth"

@@ -32,12 +32,9 @@ Status CpuPrecision::apply(const PrecisionPlan& plan) noexcept {
       return Status(StatusCode::not_supported, "TF32 is not a CPU feature");
     if (plan.threads < 0)
       return Status(StatusCode::invalid_argument, "threads must be >= 0");
-    // "" (the library's own kernels) also undoes an earlier plan's choice; without OpenBLAS
-    // there is nothing to undo.
-    if (!plan.blas_kernels.empty() || openblas_state().present) {
-      if (std::string err = select_openblas_kernels(plan.blas_kernels); !err.empty())
-        return Status(StatusCode::not_supported, "blas kernels '" + plan.blas_kernels + "': " + err);
-    }
+    // "" (the library's own kernels) also undoes an earlier plan's choice.
+    if (std::string err = select_openblas_kernels(plan.blas_kernels); !err.empty())
+      return Status(StatusCode::not_supported, "blas kernels '" + plan.blas_kernels + "': " + err);
     if (plan.threads > 0 && at::get_num_threads() != plan.threads) at::set_num_threads(plan.threads);
     const bool autocast = plan.autocast && plan.dtype == "bf16";
     if (autocast) compat::set_autocast_dtype(at::kCPU, at::kBFloat16);
@@ -48,12 +45,13 @@ Status CpuPrecision::apply(const PrecisionPlan& plan) noexcept {
 
 Result<std::vector<AppliedValue>> CpuPrecision::read_back() noexcept {
   return capture("cpu precision read_back", [] {
+    const std::string blas = openblas_current_kernels();
     return std::vector<AppliedValue>{
         {"num_threads", std::to_string(at::get_num_threads())},
         {"num_interop_threads", std::to_string(at::get_num_interop_threads())},
         {"autocast_cpu_enabled", compat::autocast_enabled(at::kCPU) ? "true" : "false"},
         {"autocast_cpu_dtype", c10::toString(compat::autocast_dtype(at::kCPU))},
-        {"blas_kernels", openblas_state().present ? openblas_current_kernels() : "none (no OpenBLAS)"},
+        {"blas_kernels", blas.empty() ? "none (no OpenBLAS)" : blas},
     };
   });
 }

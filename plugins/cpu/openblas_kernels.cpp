@@ -179,7 +179,7 @@ OpenBlasState openblas_state() {
 
 std::string select_openblas_kernels(const std::string& kernels) {
   const OpenBlasState s = openblas_state();
-  if (!s.present) return s.absent_reason;
+  if (!s.present) return kernels.empty() ? std::string() : s.absent_reason;  // nothing to undo
   const std::string want = kernels.empty() ? s.library_choice : kernels;
   if (!kernels.empty() && !has(s.kernel_sets, kernels))
     return "OpenBLAS here has no kernel set '" + kernels + "'";

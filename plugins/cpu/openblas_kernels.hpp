@@ -52,8 +52,9 @@ BlasKernelPlan plan_openblas_kernels(const std::string& request, const OpenBlasS
 // reports before anything here switched it).
 OpenBlasState openblas_state();
 
-// Switches to `kernels` ("" = back to OpenBLAS's own choice). Returns "" on success, else why
-// not (no OpenBLAS, unknown set, the library reports another set afterwards).
+// Switches to `kernels` ("" = back to OpenBLAS's own choice; without OpenBLAS nothing to do).
+// Returns "" on success, else why not (no OpenBLAS, unknown set, the library reports another
+// set afterwards).
 std::string select_openblas_kernels(const std::string& kernels);
 
 // The kernel set in use now; "" when there is no OpenBLAS.
