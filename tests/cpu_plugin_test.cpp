@@ -1,9 +1,9 @@
 // The built libaccelkit-cpu.so, opened with dlopen the way the host does (handshake, then the
 // Boost.DLL factory alias), on this machine: probe, open, precision apply/read_back, monitor.
-#include <doctest/doctest.h>
-
 #include <ATen/ATen.h>
 #include <torch/optim/optimizer.h>
+
+#include "torch_doctest.hpp"
 
 #include <dlfcn.h>
 

@@ -2,6 +2,7 @@
 #include <mutex>
 #include <optional>
 
+#include <ATen/Context.h>
 #include <accelkit/plugin.hpp>
 
 #include "cpu_device.hpp"
@@ -44,6 +45,9 @@ class CpuPlugin final : public Plugin {
 
   ProbeReport probe_locked() {
     CpuProbe probe = probe_cpu();
+    // A LibTorch with MKL linked in (the PyTorch wheel) maps no BLAS library of its own.
+    if (probe.blas.kind == BlasKind::not_found && at::hasMKL())
+      probe.blas = {BlasKind::mkl, "mkl", "linked into LibTorch", {}};
     CpuReport report = make_cpu_report(probe);
     ProbeReport out;
     out.score = report.score;

@@ -3,7 +3,23 @@
 # so no inline function built for AVX-512 can be picked by the linker for other code.
 # OpenMP: at::parallel_for's OpenMP body is compiled in fused_adamw.cpp; omp simd in the
 # portable loop.
+# A LibTorch that ships its own libgomp (the PyTorch wheel) gets that one linked by path: one
+# OpenMP runtime serves LibTorch and this code, and no system copy competes for the search path.
 find_package(OpenMP REQUIRED COMPONENTS CXX)
+set(_accelkit_openmp OpenMP::OpenMP_CXX)
+if(TORCH_INSTALL_PREFIX AND NOT TORCH_INSTALL_PREFIX STREQUAL "/usr")
+  file(GLOB _accelkit_torch_gomp "${TORCH_INSTALL_PREFIX}/lib/libgomp*.so*")
+  if(_accelkit_torch_gomp)
+    list(GET _accelkit_torch_gomp 0 _accelkit_torch_gomp)
+    if(NOT TARGET accelkit_torch_openmp)
+      add_library(accelkit_torch_openmp INTERFACE)
+      separate_arguments(_accelkit_omp_flags UNIX_COMMAND "${OpenMP_CXX_FLAGS}")
+      target_compile_options(accelkit_torch_openmp INTERFACE ${_accelkit_omp_flags})
+      target_link_libraries(accelkit_torch_openmp INTERFACE "${_accelkit_torch_gomp}")
+    endif()
+    set(_accelkit_openmp accelkit_torch_openmp)
+  endif()
+endif()
 
 set(_accelkit_adamw_dir "${CMAKE_CURRENT_LIST_DIR}")
 add_library(accelkit_cpu_adamw STATIC
@@ -19,7 +35,7 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
     PROPERTIES COMPILE_OPTIONS "-mavx512f;-mavx512bw")
 endif()
 target_include_directories(accelkit_cpu_adamw PUBLIC "${_accelkit_adamw_dir}")
-target_link_libraries(accelkit_cpu_adamw PUBLIC accelkit_torch accelkit::sdk PRIVATE OpenMP::OpenMP_CXX)
+target_link_libraries(accelkit_cpu_adamw PUBLIC accelkit_torch accelkit::sdk PRIVATE ${_accelkit_openmp})
 # Every path does the same float operations in the same order: no FMA contraction. No errno
 # from sqrt, so the portable loop (#pragma omp simd) vectorises for the baseline ISA.
 target_compile_options(accelkit_cpu_adamw PRIVATE
