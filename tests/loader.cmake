@@ -11,3 +11,15 @@ target_compile_definitions(loader_test PRIVATE
 target_include_directories(loader_test PRIVATE
   "${CMAKE_CURRENT_SOURCE_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}/fixtures/plugins")
 add_dependencies(loader_test accelkit_fixture_plugins)
+# The pre-load ELF reader is internal to the core.
+target_include_directories(loader_test PRIVATE "${PROJECT_SOURCE_DIR}/core/src")
+
+# Both LibTorch builds on one machine (scripts/setup --all sets ACCELKIT_OTHER_BUILD_DIR to the
+# other build tree): this build's accelkit refuses the other build's plugins from the file,
+# naming both LibTorch versions.
+set(ACCELKIT_OTHER_BUILD_DIR "" CACHE PATH "An accelkit build tree made against another LibTorch")
+if(ACCELKIT_OTHER_BUILD_DIR AND TARGET accelkit)
+  add_test(NAME cross_libtorch_plugins
+    COMMAND "${CMAKE_CURRENT_SOURCE_DIR}/cross_libtorch_test.sh" "$<TARGET_FILE:accelkit>"
+            "${ACCELKIT_TORCH_VERSION}" "${ACCELKIT_OTHER_BUILD_DIR}")
+endif()

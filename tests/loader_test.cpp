@@ -5,11 +5,15 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "accelkit/loader.hpp"
 #include "accelkit/version.hpp"
+#include "elf_facts.hpp"
 #include "fixture_paths.hpp"
 #include "test_support.hpp"
 
@@ -178,6 +182,27 @@ TEST_CASE("each bad plugin is refused with its real cause") {
     CHECK(says_found_expected(r.reason, "itanium/libstdc++/cxx11abi=7", host_cxx_abi()));
     CHECK_FALSE(r.plugin);
   }
+  SUBCASE("the file's note names another LibTorch: refused before loading") {
+    PluginRecord r = load_plugin_file(fixture_plugin("note-torch"));
+    INFO(r.reason);
+    CHECK(r.status == PluginStatus::rejected);
+    CHECK(contains(r.reason, "not loaded"));
+    CHECK(says_found_expected(r.reason, "0.4.1", major_minor(host_torch_version())));
+    CHECK(contains(r.reason, host_torch_version()));
+    CHECK(r.torch_version == "0.4.1");
+    CHECK_FALSE(r.plugin);
+    CHECK(std::getenv("ACCELKIT_FIXTURE_LOADED_NOTE_TORCH") == nullptr);  // its constructor never ran
+  }
+  SUBCASE("it needs another LibTorch's libraries: refused before loading") {
+    PluginRecord r = load_plugin_file(fixture_plugin("needs-other-torch"));
+    INFO(r.reason);
+    CHECK(r.status == PluginStatus::rejected);
+    CHECK(contains(r.reason, "another LibTorch"));
+    CHECK(contains(r.reason, "libc10.so.99"));
+    CHECK(contains(r.reason, host_torch_version()));
+    CHECK_FALSE(r.plugin);
+    CHECK(std::getenv("ACCELKIT_FIXTURE_LOADED_NEEDS_OTHER_TORCH") == nullptr);
+  }
   SUBCASE("factory throws") {
     PluginRecord r = load_plugin_file(fixture_plugin("factory-throws"));
     INFO(r.reason);
@@ -225,6 +250,7 @@ TEST_CASE("one discovery over every bad plugin: each has its fate, the good ones
       {"rocm", PluginStatus::loaded},               {"torch-version", PluginStatus::rejected},
       {"cxx-abi", PluginStatus::rejected},          {"probe-fails", PluginStatus::unavailable},
       {"probe-throws", PluginStatus::unavailable},  {"score-zero", PluginStatus::unavailable},
+      {"note-torch", PluginStatus::rejected},       {"needs-other-torch", PluginStatus::rejected},
       {"cuda", PluginStatus::loaded},
   };
   std::vector<std::string> dirs;
@@ -575,4 +601,52 @@ TEST_CASE("the trace names every directory and every file tried") {
   copy_to(fixture_plugin("cpu"), tmp.path() / "libother.so");
   copy_to(fixture_plugin("cpu"), tmp.path() / "libaccelkit-cpu.so.1");
   CHECK(discover_plugins(only_dirs({tmp.str()})).plugins.empty());
+}
+
+TEST_CASE("the pre-load reader: a plugin's note and needed libraries, and damaged files") {
+  SUBCASE("a plugin written with ACCELKIT_PLUGIN carries the note") {
+    std::string error;
+    auto facts = read_elf_facts(fixture_plugin("cuda"), &error);
+    INFO(error);
+    REQUIRE(facts.has_value());
+    CHECK(facts->elf64_le);
+    REQUIRE(facts->note.has_value());
+    std::map<std::string, std::string> note;
+    for (auto& [k, v] : parse_plugin_note(*facts->note)) note[k] = v;
+    CHECK(note["accelkit-plugin-note"] == "1");
+    CHECK(note["torch"] == host_torch_version());
+    CHECK(note["cxx_abi"] == host_cxx_abi());
+    CHECK(std::strtoul(note["abi"].c_str(), nullptr, 10) == ACCELKIT_ABI_MAJOR);
+    // DT_NEEDED as the dynamic linker reads it (LibTorch's own only where the plugin calls
+    // into it: Debian's LibTorch links with --as-needed).
+    CHECK(std::find(facts->needed.begin(), facts->needed.end(), "libstdc++.so.6") != facts->needed.end());
+    auto stub = read_elf_facts(fixture_plugin("needs-other-torch"), nullptr);
+    REQUIRE(stub.has_value());
+    CHECK(std::find(stub->needed.begin(), stub->needed.end(), "libc10.so.99") != stub->needed.end());
+    CHECK(torch_library_stem("libc10.so.99") == "libc10.so");
+    CHECK(torch_library_stem("libtorch_cpu.so") == "libtorch_cpu.so");
+    CHECK(torch_library_stem("libc10x.so") == "");
+  }
+  SUBCASE("a hand-written plugin without the note still reads") {
+    auto facts = read_elf_facts(fixture_plugin("abi-new"), nullptr);
+    REQUIRE(facts.has_value());
+    CHECK_FALSE(facts->note.has_value());
+  }
+  SUBCASE("not ELF, truncated, missing") {
+    std::string error;
+    CHECK_FALSE(read_elf_facts(fixture_plugin("garbage"), &error).has_value());
+    CHECK(contains(error, "no ELF header"));
+    TempDir tmp("accelkit-elf");
+    std::ifstream in(fixture_plugin("cuda"), std::ios::binary);
+    std::string head(256, '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    const auto cut = (tmp.path() / "cut.so").string();
+    std::ofstream(cut, std::ios::binary).write(head.data(), static_cast<std::streamsize>(head.size()));
+    error.clear();
+    CHECK_FALSE(read_elf_facts(cut, &error).has_value());
+    CHECK(contains(error, "out of the file's bounds"));
+    error.clear();
+    CHECK_FALSE(read_elf_facts((tmp.path() / "none.so").string(), &error).has_value());
+    CHECK(contains(error, "cannot be read"));
+  }
 }

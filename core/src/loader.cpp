@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +21,7 @@
 #include <spdlog/spdlog.h>
 
 #include "accelkit/host_paths.hpp"
+#include "elf_facts.hpp"
 #include "accelkit/version.hpp"
 
 namespace fs = std::filesystem;
@@ -130,6 +132,39 @@ std::string join(const std::vector<std::string>& parts, const char* sep) {
   return out;
 }
 
+// Why the file must not be loaded, judged from the file alone (its handshake note and the
+// libraries it needs), or "". Fills rec's versions from the note.
+std::string pre_load_problem(const std::string& path, PluginRecord& rec) {
+  std::string error;
+  auto facts = read_elf_facts(path, &error);
+  if (!facts) return "not a readable ELF shared object: " + error;
+  if (facts->note) {
+    std::map<std::string, std::string> note;
+    for (auto& [k, v] : parse_plugin_note(*facts->note)) note.emplace(k, v);
+    const std::string abi = note["abi"];
+    rec.torch_version = note["torch"];
+    rec.cxx_abi = note["cxx_abi"];
+    const std::string before = "handshake (read from the file, not loaded): ";
+    if (abi.empty() || rec.torch_version.empty() || rec.cxx_abi.empty())
+      return before + "the " ACCELKIT_PLUGIN_NOTE_SECTION " section lacks abi/torch/cxx_abi";
+    const unsigned long abi_major = std::strtoul(abi.c_str(), nullptr, 10);
+    if (abi_major != ACCELKIT_ABI_MAJOR)
+      return before + "ABI major found " + std::to_string(abi_major) + " (" + abi + "), expected " +
+             std::to_string(ACCELKIT_ABI_MAJOR) +
+             (abi_major > ACCELKIT_ABI_MAJOR ? ": the plugin needs a newer accelkit" : ": rebuild the plugin against this SDK");
+    if (major_minor(rec.torch_version) != major_minor(host_torch_version()))
+      return before + "LibTorch found " + rec.torch_version + ", expected " + major_minor(host_torch_version()) +
+             ".x (this host runs " + host_torch_version() + "): rebuild the plugin against this host's LibTorch";
+    if (rec.cxx_abi != host_cxx_abi())
+      return before + "C++ ABI tag found '" + rec.cxx_abi + "', expected '" + host_cxx_abi() + "'";
+  }
+  // Same version, another build (a wheel and a distribution's package of one release), or a
+  // plugin without the note: the LibTorch libraries it needs must be the ones loaded here.
+  if (auto why = foreign_torch_library(*facts, host_torch_version()); !why.empty())
+    return why + "; rebuild the plugin against this host's LibTorch";
+  return {};
+}
+
 // Decides, once the plugin's name is known, whether to go on: "" to continue, else why not.
 using NameVeto = std::function<std::string(const std::string& name)>;
 
@@ -150,6 +185,7 @@ PluginRecord load_impl(const std::string& path, bool probe, const NameVeto& veto
   if (!fs::is_regular_file(path, ec)) return reject("not a regular file");
   if (auto why = insecure_path_reason(path); !why.empty()) return reject("refused as insecure: " + why);
   if (auto why = elf_problem(path); !why.empty()) return reject(why);
+  if (auto why = pre_load_problem(path, rec); !why.empty()) return reject(why);
 
   // Our own dlopen first: it gives the real reason (Boost.DLL would say "Bad file descriptor").
   dlerror();

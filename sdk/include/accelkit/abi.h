@@ -28,7 +28,12 @@
  *        for a bf16 model inside the fused AdamW. A 2.x plugin is refused: it would read the
  *        config without the field and ignore the request. Also PrecisionRequest::blas and
  *        PrecisionPlan::blas_kernels: the host BLAS kernel set, chosen and applied by the
- *        device's Precision.
+ *        device's Precision. And the section ".accelkit_plugin" (ACCELKIT_PLUGIN_NOTE in
+ *        plugin.hpp): the same handshake facts as text, which the host reads from the file
+ *        before dlopen(), so that a plugin built against another LibTorch is refused without
+ *        being loaded. Also Optimizer::adamw_implementations() and
+ *        AdamWConfig::implementation: a plugin offers several AdamW implementations (its own
+ *        kernel, LibTorch's at::_fused_adamw_) and the host picks the fastest by measurement.
  *
  * Thread-safety: accelkit_plugin_info may be called from any thread, any number of times.
  */

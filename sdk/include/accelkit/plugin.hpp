@@ -57,6 +57,29 @@
   ACCELKIT_STR_(TORCH_VERSION_MAJOR) "." ACCELKIT_STR_(TORCH_VERSION_MINOR) "." \
       ACCELKIT_STR_(TORCH_VERSION_PATCH)
 
+// ---- the handshake, readable without loading the library ----------------------------------
+// ACCELKIT_PLUGIN also writes the handshake's facts as text into the ELF section
+// ".accelkit_plugin", one "key value" per line:
+//
+//   accelkit-plugin-note 1
+//   abi 3.0
+//   torch 2.13.0
+//   cxx_abi itanium/libstdc++/cxx11abi=1
+//
+// The host reads it from the file before dlopen() and refuses a mismatch there: loading a
+// plugin built against another LibTorch would bring that LibTorch's libraries and static
+// initialisers into the host's process before accelkit_plugin_info() could say anything.
+// Since ABI 3.0. A plugin that writes its own accelkit_plugin_info instead of using
+// ACCELKIT_PLUGIN can write the same note with ACCELKIT_PLUGIN_NOTE(torch, cxx_abi).
+#define ACCELKIT_PLUGIN_NOTE_SECTION ".accelkit_plugin"
+#define ACCELKIT_PLUGIN_NOTE(torch_version, cxx_abi)                                             \
+  [[gnu::used, gnu::section(ACCELKIT_PLUGIN_NOTE_SECTION)]] static const char                    \
+      accelkit_plugin_note_[] = "accelkit-plugin-note 1\n"                                       \
+                                "abi " ACCELKIT_STR_(ACCELKIT_ABI_MAJOR) "." ACCELKIT_STR_(     \
+                                    ACCELKIT_ABI_MINOR) "\n"                                     \
+                                "torch " torch_version "\n"                                      \
+                                "cxx_abi " cxx_abi "\n";
+
 namespace accelkit {
 
 // What probe() found. Plain value.
@@ -88,6 +111,7 @@ using PluginFactory = Plugin*(Status* error);
 // constructible and has `static constexpr const char* kName, kVersion, kDescription`.
 // Use it once, at namespace scope, in one source file of the plugin.
 #define ACCELKIT_PLUGIN(Class)                                                           \
+  ACCELKIT_PLUGIN_NOTE(ACCELKIT_TORCH_VERSION_STRING, ACCELKIT_CXX_ABI_TAG)               \
   extern "C" BOOST_SYMBOL_EXPORT const AccelkitPluginInfo* accelkit_plugin_info(void) {  \
     static const AccelkitPluginInfo info = {                                             \
         sizeof(AccelkitPluginInfo), ACCELKIT_ABI_MAJOR,          ACCELKIT_ABI_MINOR,     \
