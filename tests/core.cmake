@@ -1,1 +1,4 @@
 accelkit_add_test(core_test SOURCES core_test.cpp LINK accelkit_core)
+
+# Every LibTorch version condition lives in sdk/include/accelkit/torch_compat*.hpp.
+add_test(NAME compat_guard COMMAND "${CMAKE_CURRENT_SOURCE_DIR}/compat_guard_test.sh" "${PROJECT_SOURCE_DIR}")

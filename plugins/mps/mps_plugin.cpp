@@ -52,22 +52,21 @@ class MpsPrecision final : public Precision {
     return capture("mps precision apply", [&]() -> Status {
       if (plan.tf32) return Status(StatusCode::not_supported, "TF32 is not an MPS feature");
       const bool on = plan.autocast && plan.dtype != "fp32";
-#if ACCELKIT_TORCH_AT_LEAST(2, 5)
+      if (!compat::autocast_available(c10::DeviceType::MPS))
+        return on ? Status(StatusCode::not_supported, "this LibTorch has no MPS autocast (it arrived in 2.5)")
+                  : Status::ok();
       if (on) compat::set_autocast_dtype(c10::DeviceType::MPS, plan.dtype == "bf16" ? at::kBFloat16 : at::kHalf);
       compat::set_autocast_enabled(c10::DeviceType::MPS, on);
-#else
-      if (on) return Status(StatusCode::not_supported, "this LibTorch has no MPS autocast");
-#endif
       return Status::ok();
     });
   }
   Result<std::vector<AppliedValue>> read_back() noexcept override {
     return capture("mps precision read_back", [] {
       std::vector<AppliedValue> v;
-#if ACCELKIT_TORCH_AT_LEAST(2, 5)
-      v.push_back({"autocast_mps_enabled", compat::autocast_enabled(c10::DeviceType::MPS) ? "true" : "false"});
-      v.push_back({"autocast_mps_dtype", c10::toString(compat::autocast_dtype(c10::DeviceType::MPS))});
-#endif
+      if (compat::autocast_available(c10::DeviceType::MPS)) {
+        v.push_back({"autocast_mps_enabled", compat::autocast_enabled(c10::DeviceType::MPS) ? "true" : "false"});
+        v.push_back({"autocast_mps_dtype", c10::toString(compat::autocast_dtype(c10::DeviceType::MPS))});
+      }
       return v;
     });
   }

@@ -4,8 +4,19 @@
 //   autocast: per-device-type functions since 2.4 (set_autocast_enabled(DeviceType, bool), ...);
 //             before that one function pair per device (set_cpu_enabled, set_enabled for CUDA).
 //   SDPA:     at::scaled_dot_product_attention and its backend controls exist from 2.0.
-//   AdamW:    ATen's fused AdamW (at::_fused_adamw_) exists from 2.0.
+//   AdamW:    ATen's fused AdamW (at::_fused_adamw_): the op from 2.0 with CUDA kernels, CPU
+//             kernels from 2.4 (aten_fused_adamw_available, aten_fused_adamw_).
 //   optim:    torch::optim keys per-parameter state by a std::string in 1.x, a void* later.
+//   graphs:   at::cuda::CUDAGraph::capture_begin() takes (pool) in 1.13 and (pool, capture mode)
+//             from 2.0, both defaulted: call it with no arguments (plugins/cuda/graph_step.cpp).
+//   autocast on MPS: from 2.5 (autocast_available).
+//   Not used by accelkit yet, so not here yet: c10d (process groups wrap a c10d::Backend from
+//   2.0) and the profiler (Kineto only where LibTorch was built with it: the wheel, not
+//   Debian's). Their differences come here with the code that needs them.
+//
+// Differences whose headers are too heavy for every file may live in sibling headers named
+// torch_compat_*.hpp; no other file tests TORCH_VERSION_*, ACCELKIT_TORCH_AT_LEAST or an
+// ACCELKIT_HAS_* macro in a preprocessor condition (tests/compat_guard_test.sh checks).
 //
 // Thread-safety: autocast state is thread-local in LibTorch; the guard affects its thread only.
 #pragma once
@@ -18,6 +29,7 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/DeviceType.h>
 #include <c10/core/ScalarType.h>
+#include <c10/util/Exception.h>
 #include <torch/version.h>
 
 #define ACCELKIT_TORCH_AT_LEAST(major, minor) \
@@ -25,13 +37,26 @@
 
 #define ACCELKIT_HAS_SDPA ACCELKIT_TORCH_AT_LEAST(2, 0)
 #define ACCELKIT_HAS_ATEN_FUSED_ADAMW ACCELKIT_TORCH_AT_LEAST(2, 0)
+#define ACCELKIT_HAS_ATEN_FUSED_ADAMW_CPU ACCELKIT_TORCH_AT_LEAST(2, 4)
 
 namespace accelkit::compat {
+
+// Whether LibTorch has an autocast for `type`: CPU and CUDA always here; MPS from 2.5 (the
+// per-device-type API of 2.4 plus MPS's own casts). Other types: not relied on.
+inline constexpr bool autocast_available(c10::DeviceType type) {
+  switch (type) {
+    case c10::DeviceType::CPU:
+    case c10::DeviceType::CUDA: return true;
+    case c10::DeviceType::MPS: return ACCELKIT_TORCH_AT_LEAST(2, 5);
+    default: return false;
+  }
+}
 
 inline bool autocast_enabled(c10::DeviceType type) {
 #if ACCELKIT_TORCH_AT_LEAST(2, 4)
   return at::autocast::is_autocast_enabled(type);
 #else
+  TORCH_CHECK(autocast_available(type), "no autocast for ", type, " in this LibTorch");
   return type == c10::DeviceType::CPU ? at::autocast::is_cpu_enabled() : at::autocast::is_enabled();
 #endif
 }
@@ -40,6 +65,7 @@ inline void set_autocast_enabled(c10::DeviceType type, bool on) {
 #if ACCELKIT_TORCH_AT_LEAST(2, 4)
   at::autocast::set_autocast_enabled(type, on);
 #else
+  TORCH_CHECK(autocast_available(type), "no autocast for ", type, " in this LibTorch");
   if (type == c10::DeviceType::CPU) at::autocast::set_cpu_enabled(on);
   else at::autocast::set_enabled(on);
 #endif
@@ -49,6 +75,7 @@ inline at::ScalarType autocast_dtype(c10::DeviceType type) {
 #if ACCELKIT_TORCH_AT_LEAST(2, 4)
   return at::autocast::get_autocast_dtype(type);
 #else
+  TORCH_CHECK(autocast_available(type), "no autocast for ", type, " in this LibTorch");
   return type == c10::DeviceType::CPU ? at::autocast::get_autocast_cpu_dtype() : at::autocast::get_autocast_gpu_dtype();
 #endif
 }
@@ -57,6 +84,7 @@ inline void set_autocast_dtype(c10::DeviceType type, at::ScalarType dtype) {
 #if ACCELKIT_TORCH_AT_LEAST(2, 4)
   at::autocast::set_autocast_dtype(type, dtype);
 #else
+  TORCH_CHECK(autocast_available(type), "no autocast for ", type, " in this LibTorch");
   if (type == c10::DeviceType::CPU) at::autocast::set_autocast_cpu_dtype(dtype);
   else at::autocast::set_autocast_gpu_dtype(dtype);
 #endif
@@ -98,6 +126,12 @@ class AutocastGuard {
 // public SDPA: sdpa_backends() reports all on and set_sdpa_backends() changes nothing and
 // returns false.
 #include <ATen/Context.h>
+#include <ATen/ops/matmul.h>
+#include <ATen/ops/softmax.h>
+#if ACCELKIT_HAS_SDPA
+#include <ATen/ops/scaled_dot_product_attention.h>
+#endif
+#include <cmath>
 
 namespace accelkit::compat {
 
@@ -118,6 +152,18 @@ inline SdpaBackends sdpa_backends() {
   out.math = ctx.userEnabledMathSDP();
 #endif
   return out;
+}
+
+// softmax(q k^T / sqrt(d)) v over the last two dimensions: at::scaled_dot_product_attention
+// where LibTorch has it, else the math path written out (the scale on q: B*H*T*dh multiplies
+// instead of B*H*T*T).
+inline at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+#if ACCELKIT_HAS_SDPA
+  return at::scaled_dot_product_attention(q, k, v);
+#else
+  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+  return at::matmul(at::softmax(at::matmul(q * scale, k.transpose(-2, -1)), -1), v);
+#endif
 }
 
 // Enables exactly the given backends; false when this LibTorch has no SDPA controls.
@@ -152,6 +198,44 @@ typename StateMap::key_type optimizer_state_key(const StateMap& /*state*/, const
   } else {
     return static_cast<Key>(p.unsafeGetTensorImpl());
   }
+}
+
+}  // namespace accelkit::compat
+
+// ---- ATen's fused AdamW --------------------------------------------------------------------
+#if ACCELKIT_HAS_ATEN_FUSED_ADAMW
+#include <ATen/ops/_fused_adamw.h>
+#endif
+#include <c10/util/Exception.h>
+
+namespace accelkit::compat {
+
+// Whether this LibTorch has at::_fused_adamw_ kernels for tensors on `type`.
+inline constexpr bool aten_fused_adamw_available(c10::DeviceType type) {
+  switch (type) {
+    case c10::DeviceType::CUDA: return ACCELKIT_HAS_ATEN_FUSED_ADAMW;
+    case c10::DeviceType::CPU: return ACCELKIT_HAS_ATEN_FUSED_ADAMW_CPU;
+    default: return false;
+  }
+}
+
+// One multi-tensor AdamW step over lists on one device and of one dtype. `steps` are float
+// scalar tensors on that device holding each parameter's step count, already advanced for
+// this step (as PyTorch's own _fused_adamw does). max_exp_avg_sqs: empty without amsgrad.
+// Throws c10::Error where aten_fused_adamw_available() is false.
+inline void aten_fused_adamw_(at::TensorList params, at::TensorList grads, at::TensorList exp_avgs,
+                              at::TensorList exp_avg_sqs, at::TensorList max_exp_avg_sqs, at::TensorList steps,
+                              double lr, double beta1, double beta2, double weight_decay, double eps, bool amsgrad,
+                              bool maximize) {
+#if ACCELKIT_HAS_ATEN_FUSED_ADAMW
+  at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, lr, beta1, beta2, weight_decay, eps,
+                    amsgrad, maximize);
+#else
+  (void)params, (void)grads, (void)exp_avgs, (void)exp_avg_sqs, (void)max_exp_avg_sqs, (void)steps, (void)lr,
+      (void)beta1, (void)beta2, (void)weight_decay, (void)eps, (void)amsgrad, (void)maximize;
+  TORCH_CHECK(false, "at::_fused_adamw_ needs LibTorch >= 2.0 (this is ", TORCH_VERSION_MAJOR, ".",
+              TORCH_VERSION_MINOR, ")");
+#endif
 }
 
 }  // namespace accelkit::compat
