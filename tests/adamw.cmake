@@ -8,3 +8,10 @@ accelkit_add_test(example_adamw_test
   SOURCES example_adamw_test.cpp ${PROJECT_SOURCE_DIR}/examples/out-of-tree-plugin/simple_adamw.cpp
   LINK accelkit::sdk accelkit_torch)
 target_include_directories(example_adamw_test PRIVATE ${PROJECT_SOURCE_DIR}/examples/out-of-tree-plugin)
+# LibTorch's fused AdamW (support::AtenFusedAdamW) and the core's measured choice among a
+# plugin's AdamW implementations, against the built CPU plugin.
+if(TARGET accelkit-plugin-cpu)
+  accelkit_add_test(aten_adamw_test SOURCES aten_adamw_test.cpp LINK accelkit::core)
+  target_compile_definitions(aten_adamw_test PRIVATE ACCELKIT_TEST_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}")
+  add_dependencies(aten_adamw_test accelkit-plugin-cpu)
+endif()

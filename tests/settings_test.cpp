@@ -50,7 +50,7 @@ TEST_CASE("schema: display order, types and env names") {
   std::vector<std::string> keys;
   for (const auto& spec : schema) keys.push_back(spec.key);
   CHECK(keys == std::vector<std::string>{"device", "no_gpu", "precision", "tf32", "compile", "sdpa_backend",
-                                         "fused_optimizer", "master_weights", "threads", "blas_kernels", "batch_size", "profile", "sampler",
+                                         "fused_optimizer", "adamw_implementation", "master_weights", "threads", "blas_kernels", "batch_size", "profile", "sampler",
                                          "autotune", "autotune_cache", "log_level", "prefer", "require"});
   for (const auto& spec : schema) {
     CHECK_MESSAGE(spec.default_value.index() == static_cast<size_t>(spec.type), spec.key);
@@ -59,10 +59,11 @@ TEST_CASE("schema: display order, types and env names") {
   CHECK(schema[0].env == "ACCELKIT_DEVICE");
   CHECK(schema[2].env == "ACCELKIT_PRECISION");
   CHECK(schema[4].env == "ACCELKIT_COMPILE");
-  CHECK(schema[7].env == "ACCELKIT_MASTER_WEIGHTS");
-  CHECK(schema[9].env == "ACCELKIT_BLAS_KERNELS");
-  CHECK(schema[11].env == "ACCELKIT_PROFILE");
-  CHECK(schema[15].env == "ACCELKIT_LOG_LEVEL");
+  CHECK(schema[7].env == "ACCELKIT_ADAMW_IMPLEMENTATION");
+  CHECK(schema[8].env == "ACCELKIT_MASTER_WEIGHTS");
+  CHECK(schema[10].env == "ACCELKIT_BLAS_KERNELS");
+  CHECK(schema[12].env == "ACCELKIT_PROFILE");
+  CHECK(schema[16].env == "ACCELKIT_LOG_LEVEL");
   CHECK(std::string(to_string(SettingType::string_list)) == "array of strings");
   CHECK(std::string(to_string(Origin::default_value)) == "default");
   CHECK(std::string(to_string(Origin::benchmark)) == "benchmark");
@@ -132,6 +133,7 @@ TEST_CASE("file layer: every key, with file:line:column") {
   CHECK(s.flag("autotune_cache") == false);
   CHECK(s.str("master_weights") == "on");
   CHECK(s.str("blas_kernels") == "library");
+  CHECK(s.str("adamw_implementation") == "aten-fused");
   for (const auto& [key, eff] : s.all()) {
     CHECK_MESSAGE(eff.origin == Origin::file, key);
     CHECK_MESSAGE(contains(eff.source, path + ":"), key);

@@ -2,6 +2,7 @@
 // (with --apply) the plan applied to LibTorch and read back.
 #include <iostream>
 
+#include "accelkit/adamw_choice.hpp"
 #include "accelkit/precision.hpp"
 #include "cli.hpp"
 #include "format.hpp"
@@ -113,7 +114,39 @@ int verb_report(const Invocation& inv, Context& ctx) {
     render_plan(std::cout, request, plan.value());
   }
 
+  // The AdamW implementation (adamw_choice.hpp): the cached measurement at the plan's threads;
+  // with --apply (the plan's threads in force) measured now when there is none.
+  auto optimizers = device->optimizer();
+  auto adamw = [&](bool measure) {
+    if (!optimizers.ok() || !optimizers.value()) {
+      const std::string why = optimizers.ok() ? "none" : optimizers.status().message();
+      if (inv.json) j["adamw"] = Json{{"implementation", nullptr}, {"why", why}};
+      else std::cout << "\nAdamW: the plugin has no optimizer (" << why << "); torch::optim::AdamW\n";
+      return;
+    }
+    AdamWImplChoice c = cached_adamw_implementation(ctx, *optimizers.value(), plan.value().threads);
+    if (c.origin.empty() && measure)
+      c = choose_adamw_implementation(ctx, *optimizers.value(), c10::Device(d.selected->device.torch_device),
+                                      ctx.settings().flag("autotune_cache"));
+    if (inv.json) {
+      Json times = Json::object();
+      for (const auto& [name, ms] : c.median_ms) times[name] = ms;
+      j["adamw"] = Json{{"implementation", c.origin.empty() ? Json(nullptr) : Json(c.name)},
+                        {"description", c.description}, {"origin", c.origin}, {"median_ms", times},
+                        {"cache_file", c.cache_file}, {"why", c.why}};
+      return;
+    }
+    std::cout << "\nAdamW implementation:\n";
+    if (c.origin.empty())
+      std::cout << "  not measured yet for " << plan.value().threads << " threads (the first make_adamw, e.g. accelkit "
+                << "bench, measures it; 'accelkit report --apply' measures it now)\n";
+    else
+      std::cout << "  " << c.name << ": " << c.description << "\n  why: " << c.why
+                << (c.cache_file.empty() ? "" : "\n  cache: " + c.cache_file) << '\n';
+  };
+
   if (!inv.apply) {
+    adamw(false);
     if (inv.json) print_json(j);
     else std::cout << "\n(run 'accelkit report --apply' to apply the plan and read it back from LibTorch)\n";
     return kExitOk;
@@ -121,6 +154,11 @@ int verb_report(const Invocation& inv, Context& ctx) {
 
   const Status applied = precision.value()->apply(plan.value());
   if (!applied.is_ok()) return fail("applying the precision plan failed: " + applied.message());
+  try {
+    adamw(true);
+  } catch (const std::exception& e) {
+    return fail(std::string("measuring the AdamW implementations failed: ") + e.what());
+  }
   auto read = precision.value()->read_back();
   if (!read.ok()) return fail("reading the applied values back failed: " + read.status().message());
 

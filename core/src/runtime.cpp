@@ -139,12 +139,30 @@ OptimizerChoice Runtime::make_adamw_as(const std::vector<at::Tensor>& params, co
   std::string master_note;
   c.master_weights = use_master_weights(config, fused, model_weights, master_note);
   if (fused != "off" && optimizers_) {
+    // Among several implementations the measured fastest; master weights only the plugin's
+    // default (the first) keeps.
+    std::string impl = optimizers_->implementation(), chosen_why;
+    const std::string asked = s.str("adamw_implementation");
+    if (c.implementation.empty() && asked != "auto") {
+      // A name the user gave: that one or a loud failure (the plugin lists what it offers).
+      c.implementation = asked;
+      chosen_why = "; adamw_implementation = " + asked + " (from " + s.origin_of("adamw_implementation") + ")";
+      for (const auto& i : optimizers_->adamw_implementations())
+        if (i.name == asked) impl = i.description;
+    } else if (c.implementation.empty() && !c.master_weights) {
+      if (!adamw_choice_)
+        adamw_choice_ = choose_adamw_implementation(*context_, *optimizers_, torch_device_, s.flag("autotune_cache"));
+      if (adamw_choice_->origin != "only") {
+        c.implementation = adamw_choice_->name;
+        impl = adamw_choice_->description;
+        chosen_why = "; " + adamw_choice_->name + ": " + adamw_choice_->why;
+      }
+    }
     auto made = optimizers_->create_adamw(params, c);
     if (made.ok() && made.value()) {
-      std::string impl = optimizers_->implementation();
       if (c.master_weights) impl += " with bf16 weights + fp32 master";
       return {made.value(), impl,
-              "fused_optimizer = " + fused + " and " + device_id + " has one" +
+              "fused_optimizer = " + fused + " and " + device_id + " has one" + chosen_why +
                   (c.master_weights ? "; master_weights = on (from " + s.origin_of("master_weights") + ")"
                                     : master_note),
               c.master_weights};
@@ -152,6 +170,9 @@ OptimizerChoice Runtime::make_adamw_as(const std::vector<at::Tensor>& params, co
     if (c.master_weights)
       throw std::runtime_error(device_id + " could not create its fused AdamW with master weights: " +
                                made.status().message());
+    if (asked != "auto")
+      throw std::runtime_error("adamw_implementation = " + asked + " (from " + s.origin_of("adamw_implementation") +
+                               ") but " + device_id + " could not create it: " + made.status().message());
     if (fused == "on")
       throw std::runtime_error("fused_optimizer = on (from " + s.origin_of("fused_optimizer") + ") but " + device_id +
                                " could not create it: " + made.status().message());
@@ -160,6 +181,11 @@ OptimizerChoice Runtime::make_adamw_as(const std::vector<at::Tensor>& params, co
     throw std::runtime_error("fused_optimizer = on (from " + s.origin_of("fused_optimizer") + ") but " + device_id +
                              " has no fused optimizer: " + optimizer_absent_reason_);
   }
+  if (const std::string asked = s.str("adamw_implementation"); asked != "auto")
+    throw std::runtime_error("adamw_implementation = " + asked + " (from " + s.origin_of("adamw_implementation") +
+                             ") but " +
+                             (fused == "off" ? "fused_optimizer = off (from " + s.origin_of("fused_optimizer") + ")"
+                                             : device_id + " has no fused optimizer: " + optimizer_absent_reason_));
   auto options = torch::optim::AdamWOptions(c.lr)
                      .betas(std::make_tuple(c.beta1, c.beta2))
                      .eps(c.eps)

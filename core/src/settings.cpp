@@ -71,6 +71,9 @@ const std::vector<SettingSpec>& settings_schema() {
        "ACCELKIT_SDPA_BACKEND", "scaled dot-product attention backend"},
       {"fused_optimizer", S::string, text("auto"), {"auto", "on", "off"}, "ACCELKIT_FUSED_OPTIMIZER",
        "fused optimizer kernels"},
+      {"adamw_implementation", S::string, text("auto"), {}, "ACCELKIT_ADAMW_IMPLEMENTATION",
+       "AdamW implementation: auto (the fastest the plugin offers, measured) or one by name "
+       "(accelkit report lists them: fused-avx2, aten-fused, ...)"},
       {"master_weights", S::string, text("off"), {"off", "on"}, "ACCELKIT_MASTER_WEIGHTS",
        "bf16 model weights with the fp32 master copy in the fused optimizer"},
       {"threads", S::integer, integer(0), {}, "ACCELKIT_THREADS", "CPU threads (0 = auto)", 0, 65536},

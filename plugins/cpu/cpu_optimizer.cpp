@@ -2,23 +2,54 @@
 
 #include <ATen/Parallel.h>
 
+#include "accelkit/support/aten_fused_adamw.hpp"
 #include "fused_adamw.hpp"
 
 namespace accelkit::cpu {
+namespace {
+
+constexpr const char* kAten = "aten-fused";
+
+std::string threads_text() {
+  const int n = at::get_num_threads();
+  return std::to_string(n) + (n == 1 ? " thread" : " threads");
+}
+
+std::string own_name() { return std::string("fused-") + adamw_isa_name(adamw_default_isa()); }
+
+}  // namespace
 
 std::string CpuOptimizer::implementation() const {
-  return std::string("fused AdamW (") + adamw_isa_name(adamw_default_isa()) + ", " +
-         std::to_string(at::get_num_threads()) + " threads)";
+  return std::string("fused AdamW (") + adamw_isa_name(adamw_default_isa()) + ", " + threads_text() + ")";
+}
+
+std::vector<AdamWImplementation> CpuOptimizer::adamw_implementations() const {
+  std::vector<AdamWImplementation> out{{own_name(), implementation(), true}};
+  if (support::AtenFusedAdamW::available(c10::DeviceType::CPU))
+    out.push_back({kAten, "ATen fused AdamW (at::_fused_adamw_, " + threads_text() + ")", false});
+  return out;
 }
 
 Result<std::shared_ptr<torch::optim::Optimizer>> CpuOptimizer::create_adamw(const std::vector<at::Tensor>& params,
                                                                             const AdamWConfig& c) noexcept {
+  const bool aten = c.implementation == kAten;
+  if (!aten && !c.implementation.empty() && c.implementation != own_name()) {
+    std::string names;
+    for (const auto& i : adamw_implementations()) names += (names.empty() ? "" : ", ") + i.name;
+    return Status(StatusCode::invalid_argument,
+                  "no AdamW implementation '" + c.implementation + "' on the CPU (this LibTorch offers: " + names + ")");
+  }
+  if (aten && !support::AtenFusedAdamW::available(c10::DeviceType::CPU))
+    return Status(StatusCode::not_supported, "at::_fused_adamw_ has CPU kernels from LibTorch 2.4 only");
+  if (aten && c.master_weights)
+    return Status(StatusCode::not_supported, "at::_fused_adamw_ keeps no fp32 master weights");
   return capture("cpu fused AdamW", [&]() -> std::shared_ptr<torch::optim::Optimizer> {
     auto options = torch::optim::AdamWOptions(c.lr)
                        .betas(std::make_tuple(c.beta1, c.beta2))
                        .eps(c.eps)
                        .weight_decay(c.weight_decay)
                        .amsgrad(c.amsgrad);
+    if (aten) return std::make_shared<support::AtenFusedAdamW>(params, options, c.maximize);
     return std::make_shared<FusedAdamW>(params, options, c.maximize, c.master_weights);
   });
 }

@@ -1,4 +1,6 @@
-// The CPU plugin's Optimizer: FusedAdamW (one vectorised, parallel pass per element).
+// The CPU plugin's Optimizer: its own FusedAdamW (one vectorised, parallel pass per element)
+// and, where this LibTorch has CPU kernels for it (2.4+), LibTorch's at::_fused_adamw_; the
+// host times both and keeps the faster.
 #pragma once
 
 #include "accelkit/optimizer.hpp"
@@ -8,6 +10,7 @@ namespace accelkit::cpu {
 class CpuOptimizer final : public Optimizer {
  public:
   std::string implementation() const override;
+  std::vector<AdamWImplementation> adamw_implementations() const override;
   Result<std::shared_ptr<torch::optim::Optimizer>> create_adamw(const std::vector<at::Tensor>& params,
                                                                 const AdamWConfig& config) noexcept override;
 };

@@ -31,6 +31,17 @@ struct AdamWConfig {
   // keeps their fp32 values as a master copy it updates, saves and loads with its state. A
   // plugin without it must refuse (StatusCode::not_supported).
   bool master_weights = false;
+  // Which of the plugin's AdamW implementations (Optimizer::adamw_implementations) to create:
+  // its name, or "" for the plugin's default. An unknown name is refused with
+  // StatusCode::invalid_argument. Since ABI 3.0.
+  std::string implementation;
+};
+
+// One AdamW implementation a plugin can create on its device. Since ABI 3.0.
+struct AdamWImplementation {
+  std::string name;         // short and stable, [a-z0-9-]+: "fused-avx512", "aten-fused"
+  std::string description;  // one line: "fused AdamW (avx512, 2 threads)"
+  bool master_weights = false;  // whether it takes AdamWConfig::master_weights
 };
 
 class Optimizer {
@@ -38,6 +49,14 @@ class Optimizer {
   virtual ~Optimizer() = default;
   // One line saying which implementation this is ("fused AdamW, AVX-512, 16 threads").
   virtual std::string implementation() const = 0;
+  // The AdamW implementations this plugin can create on its device, its default first. When
+  // there are several, the host times them on the device once per machine and versions (the
+  // fastest wins; accelkit report shows the figures) and names the winner in
+  // AdamWConfig::implementation. The default lists one, described by implementation().
+  // Since ABI 3.0.
+  virtual std::vector<AdamWImplementation> adamw_implementations() const {
+    return {AdamWImplementation{"default", implementation(), false}};
+  }
   // An AdamW over `params` whose state is compatible with torch::optim::AdamW checkpoints
   // (with master_weights, the checkpoint also holds the master copy).
   virtual Result<std::shared_ptr<torch::optim::Optimizer>> create_adamw(

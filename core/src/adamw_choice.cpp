@@ -1,0 +1,217 @@
+#include "accelkit/adamw_choice.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+#include <torch/optim/optimizer.h>
+
+#include "accelkit/autotune.hpp"
+#include "accelkit/checkpoint.hpp"
+#include "accelkit/context.hpp"
+#include "autotune_cache.hpp"
+#include "device_sync.hpp"
+
+namespace accelkit {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr int kFormat = 1;
+constexpr int kWarmup = 3;
+constexpr int kTimed = 7;
+
+std::string now_utc() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string names_of(const std::vector<AdamWImplementation>& impls) {
+  std::string out;
+  for (const auto& i : impls) out += (out.empty() ? "" : ", ") + i.name;
+  return out;
+}
+
+// Everything the answer depends on: the device, the versions, the thread count, the offer.
+std::string fingerprint(const Context& ctx, const std::vector<AdamWImplementation>& impls, int threads) {
+  return autotune_device_fingerprint(ctx) + " | " + autotune_versions(ctx) + " | threads " +
+         std::to_string(threads > 0 ? threads : at::get_num_threads()) + " | " + names_of(impls);
+}
+
+std::string entry_path(const std::string& dir, const std::string& fp) {
+  return (fs::path(dir) / "adamw" / (autotune_detail::hash_hex(fp) + ".json")).string();
+}
+
+std::string fmt_ms(double ms) {
+  std::ostringstream s;
+  s.precision(ms < 10 ? 2 : 1);
+  s << std::fixed << ms << " ms";
+  return s.str();
+}
+
+std::string why_of(const AdamWImplChoice& c) {
+  std::string figures;
+  for (const auto& [name, ms] : c.median_ms) figures += (figures.empty() ? "" : ", ") + name + " " + fmt_ms(ms);
+  return "fastest AdamW step on this device (" + figures + "; median of " + std::to_string(kTimed) +
+         " steps over 8.4M fp32 parameters)";
+}
+
+// nullopt with *problem empty: no entry; with *problem set: an entry that cannot be used.
+std::optional<AdamWImplChoice> read_entry(const std::string& path, const std::string& fp,
+                                          const std::vector<AdamWImplementation>& impls, std::string* problem) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return std::nullopt;
+  try {
+    std::ifstream in(path);
+    const json j = json::parse(in);
+    if (j.at("format").get<int>() != kFormat) {
+      *problem = "format " + j.at("format").dump() + ", expected " + std::to_string(kFormat);
+      return std::nullopt;
+    }
+    if (j.at("fingerprint").get<std::string>() != fp) {
+      *problem = "it was measured for another device, version or thread count";
+      return std::nullopt;
+    }
+    AdamWImplChoice c;
+    c.name = j.at("name").get<std::string>();
+    for (const auto& m : j.at("median_ms")) c.median_ms.emplace_back(m.at(0).get<std::string>(), m.at(1).get<double>());
+    c.created = j.at("created").get<std::string>();
+    auto it = std::find_if(impls.begin(), impls.end(), [&](const AdamWImplementation& i) { return i.name == c.name; });
+    if (it == impls.end()) {
+      *problem = "it names '" + c.name + "', which the plugin no longer offers";
+      return std::nullopt;
+    }
+    c.description = it->description;
+    c.origin = "cache";
+    c.cache_file = path;
+    c.why = why_of(c) + ", measured " + c.created;
+    return c;
+  } catch (const std::exception& e) {
+    *problem = std::string("unreadable: ") + e.what();
+    return std::nullopt;
+  }
+}
+
+double time_step(torch::optim::Optimizer& opt, c10::Device device) {
+  detail::synchronize(device);
+  const auto t0 = std::chrono::steady_clock::now();
+  opt.step();
+  detail::synchronize(device);
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+AdamWImplChoice cached_adamw_implementation(const Context& ctx, Optimizer& optimizer, int threads) {
+  const auto impls = optimizer.adamw_implementations();
+  AdamWImplChoice c;
+  if (impls.size() == 1) {
+    c.name = impls.front().name;
+    c.description = impls.front().description;
+    c.origin = "only";
+    c.why = "the only AdamW implementation the plugin offers";
+    return c;
+  }
+  const std::string dir = autotune_cache_dir();
+  if (impls.empty() || dir.empty()) return c;
+  const std::string fp = fingerprint(ctx, impls, threads);
+  std::string problem;
+  if (auto cached = read_entry(entry_path(dir, fp), fp, impls, &problem)) return *cached;
+  return c;
+}
+
+AdamWImplChoice choose_adamw_implementation(const Context& ctx, Optimizer& optimizer, c10::Device device,
+                                            bool use_cache) {
+  const auto impls = optimizer.adamw_implementations();
+  if (impls.empty()) throw std::runtime_error("the plugin's optimizer offers no AdamW implementation");
+  if (impls.size() == 1) return cached_adamw_implementation(ctx, optimizer);
+
+  const std::string fp = fingerprint(ctx, impls, 0);
+  const std::string dir = use_cache ? autotune_cache_dir() : std::string();
+  const std::string path = dir.empty() ? std::string() : entry_path(dir, fp);
+  if (!path.empty()) {
+    std::string problem;
+    if (auto cached = read_entry(path, fp, impls, &problem)) return *cached;
+    if (!problem.empty()) spdlog::warn("adamw: ignoring the cache entry {}: {}; measuring again", path, problem);
+  }
+
+  spdlog::info("adamw: timing {} AdamW implementations on {} ({})", impls.size(), device.str(), names_of(impls));
+  // Same parameters and gradients for every implementation, each on its own copy; drawn from
+  // a generator of our own, so the program's random stream is left as it was.
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(0xada);
+  std::vector<at::Tensor> init, grads;
+  for (int i = 0; i < 4; ++i) {
+    init.push_back(at::randn({1024, 2048}, gen, at::kFloat).to(device));
+    grads.push_back(at::randn({1024, 2048}, gen, at::kFloat).mul_(1e-2).to(device));
+  }
+  struct Trial {
+    std::string name;
+    std::shared_ptr<torch::optim::Optimizer> opt;
+    std::vector<double> ms;
+  };
+  std::vector<Trial> trials;
+  for (const auto& impl : impls) {
+    std::vector<at::Tensor> params;
+    for (std::size_t i = 0; i < init.size(); ++i) {
+      params.push_back(init[i].clone().requires_grad_(true));
+      params.back().mutable_grad() = grads[i].clone();
+    }
+    AdamWConfig config;
+    config.implementation = impl.name;
+    auto made = optimizer.create_adamw(params, config);
+    if (!made.ok() || !made.value())
+      throw std::runtime_error("AdamW implementation '" + impl.name + "' offered by the plugin cannot be created: " +
+                               (made.ok() ? std::string("null") : made.status().message()));
+    trials.push_back({impl.name, made.value(), {}});
+  }
+  for (int round = 0; round < kWarmup + kTimed; ++round)
+    for (auto& t : trials) {
+      const double ms = time_step(*t.opt, device);
+      if (round >= kWarmup) t.ms.push_back(ms);
+    }
+  AdamWImplChoice c;
+  double best = 0;
+  for (auto& t : trials) {
+    std::sort(t.ms.begin(), t.ms.end());
+    const double med = t.ms[t.ms.size() / 2];
+    c.median_ms.emplace_back(t.name, med);
+    if (c.name.empty() || med < best) c.name = t.name, best = med;
+  }
+  for (const auto& i : impls)
+    if (i.name == c.name) c.description = i.description;
+  c.origin = "benchmark";
+  c.created = now_utc();
+  c.why = why_of(c);
+  if (!path.empty()) {
+    json j{{"format", kFormat}, {"fingerprint", fp}, {"name", c.name}, {"created", c.created}};
+    json m = json::array();
+    for (const auto& [name, ms] : c.median_ms) m.push_back(json::array({name, ms}));
+    j["median_ms"] = m;
+    try {
+      std::error_code ec;
+      fs::create_directories(fs::path(path).parent_path(), ec);
+      write_file_atomically(path, j.dump(2) + "\n");
+      c.cache_file = path;
+    } catch (const std::exception& e) {
+      spdlog::warn("adamw: cannot write the cache entry {}: {}", path, e.what());
+    }
+  }
+  return c;
+}
+
+}  // namespace accelkit
