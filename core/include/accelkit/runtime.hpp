@@ -21,9 +21,11 @@
 
 #include <torch/types.h>
 
+#include "accelkit/adamw_choice.hpp"
 #include "accelkit/autotune.hpp"
 #include "accelkit/context.hpp"
 #include "accelkit/loss_scaler.hpp"
+#include "accelkit/model_file.hpp"
 #include "accelkit/optimizer.hpp"
 #include "accelkit/precision.hpp"
 #include "accelkit/routing.hpp"
@@ -76,6 +78,18 @@ class Runtime {
   OptimizerChoice make_adamw(const std::vector<at::Tensor>& params, const AdamWConfig& config,
                              bool model_weights = true) const;
 
+  // Which of the plugin's AdamW implementations make_adamw creates (adamw_choice.hpp): measured
+  // on the first call that needs it (or read from the cache), then kept. nullopt before that,
+  // and when the plugin has no optimizer.
+  const std::optional<AdamWImplChoice>& adamw_choice() const noexcept { return adamw_choice_; }
+
+  // The user's model file for inference on this runtime's device (model_file.hpp): TorchScript,
+  // or a .pt2 package (LibTorch >= 2.6) compiled for this device type. Run it under
+  // autocast() for the negotiated precision. Throws ModelFileError saying why it cannot.
+  std::unique_ptr<InferenceModel> load_model(const std::string& path, const std::string& model_name = "") const {
+    return load_model_file(path, torch_device_, model_name);
+  }
+
   // Dynamic loss scaling when the plan asks for it (fp16), otherwise a pass-through scaler.
   LossScaler make_loss_scaler() const;
 
@@ -125,6 +139,7 @@ class Runtime {
   std::optional<TuneDecision> tune_;
   std::shared_ptr<Optimizer> optimizers_;  // null when the plugin has none
   std::string optimizer_absent_reason_;
+  mutable std::optional<AdamWImplChoice> adamw_choice_;
   c10::Device torch_device_{c10::kCPU};
   std::vector<Route> routes_;
   PrecisionPlan plan_;

@@ -1,0 +1,80 @@
+// A user's own model, from a file, for inference on the negotiated device:
+//   TorchScript  torch.jit.save(torch.jit.script(m) or torch.jit.trace(m, x)), or
+//                torch::jit::Module::save: loaded with torch::jit::load onto the device.
+//   .pt2         an AOTInductor package (torch._inductor.aoti_compile_and_package of a
+//                torch.export program): LibTorch >= 2.6; compiled for one device type (and,
+//                on a CPU, one instruction set).
+// The file is examined before anything is loaded (inspect_model_file): its format from its
+// contents (not its name); for a package, the device and CPU instruction set it was compiled
+// for, the PyTorch that made it (when the exporter recorded "torch_version" in
+// aot_inductor.metadata), and its compiled library's needs (the LibTorch libraries it links,
+// the aoti_torch_* functions it calls) - each checked against this process before the
+// library is loaded, so a package made for another LibTorch or device is refused with
+// found-vs-expected, never a crash or an undefined-symbol dump.
+//
+// Thread-safety: an InferenceModel runs one call at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+namespace accelkit {
+
+enum class ModelFormat { torchscript, aoti_package };
+const char* to_string(ModelFormat f) noexcept;
+
+// The file cannot be used here; what() says why (one or two lines, never a LibTorch dump).
+class ModelFileError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// What a model file says about itself, read without loading it.
+struct ModelFileFacts {
+  std::string path;
+  ModelFormat format = ModelFormat::torchscript;
+  std::uint64_t archive_version = 0;  // the archive's format version record
+  // Packages only:
+  std::vector<std::string> models;    // model names inside ("model" unless named otherwise)
+  std::string device;                 // the device type it was compiled for: "cpu", "cuda", ...
+  std::string cpu_isa;                // on a CPU: the instruction set ("AVX2", "AVX512", ...)
+  std::string machine;                // the architecture it was compiled on ("x86_64")
+  std::string torch_version;          // the PyTorch that made it, when recorded; else ""
+};
+
+// Throws ModelFileError: missing or unreadable file, not a PyTorch archive, a torch.save
+// archive (tensors, not a model), an archive of another kind.
+ModelFileFacts inspect_model_file(const std::string& path);
+
+class InferenceModel {
+ public:
+  virtual ~InferenceModel() = default;
+  const ModelFileFacts& facts() const noexcept { return facts_; }
+  c10::Device device() const noexcept { return device_; }
+  // One forward pass without autograd; inputs on another device are moved to the model's.
+  // Throws ModelFileError with LibTorch's message, shortened, for inputs the model rejects.
+  virtual std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs) = 0;
+  // "TorchScript (archive version 8) on cpu", ".pt2 package 'model' (cpu, AVX2, PyTorch 2.13.0) on cpu"
+  std::string describe() const;
+
+ protected:
+  InferenceModel(ModelFileFacts facts, c10::Device device) : facts_(std::move(facts)), device_(device) {}
+  ModelFileFacts facts_;
+  c10::Device device_;
+};
+
+// Loads `path` for inference on `device`. model_name picks a model inside a package ("" = the
+// only one, or "model"). Throws ModelFileError saying why it cannot: everything
+// inspect_model_file refuses, a package for another device type or instruction set, made by
+// another PyTorch, needing libraries or functions this LibTorch lacks, LibTorch < 2.6 for a
+// package, and LibTorch's own load error, shortened.
+std::unique_ptr<InferenceModel> load_model_file(const std::string& path, c10::Device device,
+                                                const std::string& model_name = "");
+
+}  // namespace accelkit

@@ -1,0 +1,281 @@
+#include "accelkit/model_file.hpp"
+
+#include <dlfcn.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include <ATen/core/grad_mode.h>
+#include <caffe2/serialize/inline_container.h>
+#include <nlohmann/json.hpp>
+#include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/serialization/import.h>
+
+#include "accelkit/loader.hpp"
+#include "accelkit/torch_compat_aoti.hpp"
+#include "elf_facts.hpp"
+
+namespace accelkit {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::size_t kMaxMessage = 300;
+
+// LibTorch's messages carry C++ backtraces and source positions: the first line, capped.
+std::string short_message(const std::string& what) {
+  std::string line = what.substr(0, what.find('\n'));
+  if (auto pos = line.find(" (Triggered internally"); pos != std::string::npos) line.resize(pos);
+  if (line.size() > kMaxMessage) line = line.substr(0, kMaxMessage) + "...";
+  return line;
+}
+
+std::string major_minor(const std::string& v) {
+  const auto first = v.find('.');
+  return first == std::string::npos ? v : v.substr(0, v.find('.', first + 1));
+}
+
+std::string record_text(caffe2::serialize::PyTorchStreamReader& reader, const std::string& name) {
+  auto [data, size] = reader.getRecord(name);
+  return std::string(static_cast<const char*>(data.get()), size);
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Whether this CPU runs code compiled for AOTInductor's instruction set `isa`; "" when it does,
+// else why not. Sets, as inductor names them: AVX2, AVX512 (F, BW, VL, DQ), AMX (AVX512 + AMX).
+std::string isa_problem(const std::string& isa) {
+  if (isa.empty()) return {};
+#if defined(__x86_64__) || defined(__i386__)
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  if (isa == "AVX2") return avx2 ? "" : "this CPU has no AVX2/FMA";
+  if (isa == "AVX512" || starts_with(isa, "AMX")) return avx512 ? "" : "this CPU has no AVX-512";
+  if (isa == "DEFAULT") return {};
+  return "'" + isa + "' is not an x86 instruction set accelkit can check";
+#else
+  return {};  // the machine check below guards other architectures
+#endif
+}
+
+// Before the package's library is loaded: the LibTorch it links and the LibTorch functions it
+// calls must be this process's.
+void check_package_library(caffe2::serialize::PyTorchStreamReader& reader, const std::string& record,
+                           const std::string& path) {
+  const std::string bytes = record_text(reader, record);
+  char tmpl[] = "/tmp/accelkit-pt2-XXXXXX";
+  const int fd = ::mkstemp(tmpl);
+  if (fd < 0) throw ModelFileError(path + ": cannot make a temporary file to examine the package's library");
+  const bool written = ::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
+  ::close(fd);
+  std::string error;
+  auto facts = written ? read_elf_facts(tmpl, &error, /*want_undefined=*/true) : std::nullopt;
+  ::unlink(tmpl);
+  if (!facts) throw ModelFileError(path + ": the package's compiled library is not readable: " + error);
+  if (auto why = foreign_torch_library(*facts, host_torch_version()); !why.empty())
+    throw ModelFileError(path + ": the package's library was " + why + "; export it again with this LibTorch's PyTorch");
+  std::vector<std::string> missing;
+  for (const auto& sym : facts->undefined) {
+    const bool torch_symbol = starts_with(sym, "aoti_torch_") || starts_with(sym, "_ZN3c10") ||
+                              starts_with(sym, "_ZN2at") || starts_with(sym, "_ZN5torch");
+    if (torch_symbol && !::dlsym(RTLD_DEFAULT, sym.c_str())) missing.push_back(sym);
+  }
+  if (!missing.empty()) {
+    std::string list;
+    for (std::size_t i = 0; i < std::min<std::size_t>(missing.size(), 3); ++i) list += (i ? ", " : "") + missing[i];
+    if (missing.size() > 3) list += " and " + std::to_string(missing.size() - 3) + " more";
+    throw ModelFileError(path + ": the package calls LibTorch functions this LibTorch " + host_torch_version() +
+                         " lacks (" + list + "): it was made by a newer PyTorch; export it again with PyTorch " +
+                         major_minor(host_torch_version()));
+  }
+}
+
+class TorchScriptModel final : public InferenceModel {
+ public:
+  TorchScriptModel(ModelFileFacts facts, c10::Device device, torch::jit::Module module)
+      : InferenceModel(std::move(facts), device), module_(std::move(module)) {
+    module_.eval();
+  }
+  std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs) override {
+    at::NoGradGuard no_grad;
+    std::vector<c10::IValue> args;
+    for (const auto& t : inputs) args.emplace_back(t.device() == device_ ? t : t.to(device_));
+    c10::IValue out;
+    try {
+      out = module_.forward(args);
+    } catch (const std::exception& e) {
+      throw ModelFileError(facts_.path + ": the model refused its inputs: " + short_message(e.what()));
+    }
+    std::vector<at::Tensor> result;
+    if (out.isTensor()) result.push_back(out.toTensor());
+    else if (out.isTuple())
+      for (const auto& v : out.toTupleRef().elements()) result.push_back(v.toTensor());
+    else if (out.isTensorList())
+      for (const auto& t : out.toTensorVector()) result.push_back(t);
+    else throw ModelFileError(facts_.path + ": the model returns " + out.tagKind() + ", not tensors");
+    return result;
+  }
+
+ private:
+  torch::jit::Module module_;
+};
+
+class PackageModel final : public InferenceModel {
+ public:
+  PackageModel(ModelFileFacts facts, c10::Device device, std::unique_ptr<compat::AotiPackage> package)
+      : InferenceModel(std::move(facts), device), package_(std::move(package)) {}
+  std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs) override {
+    at::NoGradGuard no_grad;
+    std::vector<at::Tensor> args;
+    for (const auto& t : inputs) args.push_back(t.device() == device_ ? t : t.to(device_));
+    try {
+      return package_->run(args);
+    } catch (const std::exception& e) {
+      throw ModelFileError(facts_.path + ": the package refused its inputs: " + short_message(e.what()));
+    }
+  }
+
+ private:
+  std::unique_ptr<compat::AotiPackage> package_;
+};
+
+}  // namespace
+
+const char* to_string(ModelFormat f) noexcept {
+  return f == ModelFormat::aoti_package ? "pt2" : "torchscript";
+}
+
+std::string InferenceModel::describe() const {
+  if (facts_.format == ModelFormat::torchscript)
+    return "TorchScript (archive version " + std::to_string(facts_.archive_version) + ") on " + device_.str();
+  return ".pt2 package (" + facts_.device + (facts_.cpu_isa.empty() ? "" : ", " + facts_.cpu_isa) +
+         (facts_.torch_version.empty() ? "" : ", PyTorch " + facts_.torch_version) + ") on " + device_.str();
+}
+
+ModelFileFacts inspect_model_file(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw ModelFileError(path + ": no such file");
+  if (!fs::is_regular_file(path, ec)) throw ModelFileError(path + ": not a regular file");
+  {
+    std::ifstream in(path, std::ios::binary);
+    char magic[4] = {};
+    if (!in.read(magic, 4)) throw ModelFileError(path + ": cannot be read, or shorter than any model file");
+    if (std::string(magic, 4) != std::string("PK\x03\x04", 4))
+      throw ModelFileError(path + ": not a TorchScript file or .pt2 package (not a zip archive)");
+  }
+  std::unique_ptr<caffe2::serialize::PyTorchStreamReader> reader;
+  try {
+    reader = std::make_unique<caffe2::serialize::PyTorchStreamReader>(path);
+  } catch (const std::exception& e) {
+    throw ModelFileError(path + ": not a PyTorch archive: " + short_message(e.what()));
+  }
+  ModelFileFacts f;
+  f.path = path;
+  f.archive_version = reader->version();
+  const auto records = reader->getAllRecords();
+  auto has_prefix = [&](const std::string& prefix) {
+    return std::any_of(records.begin(), records.end(), [&](const std::string& r) { return starts_with(r, prefix); });
+  };
+  if (reader->hasRecord("archive_format") && record_text(*reader, "archive_format") == "pt2") {
+    f.format = ModelFormat::aoti_package;
+    std::set<std::string> models;
+    const std::string dir = "data/aotinductor/";
+    for (const auto& r : records) {
+      if (!starts_with(r, dir)) continue;
+      const std::string rest = r.substr(dir.size());
+      const std::string model = rest.substr(0, rest.find('/'));
+      models.insert(model);
+      if (ends_with(r, "wrapper_metadata.json") && f.device.empty()) {
+        try {
+          const auto meta = nlohmann::json::parse(record_text(*reader, r));
+          f.device = meta.value("AOTI_DEVICE_KEY", "");
+          f.cpu_isa = meta.value("AOTI_CPU_ISA", "");
+          f.machine = meta.value("AOTI_MACHINE", "");
+          f.torch_version = meta.value("torch_version", "");
+        } catch (const std::exception& e) {
+          throw ModelFileError(path + ": the package's metadata is damaged: " + short_message(e.what()));
+        }
+      }
+    }
+    f.models.assign(models.begin(), models.end());
+    if (f.models.empty()) throw ModelFileError(path + ": a .pt2 archive with no AOTInductor model inside (made by torch.export.save? only AOTInductor packages run in C++)");
+    return f;
+  }
+  if (has_prefix("code/")) {
+    f.format = ModelFormat::torchscript;
+    return f;
+  }
+  if (reader->hasRecord("data.pkl"))
+    throw ModelFileError(path + ": a torch.save archive (tensors or a state dict), not a model: save the model with "
+                         "torch.jit.save(torch.jit.script(model)), or export it with torch.export and "
+                         "torch._inductor.aoti_compile_and_package");
+  throw ModelFileError(path + ": a zip archive that is neither TorchScript nor a .pt2 package");
+}
+
+std::unique_ptr<InferenceModel> load_model_file(const std::string& path, c10::Device device,
+                                                const std::string& model_name) {
+  ModelFileFacts f = inspect_model_file(path);
+  if (f.format == ModelFormat::torchscript) {
+    try {
+      return std::make_unique<TorchScriptModel>(f, device, torch::jit::load(path, device));
+    } catch (const ModelFileError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw ModelFileError(path + ": LibTorch " + host_torch_version() + " cannot load this TorchScript file: " +
+                           short_message(e.what()));
+    }
+  }
+
+  // A package.
+  if (!compat::AotiPackage::available)
+    throw ModelFileError(path + ": a .pt2 package (AOTInductor) needs LibTorch >= 2.6; this accelkit is built against " +
+                         host_torch_version());
+  std::string model = model_name;
+  if (model.empty()) model = f.models.size() == 1 ? f.models.front() : "model";
+  if (std::find(f.models.begin(), f.models.end(), model) == f.models.end()) {
+    std::string names;
+    for (const auto& m : f.models) names += (names.empty() ? "" : ", ") + m;
+    throw ModelFileError(path + ": no model '" + model + "' in the package (it holds: " + names + ")");
+  }
+  const std::string want = c10::DeviceTypeName(device.type(), /*lower_case=*/true);
+  if (f.device != want)
+    throw ModelFileError(path + ": the package was compiled for " + (f.device.empty() ? "an unknown device" : f.device) +
+                         ", but the device here is " + device.str() + " (" + want +
+                         "): export it again for " + want + ", or choose a " + f.device + " device");
+  if (!f.torch_version.empty() && major_minor(f.torch_version) != major_minor(host_torch_version()))
+    throw ModelFileError(path + ": the package was made by PyTorch " + f.torch_version + ", expected " +
+                         major_minor(host_torch_version()) + ".x (this accelkit runs LibTorch " +
+                         host_torch_version() + "): export it again with that PyTorch");
+  struct utsname host {};
+  if (!f.machine.empty() && ::uname(&host) == 0 && f.machine != host.machine)
+    throw ModelFileError(path + ": the package was compiled for " + f.machine + " machines; this one is " +
+                         host.machine);
+  if (device.is_cpu()) {
+    if (auto why = isa_problem(f.cpu_isa); !why.empty())
+      throw ModelFileError(path + ": the package was compiled for " + f.cpu_isa + " and " + why +
+                           "; export it again on (or for) this machine");
+  }
+  caffe2::serialize::PyTorchStreamReader reader(path);
+  for (const auto& r : reader.getAllRecords())
+    if (starts_with(r, "data/aotinductor/" + model + "/") && ends_with(r, ".so")) check_package_library(reader, r, path);
+  try {
+    auto package = std::make_unique<compat::AotiPackage>(path, model, device.has_index() ? device.index() : -1);
+    return std::make_unique<PackageModel>(f, device, std::move(package));
+  } catch (const std::exception& e) {
+    throw ModelFileError(path + ": LibTorch " + host_torch_version() + " cannot load this package: " +
+                         short_message(e.what()));
+  }
+}
+
+}  // namespace accelkit
