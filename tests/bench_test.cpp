@@ -46,6 +46,7 @@ BenchOptions tiny(const std::string& model) {
   o.floor_copy_bytes = 1 << 20;
   o.floor_matmul_n = 64;
   if (model == "transformer") o.batch = 2;  // x seq 128
+  if (model == "cnn") o.width = 0, o.batch = 8;  // MNIST's 28 x 28: no width
   return o;
 }
 
@@ -79,7 +80,7 @@ int run_verb(const BenchOptions& o, bool json, std::string& out) {
 }  // namespace
 
 TEST_CASE("every model gives finite positive timings, speedup = baseline / accelkit, and a passing check") {
-  for (const char* model : {"mlp", "transformer", "optimizer"}) {
+  for (const char* model : {"mlp", "transformer", "cnn", "optimizer"}) {
     CAPTURE(model);
     BenchOptions o = tiny(model);
     o.vs_tuned = true;
@@ -97,6 +98,13 @@ TEST_CASE("every model gives finite positive timings, speedup = baseline / accel
     check_stats(*r.tuned, 3);
     CHECK(r.baseline.optimizer == "torch::optim::AdamW");
     CHECK(r.baseline.dtype == "fp32");
+    // Hand-tuned LibTorch: LibTorch's own fused AdamW where it has one for the CPU (2.4+), bf16
+    // only where the CPU computes it natively.
+    CHECK(r.tuned->optimizer == (accelkit::compat::aten_fused_adamw_available(c10::DeviceType::CPU)
+                                     ? "at::_fused_adamw_"
+                                     : "torch::optim::AdamW"));
+    const bool native_bf16 = runtime().device_handle()->info().capabilities.has(accelkit::Capability::bf16);
+    if (std::string(model) != "optimizer") CHECK(r.tuned->dtype == (native_bf16 ? "bf16" : "fp32"));
     CHECK(r.speedup == doctest::Approx(r.baseline.time.median_ms / r.accelkit.time.median_ms));
     REQUIRE(r.speedup_vs_tuned);
     CHECK(*r.speedup_vs_tuned == doctest::Approx(r.tuned->time.median_ms / r.accelkit.time.median_ms));
@@ -236,7 +244,7 @@ TEST_CASE("bad options are refused with a clear message") {
     return std::string("(accepted)");
   };
   BenchOptions o = tiny("resnet");
-  CHECK(message(o) == "bench: unknown model 'resnet' (expected mlp, transformer or optimizer)");
+  CHECK(message(o) == "bench: unknown model 'resnet' (expected mlp, transformer, cnn or optimizer)");
   CHECK_THROWS_AS(accelkit::run_bench(runtime(), o), std::invalid_argument);
   o = tiny("mlp");
   o.steps = 0;

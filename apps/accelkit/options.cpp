@@ -52,7 +52,7 @@ po::options_description verb_options() {
       ("interval", po::value<double>()->value_name("S"), "monitor: seconds between samples (default 1)")
       ("count", po::value<long long>()->value_name("N"), "monitor: number of samples (default: until Ctrl-C)")
       ("csv", po::bool_switch(), "monitor: CSV output (header + one row per sample)")
-      ("model", po::value<std::string>()->value_name("M"), "bench: mlp | transformer | optimizer (default mlp)")
+      ("model", po::value<std::string>()->value_name("M"), "bench: mlp | transformer | cnn | optimizer (default mlp)")
       ("steps", po::value<int>()->value_name("N"), "bench: timed steps per variant (default 20)")
       ("warmup", po::value<int>()->value_name("N"), "bench: untimed warm-up steps per variant (default 3)")
       ("batch", po::value<int>()->value_name("B"), "bench: batch size (default: the model's)")

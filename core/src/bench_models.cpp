@@ -6,6 +6,8 @@
 #include <ATen/Context.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/pooling.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
@@ -39,14 +41,7 @@ class EncoderLayer : public torch::nn::Module {
 
  private:
   static at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-#if ACCELKIT_HAS_SDPA
-    return at::scaled_dot_product_attention(q, k, v);
-#else
-    // No SDPA before LibTorch 2.0: the math path, softmax(q k^T / sqrt(dh)) v, written out
-    // (the scale goes on q: B*H*T*dh multiplies instead of B*H*T*T).
-    const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
-    return at::matmul(at::softmax(at::matmul(q * scale, k.transpose(-2, -1)), -1), v);
-#endif
+    return compat::attention(q, k, v);
   }
 
   int64_t heads_;
@@ -71,6 +66,30 @@ class Encoder : public torch::nn::Module {
   std::vector<std::shared_ptr<EncoderLayer>> layers_;
 };
 
+// pytorch/examples' C++ MNIST network (cpp/mnist): two 5x5 convolutions with max pooling and
+// ReLU, then two linear layers; without its dropout (random masks would make the variants'
+// losses incomparable in the accuracy check) and with the bench's MSE against a teacher instead
+// of NLL on labels.
+class MnistCnn : public torch::nn::Module {
+ public:
+  MnistCnn()
+      : conv1_(register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 10, 5)))),
+        conv2_(register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(10, 20, 5)))),
+        fc1_(register_module("fc1", torch::nn::Linear(320, 50))),
+        fc2_(register_module("fc2", torch::nn::Linear(50, 10))) {}
+
+  at::Tensor forward(const at::Tensor& x) {
+    at::Tensor h = at::relu(at::max_pool2d(conv1_->forward(x), {2, 2}));
+    h = at::relu(at::max_pool2d(conv2_->forward(h), {2, 2}));
+    h = at::relu(fc1_->forward(h.flatten(1)));
+    return fc2_->forward(h);
+  }
+
+ private:
+  torch::nn::Conv2d conv1_, conv2_;
+  torch::nn::Linear fc1_, fc2_;
+};
+
 }  // namespace
 
 ModelSpec make_spec(const std::string& model, int batch, int width, bool gpu) {
@@ -86,6 +105,10 @@ ModelSpec make_spec(const std::string& model, int batch, int width, bool gpu) {
     s.seq = gpu ? 512 : 128;
     s.layers = gpu ? 8 : 4;
     s.heads = s.width % 64 == 0 ? s.width / 64 : 1;  // head size 64 where it divides
+  } else if (model == "cnn") {
+    s.width = 28;  // MNIST's 28 x 28 images, one channel
+    s.batch = batch ? batch : (gpu ? 256 : 64);
+    s.layers = 4;
   } else if (model == "optimizer") {
     s.width = width ? width : 2048;  // 4 x 2048^2 = 16.8M parameters
     s.batch = 0;
@@ -103,13 +126,18 @@ std::string describe(const ModelSpec& s) {
   if (s.model == "transformer")
     return std::to_string(s.layers) + " encoder layers, d " + w + ", " + std::to_string(s.heads) + " heads, seq " +
            std::to_string(s.seq) + ", batch " + std::to_string(s.batch) +
-           (ACCELKIT_HAS_SDPA ? ", SDPA" : ", attention math path (no SDPA in this LibTorch)");
+           (compat::kSdpaControllable ? ", SDPA" : ", attention math path (no SDPA in this LibTorch)");
+  if (s.model == "cnn")
+    return "MNIST CNN (pytorch/examples cpp/mnist): conv 1->10 5x5, pool, conv 10->20 5x5, pool, fc 320->50->10, "
+           "MSE, batch " + std::to_string(s.batch) + " of 1 x 28 x 28";
   return "AdamW step on " + std::to_string(s.layers) + " x [" + w + ", " + w + "] fp32";
 }
 
 double training_matmul_flops(const ModelSpec& s) {
   const double b = s.batch, d = s.width;
   if (s.model == "mlp") return 3.0 * s.layers * 2.0 * b * d * d;
+  if (s.model == "cnn")  // conv1 24x24x10 outputs of 25 MACs, conv2 8x8x20 of 250, fc 320x50 + 50x10
+    return 3.0 * b * 2.0 * (24.0 * 24 * 10 * 25 + 8.0 * 8 * 20 * 250 + 320.0 * 50 + 50.0 * 10);
   if (s.model == "transformer") {
     const double n = b * s.seq;
     // qkv 6nd^2 + proj 2nd^2 + mlp 16nd^2 = 24nd^2; q k^T and p v: 2 * 2 b t^2 d.
@@ -133,6 +161,10 @@ Net make_net(const ModelSpec& s, std::uint64_t seed) {
     auto enc = std::make_shared<Encoder>(s.width, s.heads, s.layers);
     net.module = enc;
     net.forward = [enc](const at::Tensor& x) { return enc->forward(x); };
+  } else if (s.model == "cnn") {
+    auto cnn = std::make_shared<MnistCnn>();
+    net.module = cnn;
+    net.forward = [cnn](const at::Tensor& x) { return cnn->forward(x); };
   } else {
     throw std::invalid_argument("bench model '" + s.model + "' has no network");
   }
@@ -141,7 +173,9 @@ Net make_net(const ModelSpec& s, std::uint64_t seed) {
 
 at::Tensor make_input(const ModelSpec& s, c10::Device device) {
   auto opts = at::TensorOptions().dtype(at::kFloat);
-  at::Tensor x = s.model == "transformer" ? at::randn({s.batch, s.seq, s.width}, opts) : at::randn({s.batch, s.width}, opts);
+  at::Tensor x = s.model == "transformer" ? at::randn({s.batch, s.seq, s.width}, opts)
+                 : s.model == "cnn"       ? at::randn({s.batch, 1, s.width, s.width}, opts)
+                                          : at::randn({s.batch, s.width}, opts);
   return x.to(device);
 }
 

@@ -16,9 +16,9 @@ namespace torch::nn { class Module; }
 namespace accelkit::bench_detail {
 
 struct ModelSpec {
-  std::string model;  // mlp | transformer | optimizer
+  std::string model;  // mlp | transformer | cnn | optimizer
   int batch = 0;
-  int width = 0;      // mlp D, transformer d_model, optimizer tensor side
+  int width = 0;      // mlp D, transformer d_model, cnn image side (28), optimizer tensor side
   int layers = 0;     // mlp Linear layers, transformer encoder layers, optimizer tensors
   int heads = 0;      // transformer
   int seq = 0;        // transformer T

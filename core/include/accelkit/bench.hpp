@@ -4,8 +4,9 @@
 //             torch::optim::AdamW;
 //   accelkit  the Runtime's negotiated settings: plan threads, autocast dtype, make_adamw(),
 //             loss scaler, and (compile != off) the step through Runtime::capture_step;
-//   tuned     (vs_tuned) hand-tuned LibTorch: threads = physical cores, bf16 autocast,
-//             torch::optim::AdamW - so accelkit's own gain is visible.
+//   tuned     (vs_tuned) hand-tuned LibTorch: threads = physical cores, bf16 autocast where
+//             the device has native bf16, LibTorch's own at::_fused_adamw_ where it has one for
+//             the device (else torch::optim::AdamW) - so accelkit's own gain is visible.
 // Before timing, every variant runs a few steps from identical weights and data and its losses
 // are compared with the baseline's (non-finite or out of tolerance: BenchCheckError). The
 // floors (copy bandwidth, matmul rate) are measured in the same run.
@@ -30,7 +31,7 @@ namespace accelkit {
 class Runtime;
 
 struct BenchOptions {
-  std::string model = "mlp";  // mlp | transformer | optimizer
+  std::string model = "mlp";  // mlp | transformer | cnn | optimizer
   int steps = 20;             // timed steps per variant, one per round
   int warmup = 3;             // untimed steps per variant before the first round
   int batch = 0;              // 0 = the model's default for the device type
