@@ -16,6 +16,8 @@
 #include <iterator>
 #include <system_error>
 
+#include <torch/version.h>
+
 namespace accelkit {
 
 namespace fs = std::filesystem;
@@ -23,13 +25,32 @@ namespace fs = std::filesystem;
 namespace {
 
 // Header: magic[8], u32 format version, u32 crc32(payload), u64 payload size; little-endian.
+// Version 2 appends char[16]: the LibTorch version that wrote the payload ("2.13.0", NUL
+// padded): a LibTorch reads archives of its own and older releases, not newer ones.
 constexpr char kMagic[8] = {'A', 'K', 'C', 'K', 'P', 'T', '\r', '\n'};
-constexpr std::uint32_t kFormatVersion = 1;
-constexpr std::size_t kHeaderSize = 24;
+constexpr std::uint32_t kFormatVersion = 2;
+constexpr std::size_t kHeaderSizeV1 = 24;
+constexpr std::size_t kTorchField = 16;
+constexpr std::size_t kHeaderSize = kHeaderSizeV1 + kTorchField;
 constexpr const char* kPrefix = "step-";
 constexpr const char* kSuffix = ".ckpt";
 
 std::string errno_text(int err) { return std::strerror(err); }
+
+// The LibTorch release this build runs, as its headers say.
+#define CKPT_STR2_(x) #x
+#define CKPT_STR_(x) CKPT_STR2_(x)
+#define TORCH_VERSION_STRING_ \
+  CKPT_STR_(TORCH_VERSION_MAJOR) "." CKPT_STR_(TORCH_VERSION_MINOR) "." CKPT_STR_(TORCH_VERSION_PATCH)
+
+// Whether release `a` ("2.13.0") has a higher major.minor than `b`; an unreadable `a` counts
+// as newer (nothing can be promised about it).
+bool newer_release(const std::string& a, const std::string& b) {
+  unsigned am = 0, an = 0, bm = 0, bn = 0;
+  if (std::sscanf(a.c_str(), "%u.%u", &am, &an) != 2) return true;
+  if (std::sscanf(b.c_str(), "%u.%u", &bm, &bn) != 2) return false;
+  return am != bm ? am > bm : an > bn;
+}
 
 void put_le(std::string& out, std::uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -169,6 +190,9 @@ std::string CheckpointDir::write(std::int64_t step, std::string_view payload) co
   put_le(bytes, kFormatVersion, 4);
   put_le(bytes, crc32(payload), 4);
   put_le(bytes, payload.size(), 8);
+  std::string torch(TORCH_VERSION_STRING_);
+  torch.resize(kTorchField, '\0');
+  bytes.append(torch);
   bytes.append(payload);
   std::error_code ec;
   fs::create_directories(dir_, ec);
@@ -183,7 +207,7 @@ std::string CheckpointDir::read(const std::string& path) {
   if (!in) throw CheckpointError("cannot open: " + errno_text(errno));
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) throw CheckpointError("read error");
-  if (bytes.size() < kHeaderSize) {
+  if (bytes.size() < kHeaderSizeV1) {
     if (bytes.compare(0, bytes.size(), kMagic, std::min(bytes.size(), sizeof kMagic)) == 0)
       throw CheckpointError("truncated: " + std::to_string(bytes.size()) + " bytes, shorter than the header");
     throw CheckpointError("not an accelkit checkpoint (no header)");
@@ -191,17 +215,27 @@ std::string CheckpointDir::read(const std::string& path) {
   if (bytes.compare(0, sizeof kMagic, kMagic, sizeof kMagic) != 0)
     throw CheckpointError("not an accelkit checkpoint (bad magic)");
   const auto version = static_cast<std::uint32_t>(get_le(bytes.data() + 8, 4));
-  if (version != kFormatVersion)
-    throw CheckpointError("checkpoint format version " + std::to_string(version) + ", this build reads version " +
+  if (version != 1 && version != kFormatVersion)
+    throw CheckpointError("checkpoint format version " + std::to_string(version) + ", this build reads versions 1 to " +
                           std::to_string(kFormatVersion));
+  const std::size_t header = version == 1 ? kHeaderSizeV1 : kHeaderSize;
+  if (bytes.size() < header)
+    throw CheckpointError("truncated: " + std::to_string(bytes.size()) + " bytes, shorter than the header");
+  if (version >= 2) {
+    const std::string written(bytes.data() + kHeaderSizeV1, ::strnlen(bytes.data() + kHeaderSizeV1, kTorchField));
+    if (newer_release(written, TORCH_VERSION_STRING_))
+      throw CheckpointError("written by LibTorch " + written + ", newer than this build's " + TORCH_VERSION_STRING_ +
+                            ", which cannot read it: resume with an accelkit built against LibTorch " +
+                            written.substr(0, written.find('.', written.find('.') + 1)) + " or newer");
+  }
   const auto crc = static_cast<std::uint32_t>(get_le(bytes.data() + 12, 4));
   const std::uint64_t size = get_le(bytes.data() + 16, 8);
-  const std::uint64_t have = bytes.size() - kHeaderSize;
+  const std::uint64_t have = bytes.size() - header;
   if (have < size)
     throw CheckpointError("truncated: " + std::to_string(have) + " of " + std::to_string(size) + " payload bytes");
   if (have > size)
     throw CheckpointError("trailing garbage: " + std::to_string(have - size) + " bytes after the payload");
-  std::string payload = bytes.substr(kHeaderSize);
+  std::string payload = bytes.substr(header);
   if (crc32(payload) != crc) throw CheckpointError("checksum mismatch: the file is damaged");
   return payload;
 }

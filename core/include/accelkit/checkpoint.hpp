@@ -1,8 +1,10 @@
 // Checkpoint files: a directory of `step-<N>.ckpt` files, each written atomically (temp file
 // in the same directory, fsync, rename, fsync the directory) and wrapped in a small envelope
-// (magic, format version, payload size, CRC-32) so that a truncated or damaged file is told
-// apart from a good one before anything is parsed. The payload is opaque here (the trainer
-// stores a torch::serialize archive).
+// (magic, format version, payload size, CRC-32, and the LibTorch version that wrote it) so
+// that a truncated or damaged file is told apart from a good one before anything is parsed,
+// and one written by a newer LibTorch than this build's is refused naming both versions (a
+// LibTorch reads archives of its own and older releases). The payload is opaque here (the
+// trainer stores a torch::serialize archive).
 //
 // Thread-safety: none; one writer per directory (CheckpointDir::lock() enforces it across
 // processes).
@@ -56,7 +58,8 @@ class CheckpointDir {
   std::string write(std::int64_t step, std::string_view payload) const;
 
   // The payload of a checkpoint file, verified; throws CheckpointError saying what is wrong
-  // (unreadable, truncated, not a checkpoint, unknown format version, checksum mismatch).
+  // (unreadable, truncated, not a checkpoint, unknown format version, written by a newer
+  // LibTorch, checksum mismatch). Format 1 files (no LibTorch version) are still read.
   static std::string read(const std::string& path);
 
   // Deletes all but the newest `keep` checkpoints (keep == 0 keeps all); returns the deleted.
