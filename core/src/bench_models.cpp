@@ -135,9 +135,13 @@ std::string describe(const ModelSpec& s) {
 
 double training_matmul_flops(const ModelSpec& s) {
   const double b = s.batch, d = s.width;
-  if (s.model == "mlp") return 3.0 * s.layers * 2.0 * b * d * d;
-  if (s.model == "cnn")  // conv1 24x24x10 outputs of 25 MACs, conv2 8x8x20 of 250, fc 320x50 + 50x10
-    return 3.0 * b * 2.0 * (24.0 * 24 * 10 * 25 + 8.0 * 8 * 20 * 250 + 320.0 * 50 + 50.0 * 10);
+  // Forward once, backward twice (input and weight gradients) - except the first layer's
+  // input gradient, which nothing needs (the input does not require grad).
+  if (s.model == "mlp") return (3.0 * s.layers - 1) * 2.0 * b * d * d;
+  if (s.model == "cnn") {  // conv1 24x24x10 outputs of 25 MACs, conv2 8x8x20 of 250, fc 320x50 + 50x10
+    const double conv1 = 24.0 * 24 * 10 * 25, rest = 8.0 * 8 * 20 * 250 + 320.0 * 50 + 50.0 * 10;
+    return b * 2.0 * (2 * conv1 + 3 * rest);  // no input gradient for conv1
+  }
   if (s.model == "transformer") {
     const double n = b * s.seq;
     // qkv 6nd^2 + proj 2nd^2 + mlp 16nd^2 = 24nd^2; q k^T and p v: 2 * 2 b t^2 d.

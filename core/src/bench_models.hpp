@@ -28,7 +28,8 @@ struct ModelSpec {
 ModelSpec make_spec(const std::string& model, int batch, int width, bool gpu);
 std::string describe(const ModelSpec& spec);  // "3 x Linear(2048) + ReLU, batch 256"
 
-// Matmul FLOPs of one training step (forward + backward ~ 3 x forward); 0 for optimizer.
+// Matmul FLOPs of one training step (forward + input and weight gradients, without the input
+// gradient of a first layer whose input needs none); 0 for optimizer.
 double training_matmul_flops(const ModelSpec& spec);
 
 // A trainable model. The same seed gives the same weights, on any device it is moved to.

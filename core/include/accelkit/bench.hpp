@@ -82,7 +82,9 @@ struct BenchVariant {
   std::vector<double> check;  // accuracy check: loss per step (optimizer: parameter norm)
 };
 
-// Floors from measured machine rates. Everything 0 when not measured.
+// Floors from measured machine rates: the fastest of several runs of each (the best the machine
+// reached in this run, so a step can approach the floor but not beat it). Everything 0 when
+// not measured.
 struct BenchFloor {
   bool measured = false;
   double copy_gbps = 0;          // at::copy_ between large buffers, (read + written) bytes / s / 1e9
@@ -100,7 +102,8 @@ struct BenchFloor {
   double optimizer_bytes = 0;    // AdamW bytes per step: 28 per fp32 param
   double matmul_ms = 0;          // step_flops at the matmul rate
   double optimizer_ms = 0;       // optimizer_bytes at the copy bandwidth
-  double optimizer_inplace_ms = 0;  // optimizer_bytes at the in-place bandwidth (reference only)
+  double optimizer_inplace_ms = 0;  // optimizer_bytes at the in-place bandwidth
+  // floor_ms below = matmul_ms + the smaller of the two optimizer times.
   double floor_ms = 0;           // the sum
   double measured_over_floor = 0;  // accelkit median / floor (>= 1)
   double floor_over_measured = 0;  // floor / accelkit median (<= 1)
