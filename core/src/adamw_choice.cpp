@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -31,15 +30,6 @@ using nlohmann::json;
 constexpr int kFormat = 1;
 constexpr int kWarmup = 3;
 constexpr int kTimed = 7;
-
-std::string now_utc() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::string names_of(const std::vector<AdamWImplementation>& impls) {
   std::string out;
@@ -195,7 +185,7 @@ AdamWImplChoice choose_adamw_implementation(const Context& ctx, Optimizer& optim
   for (const auto& i : impls)
     if (i.name == c.name) c.description = i.description;
   c.origin = "benchmark";
-  c.created = now_utc();
+  c.created = autotune_detail::utc_now();
   c.why = why_of(c);
   if (!path.empty()) {
     json j{{"format", kFormat}, {"fingerprint", fp}, {"name", c.name}, {"created", c.created}};

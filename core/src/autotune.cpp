@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <ctime>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
@@ -138,15 +137,6 @@ std::string model_signature(const TuneProblem& p) {
       << " parameters; input " << shape_of(p.input) << "; target " << shape_of(p.target)
       << "; amsgrad " << (p.adamw.amsgrad ? "on" : "off") << "; #" << hash_hex(detail.str());
   return out.str();
-}
-
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 double median(std::vector<double> v) {
@@ -386,7 +376,7 @@ TuneDecision Runtime::autotune(const TuneProblem& p, const TuneOptions& o) {
   }
   d.trials = std::move(trials);
   d.origin = "benchmark";
-  d.created = utc_now();
+  d.created = autotune_detail::utc_now();
   const TuneTrial& ref = d.trials.front();
   const auto chosen = std::find_if(d.trials.begin(), d.trials.end(), [](const TuneTrial& t) { return t.accepted && t.note == "fastest that passed"; });
   std::ostringstream why;

@@ -16,6 +16,9 @@ std::string hash_hex(const std::string& text);
 
 std::string entry_path(const std::string& dir, const std::string& key);
 
+// Now, UTC, ISO 8601 ("2026-11-25T10:09:09Z"): when a decision was measured.
+std::string utc_now();
+
 // The entry at `path`. nullopt with *problem empty when there is no file; nullopt with
 // *problem set when the file exists but is not a readable entry of this format.
 std::optional<TuneDecision> read_entry(const std::string& path, std::string* problem);
