@@ -15,3 +15,16 @@ if(TARGET accelkit-plugin-cpu)
   target_compile_definitions(aten_adamw_test PRIVATE ACCELKIT_TEST_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}")
   add_dependencies(aten_adamw_test accelkit-plugin-cpu)
 endif()
+# Replacing one interface: the example add-on plugin (no device; an AdamW for CPU devices),
+# built from the example's sources into its own directory.
+if(TARGET accelkit-plugin-cpu)
+  set(ACCELKIT_ADDON_PLUGIN_DIR "${CMAKE_CURRENT_BINARY_DIR}/addon-plugins")
+  accelkit_add_plugin(adamw_addon NO_INSTALL OUTPUT_DIRECTORY "${ACCELKIT_ADDON_PLUGIN_DIR}"
+    SOURCES ${PROJECT_SOURCE_DIR}/examples/out-of-tree-plugin/adamw_addon_plugin.cpp
+            ${PROJECT_SOURCE_DIR}/examples/out-of-tree-plugin/simple_adamw.cpp)
+  accelkit_add_test(adamw_addon_test SOURCES adamw_addon_test.cpp LINK accelkit::core)
+  target_compile_definitions(adamw_addon_test PRIVATE
+    ACCELKIT_TEST_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}"
+    ACCELKIT_ADDON_PLUGIN_DIR="${ACCELKIT_ADDON_PLUGIN_DIR}")
+  add_dependencies(adamw_addon_test accelkit-plugin-cpu accelkit-plugin-adamw_addon)
+endif()

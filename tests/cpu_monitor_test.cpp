@@ -204,8 +204,8 @@ TEST_CASE("power: permission denied on energy_uj is n/a with a note, not an erro
   FixtureRoots roots("rapl_denied");
   CpuMonitor m([](const std::string& path) {
     if (path.size() >= 10 && path.compare(path.size() - 10, 10, "/energy_uj") == 0)
-      return ReadResult{{}, EACCES};
-    return read_text_file(path);
+      return host::ReadResult{{}, EACCES};
+    return host::read_file(path);
   });
   for (auto t : {t0, t0 + 1s}) {
     auto s = m.sample_at(t);

@@ -68,7 +68,7 @@ bool contains(const std::string& s, const std::string& part) { return s.find(par
 
 TEST_CASE("Intel fixture: identity, cores, memory, sensors, reference BLAS") {
   FixtureRoots roots("intel");
-  CpuProbe p = probe_cpu(kaby_lake(), read_text_file);
+  CpuProbe p = probe_cpu(kaby_lake(), host::read_file);
   CHECK(p.vendor == "Intel");
   CHECK(p.model == "Intel(R) Core(TM) i7-7700K CPU @ 4.20GHz");
   CHECK(p.logical_cores == 8);
@@ -110,7 +110,7 @@ TEST_CASE("Intel fixture: identity, cores, memory, sensors, reference BLAS") {
 
 TEST_CASE("AMD fixture: Zen 4 gets bf16, k10temp Tccd, OpenBLAS") {
   FixtureRoots roots("amd");
-  CpuProbe p = probe_cpu(zen4(), read_text_file);
+  CpuProbe p = probe_cpu(zen4(), host::read_file);
   CHECK(p.vendor == "AMD");
   CHECK(p.model == "AMD Ryzen 9 7950X 16-Core Processor");
   CHECK(p.logical_cores == 32);
@@ -133,7 +133,7 @@ TEST_CASE("AMD fixture: Zen 4 gets bf16, k10temp Tccd, OpenBLAS") {
 
 TEST_CASE("no-sensors fixture: sysfs topology, no NUMA, no sensors, no BLAS visible") {
   FixtureRoots roots("nosensors");
-  CpuProbe p = probe_cpu(CpuidSnapshot{}, read_text_file);
+  CpuProbe p = probe_cpu(CpuidSnapshot{}, host::read_file);
   CHECK(p.vendor.empty());
   CHECK(p.model.empty());
   CHECK(p.logical_cores == 4);
@@ -160,7 +160,7 @@ TEST_CASE("no-sensors fixture: sysfs topology, no NUMA, no sensors, no BLAS visi
 TEST_CASE("no model name in cpuinfo: the cpuid brand string is used") {
   FixtureRoots roots("nosensors");
   CpuidSnapshot s = kaby_lake();
-  CpuProbe p = probe_cpu(s, read_text_file);
+  CpuProbe p = probe_cpu(s, host::read_file);
   CHECK(p.model == s.brand);
   CHECK(p.vendor == "Intel");
 }
@@ -169,10 +169,10 @@ TEST_CASE("RAPL unreadable: power sensor listed but not a capability") {
   // Root (which runs CI) reads mode-000 files anyway, so the reader reports EACCES for
   // energy_uj the way the kernel does for non-root users since Linux 5.10.
   FixtureRoots roots("rapl_denied");
-  FileReader denied = [](const std::string& path) {
+  host::FileReader denied = [](const std::string& path) {
     if (path.size() >= 10 && path.compare(path.size() - 10, 10, "/energy_uj") == 0)
-      return ReadResult{{}, EACCES};
-    return read_text_file(path);
+      return host::ReadResult{{}, EACCES};
+    return host::read_file(path);
   };
   CpuProbe p = probe_cpu(zen4(), denied);
   CHECK(p.logical_cores == 16);

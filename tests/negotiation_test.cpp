@@ -97,15 +97,14 @@ std::string explain(const Decision& d) {
 
 }  // namespace
 
-TEST_CASE("family_rank: cuda > rocm > mps > other GPUs > cpu") {
-  CHECK(family_rank("cuda", DeviceKind::discrete_gpu) < family_rank("rocm", DeviceKind::discrete_gpu));
-  CHECK(family_rank("rocm", DeviceKind::discrete_gpu) < family_rank("mps", DeviceKind::integrated_gpu));
-  CHECK(family_rank("mps", DeviceKind::integrated_gpu) < family_rank("npu", DeviceKind::discrete_gpu));
-  CHECK(family_rank("npu", DeviceKind::discrete_gpu) < family_rank("cpu", DeviceKind::cpu));
-  CHECK(family_rank("npu", DeviceKind::integrated_gpu) < family_rank("cpu", DeviceKind::cpu));
+TEST_CASE("kind_rank: discrete GPU > integrated GPU > NPU > other > CPU") {
+  CHECK(kind_rank(DeviceKind::discrete_gpu) < kind_rank(DeviceKind::integrated_gpu));
+  CHECK(kind_rank(DeviceKind::integrated_gpu) < kind_rank(DeviceKind::npu));
+  CHECK(kind_rank(DeviceKind::npu) < kind_rank(DeviceKind::other));
+  CHECK(kind_rank(DeviceKind::other) < kind_rank(DeviceKind::cpu));
 }
 
-TEST_CASE("auto: the family order decides first") {
+TEST_CASE("auto: the declared kind decides first, then the score") {
   auto plugins = full_machine();
   Decision d = negotiate(plugins, DeviceRequest{});
   INFO(explain(d));
@@ -137,14 +136,35 @@ TEST_CASE("auto: the family order decides first") {
   CHECK_FALSE(none.error.empty());
 }
 
-TEST_CASE("auto: an unknown GPU family ranks after mps and before cpu, whatever its score") {
+TEST_CASE("auto: no plugin name is special - a new backend ranks as the kind it declares") {
   auto plugins = full_machine();
-  plugins.push_back(record("npu", 99, {device("npu", 0, DeviceKind::discrete_gpu)}));
-  Decision d = negotiate(without(without(without(plugins, "cuda"), "rocm"), "mps"), DeviceRequest{});
-  INFO(explain(d));
-  CHECK(selected_id(d) == "npu:0");
-  Decision with_mps = negotiate(without(without(plugins, "cuda"), "rocm"), DeviceRequest{});
-  CHECK(selected_id(with_mps) == "mps:0");
+  SUBCASE("a discrete GPU from an unknown plugin outranks cuda on score") {
+    plugins.push_back(record("newgpu", 99, {device("newgpu", 0, DeviceKind::discrete_gpu)}));
+    Decision d = negotiate(plugins, DeviceRequest{});
+    INFO(explain(d));
+    CHECK(selected_id(d) == "newgpu:0");
+    CHECK(contains(d.selected->reason, "discrete GPU"));
+    const Candidate* cuda = candidate(d, "cuda:0");
+    REQUIRE(cuda);
+    CHECK(contains(cuda->reason, "lower score"));
+  }
+  SUBCASE("an NPU ranks after every GPU and before the CPU, whatever its score") {
+    plugins.push_back(record("npu", 99, {device("npu", 0, DeviceKind::npu)}));
+    CHECK(selected_id(negotiate(without(without(plugins, "cuda"), "rocm"), DeviceRequest{})) == "mps:0");
+    Decision d = negotiate(without(without(without(plugins, "cuda"), "rocm"), "mps"), DeviceRequest{});
+    INFO(explain(d));
+    CHECK(selected_id(d) == "npu:0");
+    const Candidate* cpu = candidate(d, "cpu:0");
+    REQUIRE(cpu);
+    CHECK(contains(cpu->reason, "a CPU ranks below an NPU"));
+  }
+  SUBCASE("a plugin called 'cuda' that declares a CPU ranks as a CPU") {
+    Decision d = negotiate({record("cuda", 99, {device("cuda", 0, DeviceKind::cpu)}),
+                            record("other", 1, {device("other", 0, DeviceKind::integrated_gpu)})},
+                           DeviceRequest{});
+    INFO(explain(d));
+    CHECK(selected_id(d) == "other:0");
+  }
 }
 
 TEST_CASE("auto: discrete over integrated, then score") {
@@ -155,14 +175,14 @@ TEST_CASE("auto: discrete over integrated, then score") {
     INFO(explain(d));
     CHECK(selected_id(d) == "rocm:1");
   }
-  SUBCASE("within one family rank, discrete beats a higher-scoring integrated") {
+  SUBCASE("discrete beats a higher-scoring integrated") {
     Decision d = negotiate({record("npu", 90, {device("npu", 0, DeviceKind::integrated_gpu)}),
                             record("xpu", 10, {device("xpu", 0, DeviceKind::discrete_gpu)})},
                            DeviceRequest{});
     INFO(explain(d));
     CHECK(selected_id(d) == "xpu:0");
   }
-  SUBCASE("same family rank and kind: the higher score") {
+  SUBCASE("same kind: the higher score") {
     Decision d = negotiate({record("npu", 20, {device("npu", 0, DeviceKind::discrete_gpu)}),
                             record("xpu", 80, {device("xpu", 0, DeviceKind::discrete_gpu)})},
                            DeviceRequest{});
@@ -422,8 +442,8 @@ Discovery load_fakes(std::vector<std::string> names) {
 }  // namespace
 
 TEST_CASE("loaded fakes: auto, explicit, no-gpu, prefer, require, hints") {
-  Discovery all = load_fakes({"cpu", "npu", "mps", "rocm", "cuda", "probe-fails", "score-zero"});
-  REQUIRE(all.plugins.size() == 7);
+  Discovery all = load_fakes({"cpu", "npu", "mps", "rocm", "cuda", "newgpu", "probe-fails", "score-zero"});
+  REQUIRE(all.plugins.size() == 8);
   for (const auto& r : all.plugins) {
     INFO(r.name << ": " << to_string(r.status) << " - " << r.reason);
     bool bad = r.name == "probe-fails" || r.name == "score-zero";
@@ -438,7 +458,8 @@ TEST_CASE("loaded fakes: auto, explicit, no-gpu, prefer, require, hints") {
     std::vector<std::string> eligible;
     for (const auto& c : d.candidates)
       if (c.eligible) eligible.push_back(c.device.id);
-    CHECK(eligible == std::vector<std::string>{"cuda:0", "cuda:1", "rocm:0", "mps:0", "npu:0", "cpu:0"});
+    // By declared kind, then score: the out-of-tree newgpu (45) between cuda (50) and rocm (40).
+    CHECK(eligible == std::vector<std::string>{"cuda:0", "cuda:1", "newgpu:0", "rocm:0", "mps:0", "npu:0", "cpu:0"});
     const Candidate* zero = candidate(d, "score-zero:0");
     REQUIRE(zero);
     CHECK_FALSE(zero->eligible);
@@ -450,6 +471,11 @@ TEST_CASE("loaded fakes: auto, explicit, no-gpu, prefer, require, hints") {
     CHECK(selected_id(negotiate(fewest.plugins, DeviceRequest{})) == "mps:0");
     Discovery cpu_npu = load_fakes({"cpu", "npu"});
     CHECK(selected_id(negotiate(cpu_npu.plugins, DeviceRequest{})) == "npu:0");
+    Discovery cpu_newgpu = load_fakes({"cpu", "newgpu"});
+    Decision n = negotiate(cpu_newgpu.plugins, DeviceRequest{});
+    INFO(explain(n));
+    CHECK(selected_id(n) == "newgpu:0");
+    CHECK(contains(n.selected->reason, "discrete GPU ranks highest"));
   }
   SUBCASE("explicit") {
     CHECK(selected_id(negotiate(all.plugins, ask("cuda:1"))) == "cuda:1");

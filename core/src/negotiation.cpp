@@ -3,25 +3,11 @@
 #include <algorithm>
 #include <climits>
 #include <tuple>
+#include <utility>
 
 namespace accelkit {
 
 namespace {
-
-int kind_rank(DeviceKind k) {
-  switch (k) {
-    case DeviceKind::discrete_gpu: return 0;
-    case DeviceKind::integrated_gpu: return 1;
-    case DeviceKind::other: return 2;
-    case DeviceKind::cpu: return 3;
-  }
-  return 3;
-}
-
-const char* family_label(int rank) {
-  static const char* labels[] = {"cuda", "rocm", "mps", "other GPU", "cpu", "other"};
-  return labels[std::clamp(rank, 0, 5)];
-}
 
 std::string describe(const Candidate& c) {
   std::string s = c.device.id;
@@ -29,35 +15,71 @@ std::string describe(const Candidate& c) {
   return s;
 }
 
-}  // namespace
-
-int family_rank(const std::string& plugin, DeviceKind kind) noexcept {
-  if (plugin == "cuda") return 0;
-  if (plugin == "rocm") return 1;
-  if (plugin == "mps") return 2;
-  if (kind == DeviceKind::discrete_gpu || kind == DeviceKind::integrated_gpu) return 3;
-  if (kind == DeviceKind::cpu || plugin == "cpu") return 4;
-  return 5;
+// "a discrete GPU", "an NPU", ...
+std::string a_kind(DeviceKind k) {
+  const std::string what = describe(k);
+  const bool vowel = what[0] == 'i' || what[0] == 'o' || what[0] == 'N';
+  return (vowel ? "an " : "a ") + what;
 }
 
-Decision negotiate(const std::vector<PluginRecord>& plugins, const DeviceRequest& request,
-                   const std::vector<PciGpu>& pci) {
-  Decision d;
-  const std::string& want = request.device;
-  const bool auto_device = want.empty() || want == "auto";
-  const bool want_index = !auto_device && want.find(':') != std::string::npos;
-  const std::string want_plugin = auto_device ? "" : want.substr(0, want.find(':'));
-  d.explicit_request = !auto_device || request.no_gpu || !request.require.empty();
-  const std::string origin = request.device_origin.empty() ? "" : " (from " + request.device_origin + ")";
+constexpr const char* kAutoOrder = "discrete GPU > integrated GPU > NPU > other > CPU";
 
-  auto prefer_rank = [&](const std::string& name) {
-    auto it = std::find(request.prefer.begin(), request.prefer.end(), name);
+}  // namespace
+
+int kind_rank(DeviceKind k) noexcept {
+  switch (k) {
+    case DeviceKind::discrete_gpu: return 0;
+    case DeviceKind::integrated_gpu: return 1;
+    case DeviceKind::npu: return 2;
+    case DeviceKind::other: return 3;
+    case DeviceKind::cpu: return 4;
+  }
+  return 3;
+}
+
+namespace {
+
+// The request, parsed once.
+struct Ask {
+  const DeviceRequest& request;
+  bool auto_device;
+  bool want_index;          // "<plugin>:<index>"
+  std::string want_plugin;  // "" for auto
+  std::string origin;       // " (from --device)", or ""
+
+  explicit Ask(const DeviceRequest& r)
+      : request(r),
+        auto_device(r.device.empty() || r.device == "auto"),
+        want_index(!auto_device && r.device.find(':') != std::string::npos),
+        want_plugin(auto_device ? "" : r.device.substr(0, r.device.find(':'))),
+        origin(r.device_origin.empty() ? "" : " (from " + r.device_origin + ")") {}
+
+  // Position in `prefer`; INT_MAX when not listed.
+  int prefer_rank(const std::string& plugin) const {
+    auto it = std::find(request.prefer.begin(), request.prefer.end(), plugin);
     return it == request.prefer.end() ? INT_MAX : static_cast<int>(it - request.prefer.begin());
-  };
+  }
+};
 
-  bool requested_plugin_seen = false;
+// Why `c` cannot be chosen, with the sentence for people; none when it can.
+std::pair<Exclusion, std::string> exclusion(const PluginRecord& rec, const Candidate& c, const Ask& ask) {
+  const DeviceRequest& request = ask.request;
+  if (rec.status != PluginStatus::loaded)
+    return {Exclusion::plugin_unusable, "plugin " + std::string(to_string(rec.status)) + ": " + rec.reason};
+  if (c.device.torch_device.empty())
+    return {Exclusion::no_torch_device, "LibTorch in this process cannot drive it"};
+  if (request.no_gpu && c.device.kind != DeviceKind::cpu) return {Exclusion::no_gpu, "excluded by --no-gpu"};
+  if (!ask.auto_device && (ask.want_index ? c.device.id != request.device : c.plugin != ask.want_plugin))
+    return {Exclusion::not_requested, "not the requested device '" + request.device + "'" + ask.origin};
+  for (const auto& cap : request.require)
+    if (!c.device.capabilities.has(cap))
+      return {Exclusion::missing_capability, "lacks required capability '" + cap + "'"};
+  return {Exclusion::none, ""};
+}
+
+// Every device of every probed plugin as a candidate; one reason line per plugin without any.
+void collect_candidates(const std::vector<PluginRecord>& plugins, const Ask& ask, Decision& d) {
   for (const auto& rec : plugins) {
-    if (rec.name == want_plugin) requested_plugin_seen = true;
     if (!rec.probe) {
       d.reasons.push_back(rec.name + ": " + to_string(rec.status) + " - " + rec.reason);
       continue;
@@ -72,87 +94,83 @@ Decision negotiate(const std::vector<PluginRecord>& plugins, const DeviceRequest
       c.device = rec.probe->devices[i];
       c.device_index = i;
       c.score = rec.probe->score;
-      std::string why;
-      if (rec.status != PluginStatus::loaded) {
-        why = "plugin " + std::string(to_string(rec.status)) + ": " + rec.reason;
-      } else if (c.device.torch_device.empty()) {
-        why = "LibTorch in this process cannot drive it";
-      } else if (request.no_gpu && c.device.kind != DeviceKind::cpu) {
-        why = "excluded by --no-gpu";
-      } else if (!auto_device && (want_index ? c.device.id != want : c.plugin != want_plugin)) {
-        why = "not the requested device '" + want + "'" + origin;
-      } else {
-        for (const auto& cap : request.require)
-          if (!c.device.capabilities.has(cap)) {
-            why = "lacks required capability '" + cap + "'";
-            break;
-          }
-      }
-      c.eligible = why.empty();
-      c.reason = why;
+      std::tie(c.excluded, c.reason) = exclusion(rec, c, ask);
+      c.eligible = c.excluded == Exclusion::none;
       d.candidates.push_back(std::move(c));
     }
   }
+}
 
+// Eligible first, then `prefer`, then the declared kind, then score.
+void rank_candidates(const Ask& ask, std::vector<Candidate>& candidates) {
   auto key = [&](const Candidate& c) {
-    return std::make_tuple(!c.eligible, prefer_rank(c.plugin), family_rank(c.plugin, c.device.kind),
-                           kind_rank(c.device.kind), -c.score, c.plugin, c.device_index);
+    return std::make_tuple(!c.eligible, ask.prefer_rank(c.plugin), kind_rank(c.device.kind), -c.score, c.plugin,
+                           c.device_index);
   };
-  std::stable_sort(d.candidates.begin(), d.candidates.end(),
+  std::stable_sort(candidates.begin(), candidates.end(),
                    [&](const Candidate& a, const Candidate& b) { return key(a) < key(b); });
+}
 
-  if (!d.candidates.empty() && d.candidates.front().eligible) {
-    Candidate& best = d.candidates.front();
-    const int fam = family_rank(best.plugin, best.device.kind);
-    if (!auto_device) {
-      best.reason = "chosen: requested as '" + want + "'" + origin;
-    } else if (prefer_rank(best.plugin) != INT_MAX) {
-      best.reason = "chosen: '" + best.plugin + "' is preferred by the configuration";
-    } else {
-      best.reason = std::string("chosen: ") + family_label(fam) +
-                    " ranks highest of those available (auto order: cuda > rocm > mps > other GPUs > cpu; "
-                    "discrete over integrated; then score " + std::to_string(best.score) + ")";
-    }
-    if (request.no_gpu) best.reason += "; --no-gpu";
-    if (!request.require.empty()) {
-      std::string req;
-      for (const auto& r : request.require) req += (req.empty() ? "" : ", ") + r;
-      best.reason += "; has every required capability (" + req + ")";
-    }
-    for (std::size_t i = 1; i < d.candidates.size() && d.candidates[i].eligible; ++i) {
-      Candidate& c = d.candidates[i];
-      if (prefer_rank(c.plugin) != prefer_rank(best.plugin)) c.reason = "eligible; less preferred by the configuration";
-      else if (family_rank(c.plugin, c.device.kind) != fam) c.reason = std::string("eligible; ") + family_label(family_rank(c.plugin, c.device.kind)) + " ranks below " + family_label(fam);
-      else if (kind_rank(c.device.kind) != kind_rank(best.device.kind)) c.reason = std::string("eligible; ") + to_string(c.device.kind) + " ranks below " + to_string(best.device.kind);
-      else if (c.score != best.score) c.reason = "eligible; lower score (" + std::to_string(c.score) + " < " + std::to_string(best.score) + ")";
-      else c.reason = "eligible; ranked after " + best.device.id;
-    }
-    d.selected = best;
-    d.ok = true;
+// The winner's reason, and for every other eligible candidate why it ranks lower.
+void explain_choice(const Ask& ask, std::vector<Candidate>& ranked) {
+  const DeviceRequest& request = ask.request;
+  Candidate& best = ranked.front();
+  if (!ask.auto_device) {
+    best.reason = "chosen: requested as '" + request.device + "'" + ask.origin;
+  } else if (ask.prefer_rank(best.plugin) != INT_MAX) {
+    best.reason = "chosen: '" + best.plugin + "' is preferred by the configuration";
   } else {
-    std::string what = auto_device ? std::string("any device") : "device '" + want + "'" + origin;
-    if (request.no_gpu) what += " with --no-gpu";
-    if (!request.require.empty()) {
-      what += " with capabilities [";
-      for (std::size_t i = 0; i < request.require.size(); ++i) what += (i ? ", " : "") + request.require[i];
-      what += "]";
-    }
-    std::string err = "requested " + what + " is not available.";
-    if (!auto_device && !requested_plugin_seen) err += " No plugin named '" + want_plugin + "' was found.";
-    std::string usable;
-    for (const auto& c : d.candidates)
-      if (c.reason.rfind("plugin ", 0) != 0 && !c.device.torch_device.empty())
-        usable += "\n  " + describe(c) + ": " + c.reason;
-    err += usable.empty() ? "\nNo usable device at all." : "\nUsable devices (not matching the request):" + usable;
-    std::string rest;
-    for (const auto& c : d.candidates)
-      if (c.reason.rfind("plugin ", 0) == 0 || c.device.torch_device.empty())
-        rest += "\n  " + describe(c) + ": " + c.reason;
-    for (const auto& r : d.reasons) rest += "\n  " + r;
-    if (!rest.empty()) err += "\nNot usable:" + rest;
-    d.error = err;
+    best.reason = "chosen: " + a_kind(best.device.kind) + " ranks highest of those available (auto order: " +
+                  kAutoOrder + ", as each plugin declares its devices; then score " + std::to_string(best.score) + ")";
   }
+  if (request.no_gpu) best.reason += "; --no-gpu";
+  if (!request.require.empty()) {
+    std::string req;
+    for (const auto& r : request.require) req += (req.empty() ? "" : ", ") + r;
+    best.reason += "; has every required capability (" + req + ")";
+  }
+  for (std::size_t i = 1; i < ranked.size() && ranked[i].eligible; ++i) {
+    Candidate& c = ranked[i];
+    if (ask.prefer_rank(c.plugin) != ask.prefer_rank(best.plugin))
+      c.reason = "eligible; less preferred by the configuration";
+    else if (kind_rank(c.device.kind) != kind_rank(best.device.kind))
+      c.reason = "eligible; " + a_kind(c.device.kind) + " ranks below " + a_kind(best.device.kind);
+    else if (c.score != best.score)
+      c.reason = "eligible; lower score (" + std::to_string(c.score) + " < " + std::to_string(best.score) + ")";
+    else
+      c.reason = "eligible; ranked after " + best.device.id;
+  }
+}
 
+// What was asked, what is usable and why the rest is not: the error of a failed negotiation.
+std::string refusal(const std::vector<PluginRecord>& plugins, const Ask& ask, const Decision& d) {
+  const DeviceRequest& request = ask.request;
+  std::string what = ask.auto_device ? std::string("any device") : "device '" + request.device + "'" + ask.origin;
+  if (request.no_gpu) what += " with --no-gpu";
+  if (!request.require.empty()) {
+    what += " with capabilities [";
+    for (std::size_t i = 0; i < request.require.size(); ++i) what += (i ? ", " : "") + request.require[i];
+    what += "]";
+  }
+  std::string err = "requested " + what + " is not available.";
+  const bool seen = std::any_of(plugins.begin(), plugins.end(),
+                                [&](const PluginRecord& r) { return r.name == ask.want_plugin; });
+  if (!ask.auto_device && !seen) err += " No plugin named '" + ask.want_plugin + "' was found.";
+  auto unusable = [](const Candidate& c) {
+    return c.excluded == Exclusion::plugin_unusable || c.excluded == Exclusion::no_torch_device;
+  };
+  std::string usable, rest;
+  for (const auto& c : d.candidates) (unusable(c) ? rest : usable) += "\n  " + describe(c) + ": " + c.reason;
+  err += usable.empty() ? "\nNo usable device at all." : "\nUsable devices (not matching the request):" + usable;
+  for (const auto& r : d.reasons) rest += "\n  " + r;
+  if (!rest.empty()) err += "\nNot usable:" + rest;
+  return err;
+}
+
+// GPUs on the PCI bus that no usable plugin serves: which package to install, or why the
+// plugin that would serve them cannot.
+std::vector<std::string> pci_hints(const std::vector<PluginRecord>& plugins, const std::vector<PciGpu>& pci) {
+  std::vector<std::string> hints;
   for (const auto& gpu : pci) {
     const std::string plugin = gpu.vendor == 0x10de ? "cuda" : "rocm";
     const std::string vendor = gpu.vendor == 0x10de ? "NVIDIA" : "AMD";
@@ -164,8 +182,28 @@ Decision negotiate(const std::vector<PluginRecord>& plugins, const DeviceRequest
               " package (or add its directory to ACCELKIT_ADD_PLUGIN_PATH)";
     else
       hint += "the " + plugin + " plugin is " + to_string(it->status) + ": " + it->reason;
-    d.hints.push_back(hint);
+    hints.push_back(std::move(hint));
   }
+  return hints;
+}
+
+}  // namespace
+
+Decision negotiate(const std::vector<PluginRecord>& plugins, const DeviceRequest& request,
+                   const std::vector<PciGpu>& pci) {
+  const Ask ask(request);
+  Decision d;
+  d.explicit_request = !ask.auto_device || request.no_gpu || !request.require.empty();
+  collect_candidates(plugins, ask, d);
+  rank_candidates(ask, d.candidates);
+  if (!d.candidates.empty() && d.candidates.front().eligible) {
+    explain_choice(ask, d.candidates);
+    d.selected = d.candidates.front();
+    d.ok = true;
+  } else {
+    d.error = refusal(plugins, ask, d);
+  }
+  d.hints = pci_hints(plugins, pci);
   return d;
 }
 

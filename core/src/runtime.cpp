@@ -1,5 +1,7 @@
 #include "accelkit/runtime.hpp"
 
+#include "accelkit/support/adamw_state.hpp"
+
 #include <stdexcept>
 
 #include <spdlog/spdlog.h>
@@ -8,6 +10,7 @@
 #include <torch/version.h>
 
 #include "accelkit/device.hpp"
+#include "combined_optimizer.hpp"
 
 namespace accelkit {
 
@@ -36,15 +39,28 @@ std::unique_ptr<Runtime> Runtime::start(const ContextOptions& options) {
   rt->apply_plan(rt->settings_request());
   rt->apply_sdpa_backend();
 
-  auto optimizers = rt->device_->optimizer();
-  if (optimizers.ok() && optimizers.value()) {
-    rt->optimizers_ = optimizers.value();
-  } else {
-    rt->optimizer_absent_reason_ = optimizers.ok() ? "the plugin returned none" : optimizers.status().message();
-  }
+  rt->attach_optimizers();
   skip_profile_value("fused_optimizer", rt->optimizers_ != nullptr,
                      info.id + " has no fused optimizer (" + rt->optimizer_absent_reason_ + ")");
   return rt;
+}
+
+void Runtime::attach_optimizers() {
+  const DeviceInfo& info = device_->info();
+  auto own = device_->optimizer();
+  if (own.ok() && own.value()) {
+    optimizers_ = own.value();
+  } else {
+    optimizer_absent_reason_ = own.ok() ? "the plugin returned none" : own.status().message();
+  }
+  // Other plugins' AdamW implementations for this device (Plugin::optimizer_for).
+  std::vector<std::string> declined;
+  auto contributed = collect_optimizer_contributions(context_->discovery(), context_->require_device().plugin, info,
+                                                     &declined);
+  for (const auto& line : declined) spdlog::warn("{}", line);
+  for (const auto& c : contributed)
+    spdlog::info("optimizer: plugin {} contributes AdamW to {}: {}", c.plugin, info.id, c.optimizer->implementation());
+  if (!contributed.empty()) optimizers_ = combine_optimizers(optimizers_, std::move(contributed));
 }
 
 PrecisionRequest Runtime::settings_request() const {
@@ -186,11 +202,7 @@ OptimizerChoice Runtime::make_adamw_as(const std::vector<at::Tensor>& params, co
                              ") but " +
                              (fused == "off" ? "fused_optimizer = off (from " + s.origin_of("fused_optimizer") + ")"
                                              : device_id + " has no fused optimizer: " + optimizer_absent_reason_));
-  auto options = torch::optim::AdamWOptions(c.lr)
-                     .betas(std::make_tuple(c.beta1, c.beta2))
-                     .eps(c.eps)
-                     .weight_decay(c.weight_decay)
-                     .amsgrad(c.amsgrad);
+  const auto options = support::adamw_options(c);
   if (c.maximize) throw std::invalid_argument("torch::optim::AdamW has no 'maximize' option in this LibTorch");
   auto opt = std::make_shared<torch::optim::AdamW>(params, options);
   std::string why = fused == "off" ? "fused_optimizer = off (from " + s.origin_of("fused_optimizer") + ")"

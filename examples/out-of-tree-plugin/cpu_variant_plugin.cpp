@@ -6,6 +6,7 @@
 #include <accelkit/optimizer.hpp>
 #include <accelkit/plugin.hpp>
 #include <accelkit/precision.hpp>
+#include <accelkit/support/adamw_state.hpp>
 #include <accelkit/torch_compat.hpp>
 
 #include <ATen/Parallel.h>
@@ -84,9 +85,7 @@ class VariantOptimizer final : public Optimizer {
                                                                 const AdamWConfig& c) noexcept override {
     if (c.master_weights) return Status(StatusCode::not_supported, "SimpleAdamW keeps no fp32 master weights");
     return capture("cpu_variant create_adamw", [&]() -> std::shared_ptr<torch::optim::Optimizer> {
-      auto o = torch::optim::AdamWOptions(c.lr).betas(std::make_tuple(c.beta1, c.beta2)).eps(c.eps)
-                   .weight_decay(c.weight_decay).amsgrad(c.amsgrad);
-      return std::make_shared<SimpleAdamW>(params, o, c.maximize);
+      return std::make_shared<SimpleAdamW>(params, support::adamw_options(c), c.maximize);
     });
   }
 };

@@ -2,7 +2,7 @@
 
 #include <accelkit/host_paths.hpp>
 
-#include "file_read.hpp"
+#include "accelkit/support/host_file.hpp"
 
 namespace accelkit::cpu {
 namespace {
@@ -105,7 +105,7 @@ BlasInfo classify_blas(std::string_view maps) {
 }
 
 BlasInfo detect_blas() {
-  ReadResult r = read_text_file(procfs_path("self/maps"));
+  host::ReadResult r = host::read_file(procfs_path("self/maps"));
   if (!r.ok()) return {};
   return classify_blas(r.text);
 }

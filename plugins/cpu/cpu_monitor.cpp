@@ -6,10 +6,10 @@
 
 namespace accelkit::cpu {
 namespace {
-FileReader or_default(FileReader read) { return read ? std::move(read) : FileReader(read_text_file); }
+host::FileReader or_default(host::FileReader read) { return read ? std::move(read) : host::FileReader(host::read_file); }
 }  // namespace
 
-CpuMonitor::CpuMonitor(FileReader read)
+CpuMonitor::CpuMonitor(host::FileReader read)
     : read_(or_default(std::move(read))),
       temperature_(find_temperature_source(read_)),
       rapl_(find_rapl_domains(read_), read_) {}
@@ -50,11 +50,11 @@ std::vector<Reading> CpuMonitor::sample_unchecked(Clock::time_point now) {
 
   Reading util{reading::utilisation_pct, std::nullopt, "%", "/proc/stat", ""};
   const std::string stat_path = procfs_path("stat");
-  ReadResult stat = read_(stat_path);
+  host::ReadResult stat = read_(stat_path);
   std::optional<CpuTicks> ticks = stat.ok() ? parse_proc_stat(stat.text) : std::nullopt;
   if (!ticks) {
     util.note = stat.ok() ? "n/a: no aggregate cpu line in " + stat_path
-                          : "n/a: cannot read " + stat_path + ": " + error_text(stat.error);
+                          : "n/a: cannot read " + stat_path + ": " + host::error_text(stat.error);
   } else if (!previous_ticks_) {
     util.note = "n/a: first sample (utilisation is the tick delta between samples)";
   } else {
@@ -67,7 +67,7 @@ std::vector<Reading> CpuMonitor::sample_unchecked(Clock::time_point now) {
   Reading used{reading::memory_used_bytes, std::nullopt, "bytes", "/proc/meminfo", ""};
   Reading total{reading::memory_total_bytes, std::nullopt, "bytes", "/proc/meminfo", ""};
   const std::string meminfo_path = procfs_path("meminfo");
-  ReadResult mem = read_(meminfo_path);
+  host::ReadResult mem = read_(meminfo_path);
   MemInfo m = mem.ok() ? parse_meminfo(mem.text) : MemInfo{};
   if (m.total_bytes > 0) {
     total.value = static_cast<double>(m.total_bytes);
@@ -77,7 +77,7 @@ std::vector<Reading> CpuMonitor::sample_unchecked(Clock::time_point now) {
       used.note = "n/a: no MemAvailable/MemFree in " + meminfo_path;
   } else {
     std::string why = mem.ok() ? "no MemTotal in " + meminfo_path
-                               : "cannot read " + meminfo_path + ": " + error_text(mem.error);
+                               : "cannot read " + meminfo_path + ": " + host::error_text(mem.error);
     used.note = total.note = "n/a: " + why;
   }
   out.push_back(std::move(used));

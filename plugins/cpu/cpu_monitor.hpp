@@ -9,7 +9,7 @@
 
 #include <accelkit/monitor.hpp>
 
-#include "file_read.hpp"
+#include "accelkit/support/host_file.hpp"
 #include "proc_stat.hpp"
 #include "rapl.hpp"
 #include "temperature.hpp"
@@ -20,8 +20,8 @@ class CpuMonitor final : public Monitor {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // `read` defaults to read_text_file; tests inject errors root cannot provoke (EACCES).
-  explicit CpuMonitor(FileReader read = {});
+  // `read` defaults to host::read_file; tests inject errors root cannot provoke (EACCES).
+  explicit CpuMonitor(host::FileReader read = {});
 
   Result<std::vector<Reading>> sample() noexcept override;
   // sample() at a given time: rates are deltas over `now` minus the previous sample's `now`.
@@ -32,7 +32,7 @@ class CpuMonitor final : public Monitor {
  private:
   std::vector<Reading> sample_unchecked(Clock::time_point now);
 
-  FileReader read_;
+  host::FileReader read_;
   std::optional<TemperatureSource> temperature_;
   RaplMeter rapl_;
   std::optional<CpuTicks> previous_ticks_;

@@ -1,5 +1,7 @@
 #include "cpu_optimizer.hpp"
 
+#include "accelkit/support/adamw_state.hpp"
+
 #include <ATen/Parallel.h>
 
 #include "accelkit/support/aten_fused_adamw.hpp"
@@ -44,11 +46,7 @@ Result<std::shared_ptr<torch::optim::Optimizer>> CpuOptimizer::create_adamw(cons
   if (aten && c.master_weights)
     return Status(StatusCode::not_supported, "at::_fused_adamw_ keeps no fp32 master weights");
   return capture("cpu fused AdamW", [&]() -> std::shared_ptr<torch::optim::Optimizer> {
-    auto options = torch::optim::AdamWOptions(c.lr)
-                       .betas(std::make_tuple(c.beta1, c.beta2))
-                       .eps(c.eps)
-                       .weight_decay(c.weight_decay)
-                       .amsgrad(c.amsgrad);
+    const auto options = support::adamw_options(c);
     if (aten) return std::make_shared<support::AtenFusedAdamW>(params, options, c.maximize);
     return std::make_shared<FusedAdamW>(params, options, c.maximize, c.master_weights);
   });

@@ -1,9 +1,7 @@
-// The CPU plugin: one device, always usable. Entry points are noexcept and wrapped in capture().
-#include <mutex>
-#include <optional>
-
+// The CPU plugin: one device, always usable. Entry points are noexcept (CachedProbePlugin).
 #include <ATen/Context.h>
 #include <accelkit/plugin.hpp>
+#include <accelkit/support/cached_probe.hpp>
 
 #include "cpu_device.hpp"
 #include "device_info.hpp"
@@ -11,39 +9,21 @@
 
 namespace accelkit::cpu {
 
-class CpuPlugin final : public Plugin {
+struct CpuFacts {
+  CpuProbe probe;
+  CpuReport report;
+};
+
+class CpuPlugin final : public support::CachedProbePlugin<CpuFacts> {
  public:
   static constexpr const char* kName = "cpu";
   static constexpr const char* kVersion = "0.1.0";
   static constexpr const char* kDescription =
       "CPU: AVX-512/AMX-aware bf16, RAPL power, hwmon temperature";
-
-  Result<ProbeReport> probe() noexcept override {
-    return capture("cpu probe", [&] {
-      std::lock_guard<std::mutex> lock(mutex_);
-      return probe_locked();
-    });
-  }
-
-  Result<std::shared_ptr<Device>> open(std::size_t index) noexcept override {
-    return capture("cpu open", [&]() -> Result<std::shared_ptr<Device>> {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (!last_) probe_locked();
-      if (index != 0)
-        return Status(StatusCode::invalid_argument,
-                      "the cpu plugin has one device (cpu:0); index " + std::to_string(index) +
-                          " does not exist");
-      return std::shared_ptr<Device>(std::make_shared<CpuDevice>(last_->probe, last_->report.device));
-    });
-  }
+  CpuPlugin() : CachedProbePlugin(kName) {}
 
  private:
-  struct Last {
-    CpuProbe probe;
-    CpuReport report;
-  };
-
-  ProbeReport probe_locked() {
+  Probed run_probe() override {
     CpuProbe probe = probe_cpu();
     // A LibTorch with MKL linked in (the PyTorch wheel) maps no BLAS library of its own.
     if (probe.blas.kind == BlasKind::not_found && at::hasMKL())
@@ -54,12 +34,15 @@ class CpuPlugin final : public Plugin {
     out.devices.push_back(report.device);
     out.reasons = report.reasons;
     out.warnings = report.warnings;
-    last_ = Last{std::move(probe), std::move(report)};
-    return out;
+    return {CpuFacts{std::move(probe), std::move(report)}, std::move(out)};
   }
 
-  std::mutex mutex_;
-  std::optional<Last> last_;
+  Result<std::shared_ptr<Device>> open_device(const CpuFacts& facts, std::size_t index) override {
+    if (index != 0)
+      return Status(StatusCode::invalid_argument,
+                    "the cpu plugin has one device (cpu:0); index " + std::to_string(index) + " does not exist");
+    return std::shared_ptr<Device>(std::make_shared<CpuDevice>(facts.probe, facts.report.device));
+  }
 };
 
 }  // namespace accelkit::cpu

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "file_read.hpp"
+#include "accelkit/support/host_file.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -58,7 +58,7 @@ CpuidSnapshot read_cpuid_snapshot() {
       std::memcpy(brand + 16 * i + 8, &c, 4);
       std::memcpy(brand + 16 * i + 12, &d, 4);
     }
-    s.brand = trim(brand);
+    s.brand = host::trim(brand);
   }
   return s;
 }

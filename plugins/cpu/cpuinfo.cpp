@@ -3,7 +3,7 @@
 #include <set>
 #include <utility>
 
-#include "file_read.hpp"
+#include "accelkit/support/host_file.hpp"
 
 namespace accelkit::cpu {
 
@@ -26,11 +26,11 @@ CpuinfoSummary parse_cpuinfo(std::string_view text) {
     pos = nl + 1;
     auto colon = line.find(':');
     if (colon == std::string_view::npos) {
-      if (trim(line).empty()) end_block();
+      if (host::trim(line).empty()) end_block();
       continue;
     }
-    std::string key = trim(line.substr(0, colon));
-    std::string value = trim(line.substr(colon + 1));
+    std::string key = host::trim(line.substr(0, colon));
+    std::string value = host::trim(line.substr(colon + 1));
     if (key == "processor") {
       end_block();
       ++out.logical_cores;
@@ -55,7 +55,7 @@ std::string vendor_name(std::string_view id) {
   if (id == "AuthenticAMD") return "AMD";
   if (id == "HygonGenuine") return "Hygon";
   if (id == "CentaurHauls") return "Centaur";
-  if (trim(id) == "Shanghai") return "Zhaoxin";
+  if (host::trim(id) == "Shanghai") return "Zhaoxin";
   return std::string(id);
 }
 

@@ -28,6 +28,7 @@ CpuReport make_cpu_report(const CpuProbe& p) {
   d.vendor = p.vendor;
   d.kind = DeviceKind::cpu;
   d.memory_bytes = p.memory_bytes;
+  d.cores = p.physical_cores > 0 ? static_cast<std::uint32_t>(p.physical_cores) : 0;
 
   const std::string isa = isa_list(p.isa);
   const std::string bf16 = bf16_source(p.isa);

@@ -11,6 +11,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "accelkit/support/adamw_state.hpp"
 #include "accelkit/torch_compat.hpp"
 #include "fused_adamw_kernel.hpp"
 
@@ -34,42 +35,6 @@ KernelFn kernel_for(AdamWIsa isa) {
 #endif
     default: return detail::adamw_scalar;
   }
-}
-
-// t with like's strides (t itself when it has them already).
-at::Tensor with_layout(const at::Tensor& t, const at::Tensor& like) {
-  if (t.strides() == like.strides()) return t;
-  auto out = at::empty_strided(like.sizes(), like.strides(), t.options());
-  out.copy_(t);
-  return out;
-}
-
-// Brings a state tensor to float in the work layout (once: it is stored back), so that the
-// kernel can use it in place from then on. A loaded bfloat16 state is widened here.
-void settle_state(at::Tensor& s, const at::Tensor& p, const at::Tensor& work, const char* name) {
-  TORCH_CHECK(s.sizes() == p.sizes(), "FusedAdamW: ", name, " has shape ", s.sizes(),
-              " but its parameter has ", p.sizes());
-  TORCH_CHECK(s.device() == p.device(), "FusedAdamW: ", name, " is on ", s.device(), ", its parameter on ",
-              p.device());
-  if (s.scalar_type() != at::kFloat) s = s.to(at::kFloat);
-  s = with_layout(s, work);
-}
-
-// Unfused ATen update for dtypes the kernel does not take (double, half); torch's math.
-void ops_update(at::Tensor& p, at::Tensor grad, AdamWParamState& st, const AdamWOptions& o, bool maximize,
-                double bc1, double bc2) {
-  if (maximize) grad = grad.neg();
-  if (o.weight_decay() != 0) p.mul_(1 - o.lr() * o.weight_decay());
-  const auto [beta1, beta2] = o.betas();
-  st.exp_avg().mul_(beta1).add_(grad, 1 - beta1);
-  st.exp_avg_sq().mul_(beta2).addcmul_(grad, grad, 1 - beta2);
-  at::Tensor d = st.exp_avg_sq();
-  if (o.amsgrad()) {
-    at::max_out(st.max_exp_avg_sq(), st.exp_avg_sq(), st.max_exp_avg_sq());
-    d = st.max_exp_avg_sq();
-  }
-  const auto denom = (d.sqrt() / std::sqrt(bc2)).add_(o.eps());
-  p.addcdiv_(st.exp_avg(), denom, -o.lr() / bc1);
 }
 
 // Runs fn over all spans. Each tensor is cut into pieces (starts at multiples of 64 elements,
@@ -163,7 +128,7 @@ void FusedAdamW::adopt_master_weights() {
       TORCH_CHECK(p.device().is_cpu(), "FusedAdamW: parameters must be on the CPU, got ", p.device());
       at::Tensor low = p.detach().to(at::kBFloat16);  // the param's layout where it is dense
       // A float param's own storage becomes the master when its layout matches: nothing copied.
-      at::Tensor master = with_layout(dtype == at::kFloat ? p.detach() : low.to(at::kFloat), low);
+      at::Tensor master = support::with_layout(dtype == at::kFloat ? p.detach() : low.to(at::kFloat), low);
       if (dtype == at::kFloat) {
         if (p.grad().defined()) p.mutable_grad() = p.grad().to(at::kBFloat16);
         p.set_data(low);
@@ -248,68 +213,33 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
     for (auto& p : group.params()) {
       const auto& grad = p.grad();
       if (!grad.defined()) continue;
-      TORCH_CHECK(!grad.is_sparse(), "AdamW does not support sparse gradients");
       // Twice in the list would be two concurrent updates of the same memory.
       TORCH_CHECK(seen.insert(p.unsafeGetTensorImpl()).second, "FusedAdamW: a parameter appears more than once "
                   "in the param groups");
       TORCH_CHECK(p.device().is_cpu() && grad.device().is_cpu(), "FusedAdamW: parameters and gradients must be "
                   "on the CPU, got ", p.device(), " and ", grad.device());
-      TORCH_CHECK(grad.sizes() == p.sizes(), "FusedAdamW: gradient shape ", grad.sizes(), " differs from its "
-                  "parameter's ", p.sizes());
-
       const auto dtype = p.scalar_type();
-      const bool fused = dtype == at::kFloat || dtype == at::kBFloat16;
       // Fused: float state whatever the param dtype; otherwise the param's dtype, as AdamW.
-      const auto state_options = fused ? p.options().dtype(at::kFloat) : p.options();
-      const auto key = compat::optimizer_state_key(state_, p);
-      auto it = state_.find(key);
-      if (it == state_.end()) {
-        auto st = std::make_unique<AdamWParamState>();
-        st->step(0);
-        st->exp_avg(at::zeros_like(p, state_options, at::MemoryFormat::Preserve));
-        st->exp_avg_sq(at::zeros_like(p, state_options, at::MemoryFormat::Preserve));
-        if (o.amsgrad()) st->max_exp_avg_sq(at::zeros_like(p, state_options, at::MemoryFormat::Preserve));
-        it = state_.emplace(key, std::move(st)).first;
-      }
-      auto& st = static_cast<AdamWParamState&>(*it->second);
-      if (o.amsgrad() && !st.max_exp_avg_sq().defined())
-        st.max_exp_avg_sq(at::zeros_like(p, state_options, at::MemoryFormat::Preserve));
-
-      st.step(st.step() + 1);
+      const bool fused = dtype == at::kFloat || dtype == at::kBFloat16;
+      support::PreparedParam prep = support::prepare_adamw_param(state_, p, o, maximize_, fused, "FusedAdamW");
+      if (!prep.run_kernel) continue;
+      at::Tensor pw = prep.work;
+      if (prep.copy_back) copy_back.emplace_back(p, pw);
+      grads.push_back(prep.grad);
+      auto& st = *prep.state;
       const auto [beta1, beta2] = o.betas();
-      const double bc1 = 1 - std::pow(beta1, st.step());
-      const double bc2 = 1 - std::pow(beta2, st.step());
-
-      if (!fused) {
-        ops_update(p, grad, st, o, maximize_, bc1, bc2);
-        continue;
-      }
-      if (p.numel() == 0) continue;
-
-      // The kernel wants flat buffers in one element order: p's own when p is dense, else a
-      // contiguous copy written back after the step. State lives in that layout (zeros_like
-      // with Preserve gives it); a grad in another layout is copied for the step.
-      at::Tensor pw = p;
-      if (!p.is_non_overlapping_and_dense()) {
-        pw = p.contiguous();
-        copy_back.emplace_back(p, pw);
-      }
-      settle_state(st.exp_avg(), p, pw, "exp_avg");
-      settle_state(st.exp_avg_sq(), p, pw, "exp_avg_sq");
-      if (o.amsgrad()) settle_state(st.max_exp_avg_sq(), p, pw, "max_exp_avg_sq");
-      at::Tensor gw = with_layout(grad.scalar_type() == dtype ? grad : grad.to(dtype), pw);
-      grads.push_back(gw);
+      const double bc1 = prep.bc1, bc2 = prep.bc2;
       float* master = nullptr;
       if (master_weights_ && dtype == at::kBFloat16) {
         auto m = masters_.find(p.unsafeGetTensorImpl());
         if (m == masters_.end()) m = masters_.emplace(p.unsafeGetTensorImpl(), p.detach().to(at::kFloat)).first;
-        settle_state(m->second, p, pw, "master weight");
+        support::settle_state(m->second, p, pw, "FusedAdamW", "master weight");
         master = m->second.data_ptr<float>();
       }
 
       detail::AdamWSpan span{};
       span.param = pw.data_ptr();
-      span.grad = gw.data_ptr();
+      span.grad = prep.grad.data_ptr();
       span.exp_avg = st.exp_avg().data_ptr<float>();
       span.exp_avg_sq = st.exp_avg_sq().data_ptr<float>();
       span.max_exp_avg_sq = o.amsgrad() ? st.max_exp_avg_sq().data_ptr<float>() : nullptr;

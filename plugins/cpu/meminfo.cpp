@@ -4,7 +4,7 @@
 #include <map>
 #include <string>
 
-#include "file_read.hpp"
+#include "accelkit/support/host_file.hpp"
 
 namespace accelkit::cpu {
 
@@ -18,13 +18,13 @@ MemInfo parse_meminfo(std::string_view text) {
     pos = nl + 1;
     auto colon = line.find(':');
     if (colon == std::string_view::npos) continue;
-    std::string value = trim(line.substr(colon + 1));  // "24682416 kB"
+    std::string value = host::trim(line.substr(colon + 1));  // "24682416 kB"
     char* end = nullptr;
     unsigned long long v = std::strtoull(value.c_str(), &end, 10);
     if (end == value.c_str()) continue;
-    std::string_view unit = trim(std::string_view(end));
+    std::string_view unit = host::trim(std::string_view(end));
     std::uint64_t mult = unit == "kB" ? 1024 : 1;  // every size line is kB; counts have no unit
-    kb[trim(line.substr(0, colon))] = v * mult;
+    kb[host::trim(line.substr(0, colon))] = v * mult;
   }
   MemInfo out;
   if (auto it = kb.find("MemTotal"); it != kb.end()) out.total_bytes = it->second;

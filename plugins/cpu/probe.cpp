@@ -12,10 +12,10 @@
 
 namespace accelkit::cpu {
 
-CpuProbe probe_cpu(const CpuidSnapshot& cpuid, const FileReader& read) {
+CpuProbe probe_cpu(const CpuidSnapshot& cpuid, const host::FileReader& read) {
   CpuProbe p;
 
-  ReadResult cpuinfo_file = read(procfs_path("cpuinfo"));
+  host::ReadResult cpuinfo_file = read(procfs_path("cpuinfo"));
   CpuinfoSummary ci = cpuinfo_file.ok() ? parse_cpuinfo(cpuinfo_file.text) : CpuinfoSummary{};
   p.vendor = vendor_name(!ci.vendor_id.empty() ? ci.vendor_id : cpuid.vendor_id);
   p.model = !ci.model_name.empty() ? ci.model_name : cpuid.brand;
@@ -44,7 +44,7 @@ CpuProbe probe_cpu(const CpuidSnapshot& cpuid, const FileReader& read) {
   }
   p.numa_nodes = count_numa_nodes();
 
-  ReadResult meminfo = read(procfs_path("meminfo"));
+  host::ReadResult meminfo = read(procfs_path("meminfo"));
   if (meminfo.ok()) p.memory_bytes = parse_meminfo(meminfo.text).total_bytes;
 
   p.blas = detect_blas();
@@ -61,11 +61,11 @@ CpuProbe probe_cpu(const CpuidSnapshot& cpuid, const FileReader& read) {
       p.notes.push_back(p.sensors.power +
                         " energy_uj is not readable (root-only since Linux 5.10): power is n/a");
   }
-  ReadResult stat = read(procfs_path("stat"));
+  host::ReadResult stat = read(procfs_path("stat"));
   p.sensors.utilisation = stat.ok() && parse_proc_stat(stat.text).has_value();
   return p;
 }
 
-CpuProbe probe_cpu() { return probe_cpu(read_cpuid_snapshot(), read_text_file); }
+CpuProbe probe_cpu() { return probe_cpu(read_cpuid_snapshot(), host::read_file); }
 
 }  // namespace accelkit::cpu

@@ -8,7 +8,7 @@
 
 #include "blas.hpp"
 #include "cpuid.hpp"
-#include "file_read.hpp"
+#include "accelkit/support/host_file.hpp"
 #include "isa.hpp"
 
 namespace accelkit::cpu {
@@ -36,7 +36,7 @@ struct CpuProbe {
 
 // Probes with the given cpuid values and file reader (for tests); files come from
 // sysfs_path()/procfs_path().
-CpuProbe probe_cpu(const CpuidSnapshot& cpuid, const FileReader& read);
+CpuProbe probe_cpu(const CpuidSnapshot& cpuid, const host::FileReader& read);
 
 // Probes this machine.
 CpuProbe probe_cpu();

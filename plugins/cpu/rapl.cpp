@@ -6,20 +6,20 @@
 
 namespace accelkit::cpu {
 
-std::vector<RaplDomain> find_rapl_domains(const FileReader& read) {
+std::vector<RaplDomain> find_rapl_domains(const host::FileReader& read) {
   std::vector<RaplDomain> out;
   const std::string root = sysfs_path("class/powercap");
-  for (const std::string& name : list_dir(root)) {
+  for (const std::string& name : host::list_dir(root)) {
     const std::string prefix = "intel-rapl:";
     if (name.compare(0, prefix.size(), prefix) != 0) continue;
     if (name.find(':', prefix.size()) != std::string::npos) continue;  // sub-domain
     RaplDomain d;
     d.dir = root + "/" + name;
-    d.name = read_trimmed(read, d.dir + "/name").value_or(name);
-    if (auto range = read_integer(read, d.dir + "/max_energy_range_uj"); range && *range > 0)
+    d.name = host::read_line(read, d.dir + "/name").value_or(name);
+    if (auto range = host::read_int(read, d.dir + "/max_energy_range_uj"); range && *range > 0)
       d.max_energy_range_uj = static_cast<std::uint64_t>(*range);
     // A domain without an energy counter file is not a power sensor (EACCES still is one).
-    ReadResult r = read(d.dir + "/energy_uj");
+    host::ReadResult r = read(d.dir + "/energy_uj");
     if (r.ok() || r.error == EACCES || r.error == EPERM) out.push_back(std::move(d));
   }
   return out;
@@ -33,7 +33,7 @@ std::optional<std::uint64_t> energy_delta_uj(std::uint64_t previous, std::uint64
   return (max_energy_range_uj - previous) + current;
 }
 
-RaplMeter::RaplMeter(std::vector<RaplDomain> domains, FileReader read)
+RaplMeter::RaplMeter(std::vector<RaplDomain> domains, host::FileReader read)
     : domains_(std::move(domains)), read_(std::move(read)) {}
 
 std::string RaplMeter::source() const {
@@ -51,19 +51,19 @@ RaplMeter::Sample RaplMeter::read(Clock::time_point now) {
   std::vector<std::uint64_t> current;
   for (const RaplDomain& d : domains_) {
     const std::string path = d.dir + "/energy_uj";
-    ReadResult r = read_(path);
+    host::ReadResult r = read_(path);
     if (!r.ok()) {
       s.error = r.error;
       if (r.error == EACCES || r.error == EPERM)
         s.note = "n/a: permission denied reading " + path +
                  " (RAPL energy is root-only since Linux 5.10; run as root or grant read access)";
       else
-        s.note = "n/a: cannot read " + path + ": " + error_text(r.error);
+        s.note = "n/a: cannot read " + path + ": " + host::error_text(r.error);
       previous_.clear();
       previous_time_.reset();
       return s;
     }
-    auto v = parse_integer(r.text);
+    auto v = host::parse_int(r.text);
     if (!v || *v < 0) {
       s.note = "n/a: unreadable value in " + path;
       previous_.clear();
@@ -100,7 +100,7 @@ RaplMeter::Sample RaplMeter::read(Clock::time_point now) {
 std::optional<double> RaplMeter::power_limit_w() const {
   double total = 0.0;
   for (const RaplDomain& d : domains_) {
-    auto uw = read_integer(read_, d.dir + "/constraint_0_power_limit_uw");
+    auto uw = host::read_int(read_, d.dir + "/constraint_0_power_limit_uw");
     if (!uw || *uw <= 0) return std::nullopt;
     total += static_cast<double>(*uw) / 1e6;
   }

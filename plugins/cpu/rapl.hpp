@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "file_read.hpp"
+#include "accelkit/support/host_file.hpp"
 
 namespace accelkit::cpu {
 
@@ -20,7 +20,7 @@ struct RaplDomain {
 
 // Top-level (package) domains; sub-domains (intel-rapl:0:0 = core, ...) are skipped because
 // the package already contains them.
-std::vector<RaplDomain> find_rapl_domains(const FileReader& read);
+std::vector<RaplDomain> find_rapl_domains(const host::FileReader& read);
 
 // Energy consumed between two counter values, handling one wrap; nullopt when the counter
 // went backwards and the range is unknown.
@@ -38,7 +38,7 @@ class RaplMeter {
     int error = 0;                // errno of a failed read (EACCES: root-only counters)
   };
 
-  RaplMeter(std::vector<RaplDomain> domains, FileReader read);
+  RaplMeter(std::vector<RaplDomain> domains, host::FileReader read);
 
   bool empty() const noexcept { return domains_.empty(); }
   std::string source() const;  // "RAPL package-0+package-1"
@@ -48,7 +48,7 @@ class RaplMeter {
 
  private:
   std::vector<RaplDomain> domains_;
-  FileReader read_;
+  host::FileReader read_;
   std::vector<std::uint64_t> previous_;
   std::optional<Clock::time_point> previous_time_;
 };

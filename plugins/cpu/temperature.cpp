@@ -15,14 +15,14 @@ struct Labeled {
 };
 
 // temp<N>_input files of a hwmon directory with their labels.
-std::vector<Labeled> temp_inputs(const FileReader& read, const std::string& dir) {
+std::vector<Labeled> temp_inputs(const host::FileReader& read, const std::string& dir) {
   std::vector<Labeled> out;
-  for (const std::string& name : list_dir(dir)) {
+  for (const std::string& name : host::list_dir(dir)) {
     if (!starts_with(name, "temp") || name.size() < 11 ||
         name.compare(name.size() - 6, 6, "_input") != 0)
       continue;
     std::string stem = name.substr(0, name.size() - 6);  // temp3
-    out.push_back({read_trimmed(read, dir + "/" + stem + "_label").value_or(""), dir + "/" + name});
+    out.push_back({host::read_line(read, dir + "/" + stem + "_label").value_or(""), dir + "/" + name});
   }
   return out;
 }
@@ -34,7 +34,7 @@ struct Candidate {
   std::vector<Labeled> sensors;
 };
 
-std::optional<Candidate> from_hwmon(const FileReader& read, const std::string& dir,
+std::optional<Candidate> from_hwmon(const host::FileReader& read, const std::string& dir,
                                     const std::string& chip) {
   std::vector<Labeled> inputs = temp_inputs(read, dir);
   if (inputs.empty()) return std::nullopt;
@@ -63,16 +63,16 @@ std::optional<Candidate> from_hwmon(const FileReader& read, const std::string& d
 
 }  // namespace
 
-std::optional<TemperatureSource> find_temperature_source(const FileReader& read) {
+std::optional<TemperatureSource> find_temperature_source(const host::FileReader& read) {
   // hwmon: coretemp reports one chip per socket, so chips of one kind and rank are merged.
   const std::string hwmon = sysfs_path("class/hwmon");
   std::optional<Candidate> best;
-  for (const std::string& name : list_dir(hwmon)) {
+  for (const std::string& name : host::list_dir(hwmon)) {
     std::string dir = hwmon + "/" + name;
-    auto chip = read_trimmed(read, dir + "/name");
+    auto chip = host::read_line(read, dir + "/name");
     if (!chip) {  // kernels before 3.15 kept the attributes under device/
       dir += "/device";
-      chip = read_trimmed(read, dir + "/name");
+      chip = host::read_line(read, dir + "/name");
     }
     if (!chip) continue;
     auto c = from_hwmon(read, dir, *chip);
@@ -100,10 +100,10 @@ std::optional<TemperatureSource> find_temperature_source(const FileReader& read)
 
   const std::string thermal = sysfs_path("class/thermal");
   TemperatureSource zones;
-  for (const std::string& name : list_dir(thermal)) {
+  for (const std::string& name : host::list_dir(thermal)) {
     if (!starts_with(name, "thermal_zone")) continue;
     const std::string dir = thermal + "/" + name;
-    if (read_trimmed(read, dir + "/type").value_or("") == "x86_pkg_temp")
+    if (host::read_line(read, dir + "/type").value_or("") == "x86_pkg_temp")
       zones.inputs.push_back(dir + "/temp");
   }
   if (zones.inputs.empty()) return std::nullopt;
@@ -111,15 +111,15 @@ std::optional<TemperatureSource> find_temperature_source(const FileReader& read)
   return zones;
 }
 
-TemperatureValue read_temperature(const TemperatureSource& source, const FileReader& read) {
+TemperatureValue read_temperature(const TemperatureSource& source, const host::FileReader& read) {
   TemperatureValue out;
   for (const std::string& path : source.inputs) {
-    ReadResult r = read(path);
+    host::ReadResult r = read(path);
     if (!r.ok()) {
-      out.error = "cannot read " + path + ": " + error_text(r.error);
+      out.error = "cannot read " + path + ": " + host::error_text(r.error);
       continue;
     }
-    auto milli = parse_integer(r.text);
+    auto milli = host::parse_int(r.text);
     if (!milli) continue;
     double c = static_cast<double>(*milli) / 1000.0;
     if (!out.celsius || c > *out.celsius) out.celsius = c;

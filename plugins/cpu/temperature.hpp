@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "file_read.hpp"
+#include "accelkit/support/host_file.hpp"
 
 namespace accelkit::cpu {
 
@@ -17,13 +17,13 @@ struct TemperatureSource {
 
 // Chooses, in order: k10temp/zenpower Tccd* (max) > Tdie > Tctl; coretemp "Package id N"
 // (max over sockets) > its cores; then thermal zones of type x86_pkg_temp. nullopt = none.
-std::optional<TemperatureSource> find_temperature_source(const FileReader& read);
+std::optional<TemperatureSource> find_temperature_source(const host::FileReader& read);
 
 // Degrees Celsius from the source's inputs, or an error text ("cannot read ...: ...").
 struct TemperatureValue {
   std::optional<double> celsius;
   std::string error;
 };
-TemperatureValue read_temperature(const TemperatureSource& source, const FileReader& read);
+TemperatureValue read_temperature(const TemperatureSource& source, const host::FileReader& read);
 
 }  // namespace accelkit::cpu

@@ -18,17 +18,17 @@ bool numbered(const std::string& name, std::string_view prefix) {
 }
 }  // namespace
 
-SysfsTopology read_sysfs_topology(const FileReader& read) {
+SysfsTopology read_sysfs_topology(const host::FileReader& read) {
   SysfsTopology out;
   const std::string root = sysfs_path("devices/system/cpu");
   std::set<std::pair<long long, long long>> cores;
   std::set<long long> packages;
-  for (const std::string& name : list_dir(root)) {
+  for (const std::string& name : host::list_dir(root)) {
     if (!numbered(name, "cpu")) continue;
     const std::string topo = root + "/" + name + "/topology/";
-    auto core = read_integer(read, topo + "core_id");
+    auto core = host::read_int(read, topo + "core_id");
     if (!core) continue;
-    auto package = read_integer(read, topo + "physical_package_id").value_or(0);
+    auto package = host::read_int(read, topo + "physical_package_id").value_or(0);
     ++out.logical_cores;
     cores.emplace(package, *core);
     packages.insert(package);
@@ -40,7 +40,7 @@ SysfsTopology read_sysfs_topology(const FileReader& read) {
 
 int count_numa_nodes() {
   int n = 0;
-  for (const std::string& name : list_dir(sysfs_path("devices/system/node")))
+  for (const std::string& name : host::list_dir(sysfs_path("devices/system/node")))
     if (numbered(name, "node")) ++n;
   return n;
 }

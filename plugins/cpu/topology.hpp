@@ -1,7 +1,7 @@
 // sysfs CPU topology and NUMA nodes (devices/system/cpu, devices/system/node).
 #pragma once
 
-#include "file_read.hpp"
+#include "accelkit/support/host_file.hpp"
 
 namespace accelkit::cpu {
 
@@ -11,7 +11,7 @@ struct SysfsTopology {
   int sockets = 0;         // distinct physical_package_id
 };
 
-SysfsTopology read_sysfs_topology(const FileReader& read);
+SysfsTopology read_sysfs_topology(const host::FileReader& read);
 
 // node<N> directories under devices/system/node; 0 when the kernel shows none.
 int count_numa_nodes();

@@ -1,5 +1,7 @@
 #include "cuda_optimizer.hpp"
 
+#include "accelkit/support/adamw_state.hpp"
+
 #include "fused_adamw_cuda.hpp"
 
 namespace accelkit::cuda {
@@ -16,11 +18,7 @@ Result<std::shared_ptr<torch::optim::Optimizer>> CudaOptimizer::create_adamw(con
     for (const auto& p : params)
       TORCH_CHECK(p.is_cuda(), "the CUDA fused AdamW takes CUDA parameters; got one on ", p.device(),
                   " (move the model to the device first)");
-    auto options = torch::optim::AdamWOptions(c.lr)
-                       .betas(std::make_tuple(c.beta1, c.beta2))
-                       .eps(c.eps)
-                       .weight_decay(c.weight_decay)
-                       .amsgrad(c.amsgrad);
+    const auto options = support::adamw_options(c);
     return std::make_shared<FusedAdamWCuda>(params, options, c.maximize);
   });
 }

@@ -48,6 +48,7 @@ DeviceInfo device_info(const GpuFacts& g, const TorchCudaStatus& torch, const Cu
   d.vendor = "NVIDIA";
   d.kind = g.integrated ? DeviceKind::integrated_gpu : DeviceKind::discrete_gpu;
   d.memory_bytes = g.memory_bytes;
+  d.cores = g.sm_count > 0 ? static_cast<std::uint32_t>(g.sm_count) : 0;
 
   const ComputeCapability cc{g.cc_major, g.cc_minor};
   const ArchFeatures f = arch_features(cc, torch.torch_major);

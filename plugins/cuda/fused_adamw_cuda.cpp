@@ -8,6 +8,7 @@
 #include <tuple>
 #include <unordered_set>
 
+#include "accelkit/support/adamw_state.hpp"
 #include "accelkit/torch_compat.hpp"
 #include "fused_adamw_launch.hpp"
 
@@ -17,34 +18,21 @@ namespace {
 using torch::optim::AdamWOptions;
 using torch::optim::AdamWParamState;
 
-at::Tensor with_layout(const at::Tensor& t, const at::Tensor& like) {
-  if (t.strides() == like.strides()) return t;
-  auto out = at::empty_strided(like.sizes(), like.strides(), t.options());
-  out.copy_(t);
-  return out;
-}
-
-void settle_state(at::Tensor& s, const at::Tensor& p, const at::Tensor& work, const char* name) {
-  TORCH_CHECK(s.sizes() == p.sizes(), "FusedAdamWCuda: ", name, " has shape ", s.sizes(), " but its parameter has ",
-              p.sizes());
-  if (s.device() != p.device() || s.scalar_type() != at::kFloat) s = s.to(p.device(), at::kFloat);
-  s = with_layout(s, work);
-}
-
-void ops_update(at::Tensor& p, at::Tensor grad, AdamWParamState& st, const AdamWOptions& o, bool maximize,
-                double bc1, double bc2) {
-  if (maximize) grad = grad.neg();
-  if (o.weight_decay() != 0) p.mul_(1 - o.lr() * o.weight_decay());
+// A group's scalars, each rounded to float as the ATen ops in torch::optim::AdamW round them.
+AdamWGroupConstants group_constants(const AdamWOptions& o, bool maximize) {
   const auto [beta1, beta2] = o.betas();
-  st.exp_avg().mul_(beta1).add_(grad, 1 - beta1);
-  st.exp_avg_sq().mul_(beta2).addcmul_(grad, grad, 1 - beta2);
-  at::Tensor d = st.exp_avg_sq();
-  if (o.amsgrad()) {
-    at::max_out(st.max_exp_avg_sq(), st.exp_avg_sq(), st.max_exp_avg_sq());
-    d = st.max_exp_avg_sq();
-  }
-  const auto denom = (d.sqrt() / std::sqrt(bc2)).add_(o.eps());
-  p.addcdiv_(st.exp_avg(), denom, -o.lr() / bc1);
+  AdamWGroupConstants c{};
+  c.decay = o.weight_decay() != 0 ? static_cast<float>(1 - o.lr() * o.weight_decay()) : 1.0f;
+  c.beta1 = static_cast<float>(beta1);
+  c.one_minus_beta1 = static_cast<float>(1 - beta1);
+  c.beta2 = static_cast<float>(beta2);
+  c.one_minus_beta2 = static_cast<float>(1 - beta2);
+  c.eps = static_cast<float>(o.eps());
+  c.maximize = maximize;
+  c.lr = o.lr();
+  c.beta1_d = beta1;
+  c.beta2_d = beta2;
+  return c;
 }
 
 AdamWDtype kernel_dtype(at::ScalarType t) {
@@ -103,38 +91,20 @@ torch::Tensor FusedAdamWCuda::step(LossClosure closure) {
 
   for (auto& group : param_groups_) {
     const auto& o = static_cast<const AdamWOptions&>(group.options());
-    const auto [beta1, beta2] = o.betas();
     std::map<std::pair<int, int>, Batch> batches;  // (device index, dtype)
     std::vector<at::Tensor> steps_to_advance;
 
     for (auto& p : group.params()) {
       const auto& grad = p.grad();
       if (!grad.defined()) continue;
-      TORCH_CHECK(!grad.is_sparse(), "AdamW does not support sparse gradients");
       TORCH_CHECK(seen.insert(p.unsafeGetTensorImpl()).second,
                   "FusedAdamWCuda: a parameter appears more than once in the param groups");
       TORCH_CHECK(p.is_cuda() && grad.device() == p.device(), "FusedAdamWCuda: parameter and gradient must be on "
                   "the same CUDA device, got ", p.device(), " and ", grad.device());
-      TORCH_CHECK(grad.sizes() == p.sizes(), "FusedAdamWCuda: gradient shape ", grad.sizes(),
-                  " differs from its parameter's ", p.sizes());
-
       const auto dtype = p.scalar_type();
       const bool fused = dtype == at::kFloat || dtype == at::kBFloat16 || dtype == at::kHalf;
-      const auto state_options = fused ? p.options().dtype(at::kFloat) : p.options();
-      const auto key = compat::optimizer_state_key(state_, p);
-      auto it = state_.find(key);
-      if (it == state_.end()) {
-        auto st = std::make_unique<AdamWParamState>();
-        st->step(0);
-        st->exp_avg(at::zeros_like(p, state_options, at::MemoryFormat::Preserve));
-        st->exp_avg_sq(at::zeros_like(p, state_options, at::MemoryFormat::Preserve));
-        if (o.amsgrad()) st->max_exp_avg_sq(at::zeros_like(p, state_options, at::MemoryFormat::Preserve));
-        it = state_.emplace(key, std::move(st)).first;
-      }
-      auto& st = static_cast<AdamWParamState&>(*it->second);
-      if (o.amsgrad() && !st.max_exp_avg_sq().defined())
-        st.max_exp_avg_sq(at::zeros_like(p, state_options, at::MemoryFormat::Preserve));
-      st.step(st.step() + 1);
+      support::PreparedParam prep = support::prepare_adamw_param(state_, p, o, maximize_, fused, "FusedAdamWCuda");
+      auto& st = *prep.state;
 
       const float* device_step = nullptr;
       if (capturable_ && fused) {
@@ -147,28 +117,15 @@ torch::Tensor FusedAdamWCuda::step(LossClosure closure) {
         steps_to_advance.push_back(ds->second);
         device_step = ds->second.data_ptr<float>();
       }
-      const double bc1 = 1 - std::pow(beta1, st.step());
-      const double bc2 = 1 - std::pow(beta2, st.step());
-      if (!fused) {
-        ops_update(p, grad, st, o, maximize_, bc1, bc2);
-        continue;
-      }
-      if (p.numel() == 0) continue;
-
-      at::Tensor pw = p;
-      if (!p.is_non_overlapping_and_dense()) {
-        pw = p.contiguous();
-        copy_back.emplace_back(p, pw);
-      }
-      settle_state(st.exp_avg(), p, pw, "exp_avg");
-      settle_state(st.exp_avg_sq(), p, pw, "exp_avg_sq");
-      if (o.amsgrad()) settle_state(st.max_exp_avg_sq(), p, pw, "max_exp_avg_sq");
-      at::Tensor gw = with_layout(grad.scalar_type() == dtype ? grad : grad.to(dtype), pw);
-      keep.push_back(gw);
+      if (!prep.run_kernel) continue;
+      at::Tensor pw = prep.work;
+      if (prep.copy_back) copy_back.emplace_back(p, pw);
+      keep.push_back(prep.grad);
+      const double bc1 = prep.bc1, bc2 = prep.bc2;
 
       AdamWTensorArgs a{};
       a.param = pw.data_ptr();
-      a.grad = gw.data_ptr();
+      a.grad = prep.grad.data_ptr();
       a.exp_avg = st.exp_avg().data_ptr<float>();
       a.exp_avg_sq = st.exp_avg_sq().data_ptr<float>();
       a.max_exp_avg_sq = o.amsgrad() ? st.max_exp_avg_sq().data_ptr<float>() : nullptr;
@@ -182,17 +139,7 @@ torch::Tensor FusedAdamWCuda::step(LossClosure closure) {
     // Device steps advance before the update reads them (same stream, so ordered).
     if (!steps_to_advance.empty()) at::_foreach_add_(steps_to_advance, 1.0);
 
-    AdamWGroupConstants c{};
-    c.decay = o.weight_decay() != 0 ? static_cast<float>(1 - o.lr() * o.weight_decay()) : 1.0f;
-    c.beta1 = static_cast<float>(beta1);
-    c.one_minus_beta1 = static_cast<float>(1 - beta1);
-    c.beta2 = static_cast<float>(beta2);
-    c.one_minus_beta2 = static_cast<float>(1 - beta2);
-    c.eps = static_cast<float>(o.eps());
-    c.maximize = maximize_;
-    c.lr = o.lr();
-    c.beta1_d = beta1;
-    c.beta2_d = beta2;
+    const AdamWGroupConstants c = group_constants(o, maximize_);
     for (auto& [where, batch] : batches) {
       const auto device_index = static_cast<c10::DeviceIndex>(where.first);
       c10::cuda::CUDAGuard guard(device_index);

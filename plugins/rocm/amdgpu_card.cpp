@@ -4,56 +4,56 @@
 
 #include <accelkit/host_paths.hpp>
 
-#include "sysfs_read.hpp"
+#include "accelkit/support/host_file.hpp"
 
 namespace accelkit::rocm {
 namespace {
 
 bool is_card_entry(const std::string& name) {
-  if (!starts_with(name, "card") || name.size() == 4) return false;
+  if (!host::starts_with(name, "card") || name.size() == 4) return false;
   for (std::size_t i = 4; i < name.size(); ++i)
     if (name[i] < '0' || name[i] > '9') return false;
   return true;
 }
 
 std::string pci_slot_from_uevent(const std::string& device_dir) {
-  auto text = read_file(device_dir + "/uevent");
-  if (!text) return {};
-  std::istringstream in(*text);
+  auto file = host::read_file(device_dir + "/uevent");
+  if (!file.ok()) return {};
+  std::istringstream in(file.text);
   for (std::string line; std::getline(in, line);)
-    if (starts_with(line, "PCI_SLOT_NAME=")) return trim(line.substr(14));
+    if (host::starts_with(line, "PCI_SLOT_NAME=")) return host::trim(line.substr(14));
   return {};
 }
 
 }  // namespace
 
 std::optional<AmdgpuCard> read_amdgpu_card(const std::string& card, const std::string& device_dir) {
-  if (read_hex(device_dir + "/vendor").value_or(0) != 0x1002) return std::nullopt;
+  if (host::read_hex32(device_dir + "/vendor").value_or(0) != 0x1002) return std::nullopt;
   AmdgpuCard c;
   c.card = card;
   c.device_dir = device_dir;
   c.pci_address = pci_slot_from_uevent(device_dir);
-  c.device_id = read_hex(device_dir + "/device").value_or(0);
-  c.revision = read_hex(device_dir + "/revision").value_or(0);
-  c.product_name = read_line(device_dir + "/product_name").value_or("");
-  if (auto v = read_int(device_dir + "/mem_info_vram_total"); v && *v > 0)
+  c.device_id = host::read_hex32(device_dir + "/device").value_or(0);
+  c.revision = host::read_hex32(device_dir + "/revision").value_or(0);
+  c.product_name = host::read_line(device_dir + "/product_name").value_or("");
+  if (auto v = host::read_int(device_dir + "/mem_info_vram_total"); v && *v > 0)
     c.vram_total_bytes = static_cast<std::uint64_t>(*v);
-  c.has_vram_used = read_int(device_dir + "/mem_info_vram_used").has_value();
-  c.has_busy_percent = read_int(device_dir + "/gpu_busy_percent").has_value();
-  c.has_sclk = exists(device_dir + "/pp_dpm_sclk");
-  for (const std::string& name : list_dir(device_dir + "/drm"))
-    if (starts_with(name, "renderD"))
-      if (auto minor = parse_int(name.substr(7))) c.render_minor = static_cast<int>(*minor);
-  for (const std::string& name : list_dir(device_dir + "/hwmon")) {
-    if (!starts_with(name, "hwmon")) continue;
+  c.has_vram_used = host::read_int(device_dir + "/mem_info_vram_used").has_value();
+  c.has_busy_percent = host::read_int(device_dir + "/gpu_busy_percent").has_value();
+  c.has_sclk = host::exists(device_dir + "/pp_dpm_sclk");
+  for (const std::string& name : host::list_dir(device_dir + "/drm"))
+    if (host::starts_with(name, "renderD"))
+      if (auto minor = host::parse_int(name.substr(7))) c.render_minor = static_cast<int>(*minor);
+  for (const std::string& name : host::list_dir(device_dir + "/hwmon")) {
+    if (!host::starts_with(name, "hwmon")) continue;
     c.hwmon_dir = device_dir + "/hwmon/" + name;
     break;
   }
   if (!c.hwmon_dir.empty()) {
-    c.has_temperature = exists(c.hwmon_dir + "/temp1_input");
+    c.has_temperature = host::exists(c.hwmon_dir + "/temp1_input");
     // Kernels differ: power1_average (older, and dGPUs before 6.x) or power1_input.
     for (const char* f : {"power1_average", "power1_input"})
-      if (exists(c.hwmon_dir + "/" + f)) {
+      if (host::exists(c.hwmon_dir + "/" + f)) {
         c.power_file = f;
         break;
       }
@@ -64,7 +64,7 @@ std::optional<AmdgpuCard> read_amdgpu_card(const std::string& card, const std::s
 std::vector<AmdgpuCard> find_amdgpu_cards() {
   std::vector<AmdgpuCard> out;
   const std::string drm = sysfs_path("class/drm");
-  for (const std::string& name : list_dir(drm)) {
+  for (const std::string& name : host::list_dir(drm)) {
     if (!is_card_entry(name)) continue;
     if (auto c = read_amdgpu_card(name, drm + "/" + name + "/device")) out.push_back(std::move(*c));
   }

@@ -42,6 +42,11 @@ DeviceInfo device_info(const RocmGpu& g, std::size_t i, int torch_index, const R
   const bool apu = g.kfd && g.kfd->is_apu();
   d.kind = apu ? DeviceKind::integrated_gpu : DeviceKind::discrete_gpu;
   d.memory_bytes = g.vram_bytes();
+  if (g.kfd) {  // compute units: SIMDs / SIMDs per CU
+    auto per_cu = g.kfd->properties.find("simd_per_cu");
+    if (per_cu != g.kfd->properties.end() && per_cu->second > 0 && g.kfd->simd_count > 0)
+      d.cores = static_cast<std::uint32_t>(g.kfd->simd_count / per_cu->second);
+  }
 
   CapabilitySet& caps = d.capabilities;
   caps.add(Capability::fp32);

@@ -6,7 +6,7 @@
 
 #include <accelkit/host_paths.hpp>
 
-#include "sysfs_read.hpp"
+#include "accelkit/support/host_file.hpp"
 
 namespace accelkit::rocm {
 
@@ -18,7 +18,7 @@ KfdNode parse_kfd_properties(std::string_view text, int node) {
     std::istringstream fields(line);
     std::string key, value;
     if (!(fields >> key >> value)) continue;
-    if (auto v = parse_int(value)) n.properties[key] = *v;
+    if (auto v = host::parse_int(value)) n.properties[key] = *v;
   }
   auto get = [&](const char* key) -> std::optional<std::int64_t> {
     auto it = n.properties.find(key);
@@ -49,13 +49,13 @@ std::vector<KfdNode> KfdTopology::gpus() const {
 KfdTopology read_kfd_topology() {
   KfdTopology t;
   const std::string dir = sysfs_path("class/kfd/kfd/topology/nodes");
-  t.present = exists(dir);
-  for (const std::string& name : list_dir(dir)) {
-    auto id = parse_int(name);
+  t.present = host::exists(dir);
+  for (const std::string& name : host::list_dir(dir)) {
+    auto id = host::parse_int(name);
     if (!id) continue;
-    auto text = read_file(dir + "/" + name + "/properties");
-    if (!text) continue;
-    t.nodes.push_back(parse_kfd_properties(*text, static_cast<int>(*id)));
+    auto file = host::read_file(dir + "/" + name + "/properties");
+    if (!file.ok()) continue;
+    t.nodes.push_back(parse_kfd_properties(file.text, static_cast<int>(*id)));
   }
   std::sort(t.nodes.begin(), t.nodes.end(), [](const KfdNode& a, const KfdNode& b) { return a.node < b.node; });
   return t;

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "sysfs_read.hpp"
+#include "accelkit/support/host_file.hpp"
 
 namespace accelkit::rocm {
 
@@ -17,9 +17,9 @@ std::optional<double> current_dpm_mhz(std::string_view text) {
     char* end = nullptr;
     double mhz = std::strtod(start, &end);
     if (end == start) continue;
-    std::string unit = trim(std::string_view(end));
-    if (starts_with(unit, "Mhz") || starts_with(unit, "MHz")) return mhz;
-    if (starts_with(unit, "Ghz") || starts_with(unit, "GHz")) return mhz * 1000.0;
+    std::string unit = host::trim(std::string_view(end));
+    if (host::starts_with(unit, "Mhz") || host::starts_with(unit, "MHz")) return mhz;
+    if (host::starts_with(unit, "Ghz") || host::starts_with(unit, "GHz")) return mhz * 1000.0;
   }
   return std::nullopt;
 }
@@ -39,7 +39,7 @@ std::vector<Reading> RocmMonitor::sample_unchecked() const {
   Reading temp{reading::temperature_c, std::nullopt, "C", "hwmon amdgpu temp1 (edge)", ""};
   if (hwmon.empty()) {
     temp.note = "n/a: no hwmon directory under " + dev;
-  } else if (auto milli = read_int(hwmon + "/temp1_input")) {
+  } else if (auto milli = host::read_int(hwmon + "/temp1_input")) {
     temp.value = static_cast<double>(*milli) / 1000.0;
   } else {
     temp.note = missing(hwmon + "/temp1_input");
@@ -53,24 +53,24 @@ std::vector<Reading> RocmMonitor::sample_unchecked() const {
   } else {
     power.source = "hwmon amdgpu " + card_.power_file;
     const std::string path = hwmon + "/" + card_.power_file;
-    if (auto micro = read_int(path)) power.value = static_cast<double>(*micro) / 1e6;
+    if (auto micro = host::read_int(path)) power.value = static_cast<double>(*micro) / 1e6;
     else power.note = missing(path);
   }
   out.push_back(std::move(power));
   if (!hwmon.empty())
-    if (auto cap = read_int(hwmon + "/power1_cap"); cap && *cap > 0)
+    if (auto cap = host::read_int(hwmon + "/power1_cap"); cap && *cap > 0)
       out.push_back({reading::power_limit_w, static_cast<double>(*cap) / 1e6, "W", "hwmon amdgpu power1_cap", ""});
 
   Reading util{reading::utilisation_pct, std::nullopt, "%", "amdgpu gpu_busy_percent", ""};
-  if (auto busy = read_int(dev + "/gpu_busy_percent")) util.value = static_cast<double>(*busy);
+  if (auto busy = host::read_int(dev + "/gpu_busy_percent")) util.value = static_cast<double>(*busy);
   else util.note = missing(dev + "/gpu_busy_percent");
   out.push_back(std::move(util));
 
   Reading used{reading::memory_used_bytes, std::nullopt, "bytes", "amdgpu mem_info_vram_used", ""};
   Reading total{reading::memory_total_bytes, std::nullopt, "bytes", "amdgpu mem_info_vram_total", ""};
-  if (auto v = read_int(dev + "/mem_info_vram_used")) used.value = static_cast<double>(*v);
+  if (auto v = host::read_int(dev + "/mem_info_vram_used")) used.value = static_cast<double>(*v);
   else used.note = missing(dev + "/mem_info_vram_used");
-  if (auto v = read_int(dev + "/mem_info_vram_total")) total.value = static_cast<double>(*v);
+  if (auto v = host::read_int(dev + "/mem_info_vram_total")) total.value = static_cast<double>(*v);
   else total.note = missing(dev + "/mem_info_vram_total");
   out.push_back(std::move(used));
   out.push_back(std::move(total));
@@ -78,8 +78,8 @@ std::vector<Reading> RocmMonitor::sample_unchecked() const {
   for (auto [key, file] : {std::pair{reading::clock_mhz, "pp_dpm_sclk"}, std::pair{reading::memory_clock_mhz, "pp_dpm_mclk"}}) {
     Reading clock{key, std::nullopt, "MHz", std::string("amdgpu ") + file, ""};
     const std::string path = dev + "/" + file;
-    if (auto text = read_file(path)) {
-      clock.value = current_dpm_mhz(*text);
+    if (auto file = host::read_file(path); file.ok()) {
+      clock.value = current_dpm_mhz(file.text);
       if (!clock.value) clock.note = "n/a: no current level ('*') in " + path;
     } else {
       clock.note = missing(path);

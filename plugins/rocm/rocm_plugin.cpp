@@ -1,10 +1,8 @@
 // The ROCm plugin: AMD GPUs from amdgpu sysfs and the KFD topology, usable when LibTorch here
 // is a ROCm build (which exposes them as device type CUDA); otherwise listed and monitored
-// with score 0. Entry points are noexcept and wrapped in capture().
-#include <mutex>
-#include <optional>
-
+// with score 0. Entry points are noexcept (CachedProbePlugin).
 #include <accelkit/plugin.hpp>
+#include <accelkit/support/cached_probe.hpp>
 
 #include "device_report.hpp"
 #include "rocm_device.hpp"
@@ -13,49 +11,22 @@
 
 namespace accelkit::rocm {
 
-class RocmPlugin final : public Plugin {
+struct RocmFacts {
+  RocmProbe probe;
+  TorchBackend torch;
+  RocmReport report;
+};
+
+class RocmPlugin final : public support::CachedProbePlugin<RocmFacts> {
  public:
   static constexpr const char* kName = "rocm";
   static constexpr const char* kVersion = "0.1.0";
   static constexpr const char* kDescription =
       "AMD GPUs (ROCm): KFD/amdgpu sysfs, per-architecture precision, hwmon telemetry";
-
-  Result<ProbeReport> probe() noexcept override {
-    return capture("rocm probe", [&] {
-      std::lock_guard<std::mutex> lock(mutex_);
-      return probe_locked();
-    });
-  }
-
-  Result<std::shared_ptr<Device>> open(std::size_t index) noexcept override {
-    return capture("rocm open", [&]() -> Result<std::shared_ptr<Device>> {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (!last_) probe_locked();
-      const auto& devices = last_->report.devices;
-      if (index >= devices.size())
-        return Status(StatusCode::invalid_argument, "rocm:" + std::to_string(index) + " does not exist (" +
-                                                        std::to_string(devices.size()) + " AMD GPU(s) found)");
-      const int torch_index = last_->report.torch_index[index];
-      const RocmGpu& gpu = last_->probe.gpus[index];
-      if (torch_index < 0) {
-        // Listed, not usable: the device still monitors; its precision() says why it cannot train.
-        const std::string why = last_->torch.rocm_build ? "LibTorch does not see it" : std::string(kNotRocmBuild);
-        return std::shared_ptr<Device>(std::make_shared<RocmDevice>(gpu, devices[index], std::vector<std::string>{}, why));
-      }
-      // Before LibTorch first touches the GPU: the environment hipBLASLt reads, the memory fraction.
-      std::vector<std::string> activation = activate_arch(gpu.rules, torch_index);
-      return std::shared_ptr<Device>(std::make_shared<RocmDevice>(gpu, devices[index], std::move(activation), ""));
-    });
-  }
+  RocmPlugin() : CachedProbePlugin(kName) {}
 
  private:
-  struct Last {
-    RocmProbe probe;
-    TorchBackend torch;
-    RocmReport report;
-  };
-
-  ProbeReport probe_locked() {
+  Probed run_probe() override {
     TorchBackend torch = detect_torch_backend();
     ProbeOptions options;
     options.enumerate_hip = torch.rocm_build && torch.device_count > 0;
@@ -66,12 +37,25 @@ class RocmPlugin final : public Plugin {
     out.devices = report.devices;
     out.reasons = report.reasons;
     out.warnings = report.warnings;
-    last_ = Last{std::move(probe), std::move(torch), std::move(report)};
-    return out;
+    return {RocmFacts{std::move(probe), std::move(torch), std::move(report)}, std::move(out)};
   }
 
-  std::mutex mutex_;
-  std::optional<Last> last_;
+  Result<std::shared_ptr<Device>> open_device(const RocmFacts& facts, std::size_t index) override {
+    const auto& devices = facts.report.devices;
+    if (index >= devices.size())
+      return Status(StatusCode::invalid_argument, "rocm:" + std::to_string(index) + " does not exist (" +
+                                                      std::to_string(devices.size()) + " AMD GPU(s) found)");
+    const int torch_index = facts.report.torch_index[index];
+    const RocmGpu& gpu = facts.probe.gpus[index];
+    if (torch_index < 0) {
+      // Listed, not usable: the device still monitors; its precision() says why it cannot train.
+      const std::string why = facts.torch.rocm_build ? "LibTorch does not see it" : std::string(kNotRocmBuild);
+      return std::shared_ptr<Device>(std::make_shared<RocmDevice>(gpu, devices[index], std::vector<std::string>{}, why));
+    }
+    // Before LibTorch first touches the GPU: the environment hipBLASLt reads, the memory fraction.
+    std::vector<std::string> activation = activate_arch(gpu.rules, torch_index);
+    return std::shared_ptr<Device>(std::make_shared<RocmDevice>(gpu, devices[index], std::move(activation), ""));
+  }
 };
 
 }  // namespace accelkit::rocm

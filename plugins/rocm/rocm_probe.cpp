@@ -2,7 +2,7 @@
 
 #include <accelkit/host_paths.hpp>
 
-#include "sysfs_read.hpp"
+#include "accelkit/support/host_file.hpp"
 
 namespace accelkit::rocm {
 
@@ -17,9 +17,9 @@ namespace {
 PresetTable load_presets(RocmProbe& probe) {
   if (const char* path = secure_env("ACCELKIT_ROCM_PRESETS"); path && *path) {
     try {
-      auto text = read_file(path);
-      if (!text) throw PresetError(std::string(path) + ": cannot read the file");
-      PresetTable t = parse_presets(*text, path);
+      auto file = host::read_file(path);
+      if (!file.ok()) throw PresetError(std::string(path) + ": cannot read the file: " + host::error_text(file.error));
+      PresetTable t = parse_presets(file.text, path);
       probe.notes.push_back(std::string("presets from ACCELKIT_ROCM_PRESETS=") + path);
       return t;
     } catch (const PresetError& e) {

@@ -19,13 +19,24 @@ struct DeviceRequest {
   std::vector<std::string> require;  // capability names every candidate must have
 };
 
+// Why a candidate cannot be chosen (none: it is eligible).
+enum class Exclusion {
+  none,
+  plugin_unusable,     // the plugin was probed but is not usable (score 0, probe failed)
+  no_torch_device,     // LibTorch in this process cannot drive it (listed, not usable)
+  no_gpu,              // --no-gpu and the device is not a CPU
+  not_requested,       // the user asked for another device
+  missing_capability,  // lacks a capability in `require`
+};
+
 struct Candidate {
   std::string plugin;
   DeviceInfo device;
   std::size_t device_index = 0;  // index into the plugin's probe devices
   int score = 0;
   bool eligible = false;
-  std::string reason;  // why chosen, why not, or why ranked lower
+  Exclusion excluded = Exclusion::none;
+  std::string reason;  // why chosen, why not, or why ranked lower (for people)
 };
 
 struct Decision {
@@ -38,8 +49,10 @@ struct Decision {
   std::string error;                  // when !ok: what was asked, what is available
 };
 
-// Rank of a plugin family in `auto`: cuda 0 < rocm 1 < mps 2 < others' GPUs 3 < cpu 4.
-int family_rank(const std::string& plugin, DeviceKind kind) noexcept;
+// Rank of a declared device kind in `auto` (lower ranks first): discrete GPU 0 < integrated
+// GPU 1 < NPU 2 < other 3 < CPU 4. Within a kind the plugin's score decides; plugin names
+// enter the order only through DeviceRequest::prefer.
+int kind_rank(DeviceKind kind) noexcept;
 
 Decision negotiate(const std::vector<PluginRecord>& plugins, const DeviceRequest& request,
                    const std::vector<PciGpu>& pci = {});

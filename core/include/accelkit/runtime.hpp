@@ -36,6 +36,8 @@ namespace torch::nn { class Module; }
 
 namespace accelkit {
 
+struct TuneSpace;  // autotune.cpp
+
 struct OptimizerChoice {
   std::shared_ptr<torch::optim::Optimizer> optimizer;
   std::string implementation;  // "fused AdamW (avx512, 2 threads)" or "torch::optim::AdamW"
@@ -133,11 +135,17 @@ class Runtime {
   // The precision request the settings make (precision, tf32, threads, blas_kernels).
   PrecisionRequest settings_request() const;
   void apply_sdpa_backend();
+  // autotune()'s steps (autotune.cpp).
+  TuneSpace tune_space() const;
+  void run_trial(const TuneProblem& problem, const TuneOptions& options, const at::Tensor& target, TuneTrial& trial);
+  void adopt_tuning(const TuneDecision& decision, const TuneSpace& space, const std::string& source);
   std::unique_ptr<Context> context_;
   std::shared_ptr<Device> device_;
   std::shared_ptr<Precision> precision_rules_;
   std::optional<TuneDecision> tune_;
-  std::shared_ptr<Optimizer> optimizers_;  // null when the plugin has none
+  // The device's optimizers and what other plugins contribute to it (Plugin::optimizer_for).
+  void attach_optimizers();
+  std::shared_ptr<Optimizer> optimizers_;  // null when no plugin has one for the device
   std::string optimizer_absent_reason_;
   mutable std::optional<AdamWImplChoice> adamw_choice_;
   c10::Device torch_device_{c10::kCPU};

@@ -34,6 +34,14 @@
  *        being loaded. Also Optimizer::adamw_implementations() and
  *        AdamWConfig::implementation: a plugin offers several AdamW implementations (its own
  *        kernel, LibTorch's at::_fused_adamw_) and the host picks the fastest by measurement.
+ *   4.0  Typed facts the host acts on: DeviceKind::npu, and DeviceInfo::cores (physical
+ *        cores of a CPU, SMs/CUs of a GPU). `auto` negotiation ranks by the declared kind,
+ *        then score - no plugin name is special - and DeviceInfo::properties are display
+ *        only. Plugin::optimizer_for(): a plugin contributes AdamW implementations to
+ *        another plugin's device (replacing one interface without re-implementing the
+ *        device). Device::optimizer() and Device::monitor() have defaults (not_supported),
+ *        so a minimal plugin writes a device and its precision rules only. A 3.x plugin is
+ *        refused: its DeviceInfo and Plugin vtable lack the new members.
  *
  * Thread-safety: accelkit_plugin_info may be called from any thread, any number of times.
  */
@@ -43,7 +51,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ACCELKIT_ABI_MAJOR 3u
+#define ACCELKIT_ABI_MAJOR 4u
 #define ACCELKIT_ABI_MINOR 0u
 
 /* Name of the C entry point and of the Boost.DLL alias of the C++ factory. */

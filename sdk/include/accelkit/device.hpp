@@ -27,16 +27,38 @@ class Precision;
 class Optimizer;
 class Monitor;
 
-enum class DeviceKind { cpu, discrete_gpu, integrated_gpu, other };
+// What kind of device a plugin declares. `auto` negotiation ranks devices by kind first
+// (discrete GPU > integrated GPU > NPU > other > CPU), then by the plugin's score; plugin
+// names never enter the order, so a new backend ranks as what it declares.
+enum class DeviceKind {
+  cpu,
+  discrete_gpu,    // a GPU with its own memory (a PCIe/SXM card)
+  integrated_gpu,  // a GPU sharing the host's memory (APU, Apple silicon)
+  npu,             // a neural/tensor accelerator that is not a GPU. Since ABI 4.0.
+  other,
+};
 
 inline const char* to_string(DeviceKind k) noexcept {
   switch (k) {
     case DeviceKind::cpu: return "cpu";
     case DeviceKind::discrete_gpu: return "discrete_gpu";
     case DeviceKind::integrated_gpu: return "integrated_gpu";
+    case DeviceKind::npu: return "npu";
     case DeviceKind::other: return "other";
   }
   return "other";
+}
+
+// For people: "discrete GPU", "integrated GPU", "NPU", "CPU", "other device".
+inline const char* describe(DeviceKind k) noexcept {
+  switch (k) {
+    case DeviceKind::cpu: return "CPU";
+    case DeviceKind::discrete_gpu: return "discrete GPU";
+    case DeviceKind::integrated_gpu: return "integrated GPU";
+    case DeviceKind::npu: return "NPU";
+    case DeviceKind::other: return "other device";
+  }
+  return "other device";
 }
 
 // Everything a probe learns about one device. Plain value, copied freely.
@@ -48,8 +70,12 @@ struct DeviceInfo {
   std::string vendor;        // "AMD", "Intel", "NVIDIA", ...
   DeviceKind kind = DeviceKind::other;
   std::uint64_t memory_bytes = 0;  // 0 = unknown
+  // The cores it computes with: physical cores of a CPU, SMs/CUs of a GPU; 0 = unknown.
+  // The host sizes thread pools from it. Since ABI 4.0.
+  std::uint32_t cores = 0;
   CapabilitySet capabilities;
-  // Ordered facts for display ("physical cores" = "16", "pci_bus_id" = "0000:01:00.0").
+  // Ordered facts for people ("physical cores" = "16", "pci_bus_id" = "0000:01:00.0"). Shown,
+  // never parsed: the host takes what it acts on from the typed fields above.
   std::vector<std::pair<std::string, std::string>> properties;
   // Things the user should know about this device, with the fix where there is one.
   std::vector<std::string> warnings;
@@ -62,10 +88,16 @@ class Device {
   // Precision rules for this device. Never null on success.
   virtual Result<std::shared_ptr<Precision>> precision() noexcept = 0;
   // The plugin's optimizer implementations; Status(not_supported) when it has none, and the
-  // host then uses torch::optim.
-  virtual Result<std::shared_ptr<Optimizer>> optimizer() noexcept = 0;
-  // Telemetry for this device. Never null on success; missing sensors read as n/a.
-  virtual Result<std::shared_ptr<Monitor>> monitor() noexcept = 0;
+  // host then uses torch::optim (or what other plugins contribute: Plugin::optimizer_for).
+  // A device without its own leaves this default (since ABI 4.0; pure before).
+  virtual Result<std::shared_ptr<Optimizer>> optimizer() noexcept {
+    return Status(StatusCode::not_supported, "this device's plugin has no optimizer of its own");
+  }
+  // Telemetry for this device. Never null on success; missing sensors read as n/a. A device
+  // without sensors leaves this default (since ABI 4.0; pure before).
+  virtual Result<std::shared_ptr<Monitor>> monitor() noexcept {
+    return Status(StatusCode::not_supported, "this device's plugin reads no sensors");
+  }
 
   // Whole-step capture (step_capture.hpp). Since ABI 2.0.
   //   optimizer  the optimizer `step` steps; the plugin may keep a reference to it (and may

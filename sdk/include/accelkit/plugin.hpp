@@ -62,7 +62,7 @@
 // ".accelkit_plugin", one "key value" per line:
 //
 //   accelkit-plugin-note 1
-//   abi 3.0
+//   abi 4.0
 //   torch 2.13.0
 //   cxx_abi itanium/libstdc++/cxx11abi=1
 //
@@ -85,7 +85,8 @@ namespace accelkit {
 // What probe() found. Plain value.
 struct ProbeReport {
   // 0 = unusable here (no driver, LibTorch without this backend, ...); otherwise higher is
-  // better among plugins of one family. Scores only rank; the family order comes first.
+  // better among devices of one kind. Scores only rank; the declared DeviceKind comes first
+  // (discrete GPU > integrated GPU > NPU > other > CPU).
   int score = 0;
   std::vector<DeviceInfo> devices;   // every device seen, usable or not
   std::vector<std::string> reasons;  // why this score: one line each, most important first
@@ -99,6 +100,18 @@ class Plugin {
   virtual Result<ProbeReport> probe() noexcept = 0;
   // The device at `index` of the last probe's devices. Result is never null on success.
   virtual Result<std::shared_ptr<Device>> open(std::size_t index) noexcept = 0;
+
+  // Replacing one interface of another plugin's device, without re-implementing the device:
+  // an Optimizer whose AdamW implementations the host offers beside the device's own for
+  // `device` (the negotiated device, which another plugin probed). The host measures them
+  // all and uses the fastest, or the one the adamw_implementation setting names (listed as
+  // "<this plugin>.<implementation>"). Status(not_supported) for devices it does not serve;
+  // the default serves none. A plugin that only contributes may report no devices.
+  // Since ABI 4.0.
+  virtual Result<std::shared_ptr<Optimizer>> optimizer_for(const DeviceInfo& device) noexcept {
+    (void)device;
+    return Status(StatusCode::not_supported, "contributes no optimizer to other plugins' devices");
+  }
 };
 
 // The factory's signature. It returns a Plugin allocated with `new` (the host deletes it
