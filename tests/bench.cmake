@@ -3,12 +3,6 @@ if(NOT TARGET accelkit-plugin-cpu)
   message(STATUS "bench_test skipped: needs the CPU plugin")
   return()
 endif()
-accelkit_add_test(bench_test
-  SOURCES bench_test.cpp
-          ${PROJECT_SOURCE_DIR}/apps/accelkit/verb_bench.cpp
-          ${PROJECT_SOURCE_DIR}/apps/accelkit/table.cpp
-          ${PROJECT_SOURCE_DIR}/apps/accelkit/render_autotune.cpp
-  LINK accelkit_core nlohmann_json::nlohmann_json)
-target_include_directories(bench_test PRIVATE ${PROJECT_SOURCE_DIR}/apps/accelkit)
+accelkit_add_test(bench_test SOURCES bench_test.cpp LINK accelkit_cli nlohmann_json::nlohmann_json)
 target_compile_definitions(bench_test PRIVATE ACCELKIT_PLUGIN_OUTPUT_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}")
 add_dependencies(bench_test accelkit-plugin-cpu)

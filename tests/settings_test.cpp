@@ -4,9 +4,14 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
+#include "accelkit/routing.hpp"
 #include "accelkit/settings.hpp"
+#include "accelkit/train_config.hpp"
+#include "config_file.hpp"
+#include "test_support.hpp"
 
 using namespace accelkit;
 namespace fs = std::filesystem;
@@ -390,4 +395,30 @@ TEST_CASE("set(): later layers, validated; a bad value leaves the old one intact
   CHECK(s.str("precision") == "bf16");
   CHECK(s.get("precision").origin == Origin::probe);
   CHECK(s.str("device") == "cpu");
+}
+
+TEST_CASE("the config file is parsed once per process, however many readers look at it") {
+  accelkit::test::TempDir dir;
+  const std::string path = dir.str() + "/accelkit.toml";
+  auto write = [&](const std::string& text) { std::ofstream(path, std::ios::binary) << text; };
+  write("threads = 2\ndevice = \"cpu\"\n\n[routing]\nfft = \"cpu\"\n\n[train]\nsteps = 7\n");
+
+  const std::size_t before = config_detail::parse_count();
+  // What `accelkit info` and `accelkit train` do: resolve the settings (the CLI, then
+  // Context::create again), read [routing], read [train].
+  Settings first = Settings::resolve(inputs(path));
+  Settings again = Settings::resolve(inputs(path));
+  CHECK(read_routing_config(path).size() == 1);
+  CHECK(routing_config_problems(path).empty());
+  CHECK(train_config_from(again).steps == 7);
+  CHECK(std::get<std::int64_t>(first.get("threads").value) == 2);
+  CHECK(config_detail::parse_count() - before == 1);
+
+  // New bytes are a new document: parsed once more, and read as they are now.
+  write("threads = 3\n[train]\nsteps = 9\n");
+  Settings changed = Settings::resolve(inputs(path));
+  CHECK(std::get<std::int64_t>(changed.get("threads").value) == 3);
+  CHECK(train_config_from(changed).steps == 9);
+  CHECK(read_routing_config(path).empty());
+  CHECK(config_detail::parse_count() - before == 2);
 }

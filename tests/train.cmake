@@ -3,7 +3,7 @@ if(NOT TARGET accelkit-plugin-cpu)
   message(STATUS "train_test skipped: needs the CPU plugin")
   return()
 endif()
-accelkit_add_test(train_test SOURCES train_test.cpp LINK accelkit_core)
+accelkit_add_test(train_test SOURCES train_test.cpp LINK accelkit::train)
 target_compile_definitions(train_test PRIVATE
   ACCELKIT_TEST_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}"
   ACCELKIT_TRAIN_FIXTURES="${CMAKE_CURRENT_SOURCE_DIR}/fixtures/train")

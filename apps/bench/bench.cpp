@@ -24,7 +24,7 @@
 #include "accelkit/step_runner.hpp"
 #include "accelkit/support/aten_fused_adamw.hpp"
 #include "bench_models.hpp"
-#include "device_sync.hpp"
+#include "accelkit/device_sync.hpp"
 
 namespace accelkit {
 
@@ -119,15 +119,9 @@ std::string applied_value(const Runtime& rt, const std::string& key) {
 }
 
 int physical_cores(const Runtime& rt) {
-  for (const auto& [key, value] : rt.device_handle()->info().properties) {
-    if (key != "physical cores") continue;
-    try {
-      int n = std::stoi(value);
-      if (n > 0) return n;
-    } catch (const std::exception&) {
-    }
-  }
-  return std::max(1u, std::thread::hardware_concurrency());
+  const std::uint32_t cores = rt.device_handle()->info().cores;
+  if (cores > 0 && cores <= 65536) return static_cast<int>(cores);
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 const char* dtype_name(at::ScalarType t) {

@@ -1,6 +1,8 @@
 // Checkpoint files: envelope, atomic write, listing, pruning, directory lock.
 #include "accelkit/checkpoint.hpp"
 
+#include "accelkit/atomic_file.hpp"
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -80,16 +82,6 @@ bool is_temp_name(const std::string& name) {
   return !name.empty() && name[0] == '.' && tmp != std::string::npos && tmp > 1 && step_of(name.substr(1, tmp - 1)) >= 0;
 }
 
-void fsync_dir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) throw CheckpointError("cannot open directory " + dir + " to sync it: " + errno_text(errno));
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0 && err != EINVAL)  // some filesystems cannot sync a directory
-    throw CheckpointError("fsync of directory " + dir + " failed: " + errno_text(err));
-}
-
 }  // namespace
 
 std::uint32_t crc32(std::string_view bytes, std::uint32_t crc) noexcept {
@@ -105,38 +97,6 @@ std::uint32_t crc32(std::string_view bytes, std::uint32_t crc) noexcept {
   crc = ~crc;
   for (unsigned char b : bytes) crc = table[(crc ^ b) & 0xff] ^ (crc >> 8);
   return ~crc;
-}
-
-void write_file_atomically(const std::string& path, std::string_view bytes) {
-  const fs::path target(path);
-  const std::string dir = target.has_parent_path() ? target.parent_path().string() : std::string(".");
-  const std::string temp = (fs::path(dir) / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()))).string();
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw CheckpointError("cannot create " + temp + ": " + errno_text(errno));
-  auto fail = [&](const std::string& what, int err) {
-    if (fd >= 0) ::close(fd);
-    ::unlink(temp.c_str());
-    throw CheckpointError(what + " " + temp + " failed: " + errno_text(err));
-  };
-  const char* p = bytes.data();
-  std::size_t left = bytes.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail("writing", errno);
-    }
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0) fail("fsync of", errno);
-  if (::close(fd) != 0) {
-    fd = -1;
-    fail("closing", errno);
-  }
-  fd = -1;
-  if (::rename(temp.c_str(), path.c_str()) != 0) fail("renaming to " + path + ":", errno);
-  fsync_dir(dir);
 }
 
 CheckpointDir::CheckpointDir(std::string dir) : dir_(std::move(dir)) {}
@@ -198,7 +158,11 @@ std::string CheckpointDir::write(std::int64_t step, std::string_view payload) co
   fs::create_directories(dir_, ec);
   if (ec) throw CheckpointError("cannot create checkpoint directory " + dir_ + ": " + ec.message());
   const std::string path = path_for(step);
-  write_file_atomically(path, bytes);
+  try {
+    write_file_atomically(path, bytes);
+  } catch (const std::runtime_error& e) {
+    throw CheckpointError(e.what());
+  }
   return path;
 }
 

@@ -16,10 +16,10 @@
 #include <torch/optim/optimizer.h>
 
 #include "accelkit/autotune.hpp"
-#include "accelkit/checkpoint.hpp"
+#include "accelkit/atomic_file.hpp"
 #include "accelkit/context.hpp"
 #include "autotune_cache.hpp"
-#include "device_sync.hpp"
+#include "accelkit/device_sync.hpp"
 
 namespace accelkit {
 namespace {

@@ -18,7 +18,7 @@
 #include "accelkit/runtime.hpp"
 #include "accelkit/version.hpp"
 #include "autotune_cache.hpp"
-#include "device_sync.hpp"
+#include "accelkit/device_sync.hpp"
 
 namespace accelkit {
 
@@ -204,28 +204,82 @@ std::string autotune_versions(const Context& ctx) {
          " plugin " + (rec ? rec->version : std::string("?"));
 }
 
-TuneDecision Runtime::autotune(const TuneProblem& p, const TuneOptions& o) {
+// The candidates autotune() may choose from, narrowed by what the user fixed.
+struct TuneSpace {
+  std::vector<TuneCandidate> all;
+  TuneCandidate reference;  // fp32 + torch::optim, the first thread count
+  bool fixed_precision = false, fixed_fused = false, fixed_threads = false;
+  std::string precision, fused;  // the fixed values, where fixed
+  std::int64_t threads = 0;
+  bool eligible(const TuneCandidate& c) const {
+    return (!fixed_precision || c.precision == precision) && (!fixed_fused || c.fused_optimizer == fused) &&
+           (!fixed_threads || c.threads == threads);
+  }
+};
+
+namespace {
+
+void check_problem(const TuneProblem& p, const TuneOptions& o) {
   if (!p.model) throw std::invalid_argument("autotune: TuneProblem::model is null");
   if (!p.forward || !p.loss) throw std::invalid_argument("autotune: TuneProblem needs forward and loss");
   if (!p.input.defined()) throw std::invalid_argument("autotune: TuneProblem::input is undefined");
   if (o.steps < 1 || o.warmup < 0) throw std::invalid_argument("autotune: steps must be >= 1 and warmup >= 0");
   if (!(o.tolerance >= 0)) throw std::invalid_argument("autotune: tolerance must be >= 0");
+}
 
-  Settings& s = context_->settings();
+// Why a cache entry cannot be used for this decision, or "".
+std::string stale_reason(const TuneDecision& cached, const TuneDecision& d, const TuneSpace& space) {
+  if (cached.device != d.device) return "stale: recorded for another device (" + cached.device + ")";
+  if (cached.model != d.model) return "stale: recorded for another model (" + cached.model + ")";
+  if (cached.versions != d.versions) return "stale: recorded with " + cached.versions;
+  if (cached.space != d.space) return "stale: recorded for the candidates " + cached.space;
+  if (std::none_of(space.all.begin(), space.all.end(),
+                   [&](const TuneCandidate& c) { return c == cached.chosen && space.eligible(c); }))
+    return "stale: its choice (" + cached.chosen.label() + ") is not a candidate here";
+  return {};
+}
+
+// The reference first, then every other eligible candidate.
+std::vector<TuneTrial> planned_trials(const TuneSpace& space) {
+  auto trial_of = [](const TuneCandidate& c, bool is_reference, bool is_eligible) {
+    TuneTrial t;
+    t.candidate = c;
+    t.reference = is_reference;
+    t.eligible = is_eligible;
+    return t;
+  };
+  std::vector<TuneTrial> trials{trial_of(space.reference, true, space.eligible(space.reference))};
+  for (const auto& c : space.all)
+    if (!(c == space.reference) && space.eligible(c)) trials.push_back(trial_of(c, false, true));
+  return trials;
+}
+
+// "fastest of 4 candidates on mlp: 3.1 ms/step vs 9.8 ms for fp32 + torch::optim, ..."
+std::string winner_line(const TuneDecision& d, const std::string& model_name) {
+  const TuneTrial& ref = d.trials.front();
+  const auto chosen = std::find_if(d.trials.begin(), d.trials.end(),
+                                   [&](const TuneTrial& t) { return t.accepted && t.candidate == d.chosen; });
+  if (chosen == d.trials.end()) return "no trial was accepted";
+  std::ostringstream why;
+  why.precision(3);
+  why << "fastest of " << d.trials.size() << " candidates on " << (model_name.empty() ? "this model" : model_name)
+      << ": " << chosen->median_ms << " ms/step vs " << ref.median_ms << " ms for fp32 + torch::optim, loss within "
+      << chosen->rel_diff << " of fp32's";
+  return why.str();
+}
+
+}  // namespace
+
+TuneSpace Runtime::tune_space() const {
+  const Settings& s = context_->settings();
   const DeviceInfo& info = device_->info();
-  TuneDecision d;
-  if (!s.flag("autotune")) {
-    d.origin = "settings";
-    d.chosen = {plan_.dtype, s.str("fused_optimizer") == "off" || !optimizers_ ? "off" : "on", plan_.threads};
-    d.why = "autotune is off (" + s.origin_of("autotune") + ")";
-    tune_ = d;
-    return d;
-  }
-
-  // The candidate space, narrowed by what the user fixed.
-  const bool fixed_precision = user_fixed(s, "precision", "auto");
-  const bool fixed_fused = user_fixed(s, "fused_optimizer", "auto");
-  const bool fixed_threads = user_fixed(s, "threads", "0");
+  TuneSpace space;
+  space.fixed_precision = user_fixed(s, "precision", "auto");
+  space.fixed_fused = user_fixed(s, "fused_optimizer", "auto");
+  space.fixed_threads = user_fixed(s, "threads", "0");
+  space.precision = s.str("precision");
+  space.fused = s.str("fused_optimizer");
+  space.threads = s.integer("threads");
   std::vector<std::string> precisions{"fp32"};
   if (info.capabilities.has(Capability::bf16)) precisions.push_back("bf16");
   if (info.capabilities.has(Capability::fp16) && !torch_device_.is_cpu()) precisions.push_back("fp16");
@@ -241,18 +295,74 @@ TuneDecision Runtime::autotune(const TuneProblem& p, const TuneOptions& o) {
     threads = {physical};
     if (logical > physical) threads.push_back(logical);
   }
-  if (fixed_threads) threads = {static_cast<int>(s.integer("threads"))};
-  auto eligible = [&](const TuneCandidate& c) {
-    return (!fixed_precision || c.precision == s.str("precision")) &&
-           (!fixed_fused || c.fused_optimizer == s.str("fused_optimizer")) &&
-           (!fixed_threads || c.threads == s.integer("threads"));
-  };
-  std::vector<TuneCandidate> space;
+  if (space.fixed_threads) threads = {static_cast<int>(space.threads)};
   for (const auto& pr : precisions)
     for (const auto& f : fused)
-      for (int t : threads) space.push_back({pr, f, t});
-  const TuneCandidate reference{"fp32", "off", threads.front()};
+      for (int t : threads) space.all.push_back({pr, f, t});
+  space.reference = {"fp32", "off", threads.front()};
+  return space;
+}
 
+void Runtime::adopt_tuning(const TuneDecision& decision, const TuneSpace& space, const std::string& source) {
+  Settings& s = context_->settings();
+  const TuneCandidate& c = decision.chosen;
+  if (!space.fixed_precision) s.set("precision", c.precision, Origin::benchmark, source, decision.why);
+  if (!space.fixed_fused) s.set("fused_optimizer", c.fused_optimizer, Origin::benchmark, source, decision.why);
+  if (!space.fixed_threads && c.threads > 0) s.set("threads", std::int64_t{c.threads}, Origin::benchmark, source, decision.why);
+  PrecisionRequest r = settings_request();
+  r.precision = c.precision;
+  r.threads = c.threads;
+  apply_plan(r);
+  tune_ = decision;
+}
+
+void Runtime::run_trial(const TuneProblem& p, const TuneOptions& o, const at::Tensor& target, TuneTrial& t) {
+  try {
+    at::manual_seed(kTrialSeed);
+    PrecisionRequest r = settings_request();
+    r.precision = t.candidate.precision;
+    r.threads = t.candidate.threads;
+    apply_plan(r);
+    OptimizerChoice opt = make_adamw_as(p.model->parameters(), p.adamw, t.candidate.fused_optimizer);
+    LossScaler scaler = make_loss_scaler();
+    std::vector<double> ms;
+    for (int step = 0; step < o.warmup + o.steps; ++step) {
+      detail::synchronize(torch_device_);
+      const auto t0 = Clock::now();
+      zero_grad(*opt.optimizer);
+      at::Tensor out;
+      {
+        auto guard = autocast();
+        out = p.forward(p.input);
+      }
+      at::Tensor loss = p.loss(out.to(at::kFloat), target);
+      scaler.scale(loss).backward();
+      scaler.step(*opt.optimizer);
+      detail::synchronize(torch_device_);
+      const double elapsed = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+      t.losses.push_back(loss.item<double>());
+      if (step >= o.warmup) ms.push_back(elapsed);
+    }
+    t.median_ms = median(ms);
+  } catch (const std::exception& e) {
+    t.losses.clear();
+    t.note = std::string("failed: ") + e.what();
+  }
+}
+
+TuneDecision Runtime::autotune(const TuneProblem& p, const TuneOptions& o) {
+  check_problem(p, o);
+  Settings& s = context_->settings();
+  TuneDecision d;
+  if (!s.flag("autotune")) {
+    d.origin = "settings";
+    d.chosen = {plan_.dtype, s.str("fused_optimizer") == "off" || !optimizers_ ? "off" : "on", plan_.threads};
+    d.why = "autotune is off (" + s.origin_of("autotune") + ")";
+    tune_ = d;
+    return d;
+  }
+
+  const TuneSpace space = tune_space();
   const double bf16_tol = o.tolerance > 0 ? o.tolerance : 2e-2;
   const double fp32_tol = o.tolerance > 0 ? o.tolerance : 1e-3;
   d.device = autotune_device_fingerprint(*context_);
@@ -260,10 +370,11 @@ TuneDecision Runtime::autotune(const TuneProblem& p, const TuneOptions& o) {
   d.versions = autotune_versions(*context_);
   {
     std::vector<std::string> names;
-    for (const auto& c : space)
-      if (eligible(c)) names.push_back(c.label());
+    for (const auto& c : space.all)
+      if (space.eligible(c)) names.push_back(c.label());
     std::ostringstream sp;
-    sp << join(names) << "; master_weights " << s.str("master_weights") << "; blas_kernels " << s.str("blas_kernels") << "; " << o.warmup << "+" << o.steps << " steps; tolerance " << bf16_tol << "/" << fp32_tol;
+    sp << join(names) << "; master_weights " << s.str("master_weights") << "; blas_kernels " << s.str("blas_kernels")
+       << "; " << o.warmup << "+" << o.steps << " steps; tolerance " << bf16_tol << "/" << fp32_tol;
     d.space = sp.str();
   }
   d.key = hash_hex(d.device + "\n" + d.model + "\n" + d.versions + "\n" + d.space);
@@ -272,97 +383,30 @@ TuneDecision Runtime::autotune(const TuneProblem& p, const TuneOptions& o) {
   std::string cache_dir = use_cache ? autotune_cache_dir() : std::string();
   if (use_cache && cache_dir.empty())
     spdlog::warn("autotune: no cache directory (set ACCELKIT_CACHE_DIR, XDG_CACHE_HOME or HOME); not caching");
-
-  auto adopt = [&](const TuneDecision& decision, const std::string& source) {
-    const TuneCandidate& c = decision.chosen;
-    if (!fixed_precision) s.set("precision", c.precision, Origin::benchmark, source, decision.why);
-    if (!fixed_fused) s.set("fused_optimizer", c.fused_optimizer, Origin::benchmark, source, decision.why);
-    if (!fixed_threads && c.threads > 0)
-      s.set("threads", std::int64_t{c.threads}, Origin::benchmark, source, decision.why);
-    PrecisionRequest r = settings_request();
-    r.precision = c.precision;
-    r.threads = c.threads;
-    apply_plan(r);
-    tune_ = decision;
-  };
-
   if (!cache_dir.empty()) {
     d.cache_file = autotune_detail::entry_path(cache_dir, d.key);
     std::string problem;
     auto cached = autotune_detail::read_entry(d.cache_file, &problem);
-    if (cached) {
-      if (cached->device != d.device) problem = "stale: recorded for another device (" + cached->device + ")";
-      else if (cached->model != d.model) problem = "stale: recorded for another model (" + cached->model + ")";
-      else if (cached->versions != d.versions) problem = "stale: recorded with " + cached->versions;
-      else if (cached->space != d.space) problem = "stale: recorded for the candidates " + cached->space;
-      else if (std::none_of(space.begin(), space.end(),
-                            [&](const TuneCandidate& c) { return c == cached->chosen && eligible(c); }))
-        problem = "stale: its choice (" + cached->chosen.label() + ") is not a candidate here";
-      if (problem.empty()) {
-        adopt(*cached, "autotune cache " + d.cache_file);
-        return *cached;
-      }
+    if (cached && (problem = stale_reason(*cached, d, space)).empty()) {
+      adopt_tuning(*cached, space, "autotune cache " + d.cache_file);
+      return *cached;
     }
     if (!problem.empty())
       spdlog::warn("autotune: ignoring the cache entry {}: {}; tuning again and rewriting it", d.cache_file, problem);
   }
 
-  // Trials: the reference first, then every eligible candidate, each from the same weights,
-  // data and random state.
-  std::vector<TuneTrial> trials;
-  auto trial_of = [](const TuneCandidate& c, bool is_reference, bool is_eligible) {
-    TuneTrial t;
-    t.candidate = c;
-    t.reference = is_reference;
-    t.eligible = is_eligible;
-    return t;
-  };
-  trials.push_back(trial_of(reference, true, eligible(reference)));
-  for (const auto& c : space)
-    if (!(c == reference) && eligible(c)) trials.push_back(trial_of(c, false, true));
-  // The loss runs outside autocast in fp32: a reduced-precision floating target (say one
-  // computed under the plan's autocast) is widened rather than failing the fp32 trials.
+  // Trials, each from the same weights, data and random state. The loss runs outside autocast
+  // in fp32: a reduced-precision floating target is widened rather than failing fp32 trials.
+  std::vector<TuneTrial> trials = planned_trials(space);
   const at::Tensor target = p.target.defined() && (p.target.scalar_type() == at::kBFloat16 || p.target.scalar_type() == at::kHalf)
                                 ? p.target.to(at::kFloat)
                                 : p.target;
   const PrecisionPlan plan_before = plan_;
   ModelSnapshot snapshot(*p.model);
-  const auto params = p.model->parameters();
   for (std::size_t i = 0; i < trials.size(); ++i) {
-    TuneTrial& t = trials[i];
-    if (o.progress) o.progress(TuneProgress{static_cast<int>(i), static_cast<int>(trials.size()), t.candidate.label()});
-    try {
-      snapshot.restore(false);
-      at::manual_seed(kTrialSeed);
-      PrecisionRequest r = settings_request();
-      r.precision = t.candidate.precision;
-      r.threads = t.candidate.threads;
-      apply_plan(r);
-      OptimizerChoice opt = make_adamw_as(params, p.adamw, t.candidate.fused_optimizer);
-      LossScaler scaler = make_loss_scaler();
-      std::vector<double> ms;
-      for (int step = 0; step < o.warmup + o.steps; ++step) {
-        detail::synchronize(torch_device_);
-        const auto t0 = Clock::now();
-        zero_grad(*opt.optimizer);
-        at::Tensor out;
-        {
-          auto guard = autocast();
-          out = p.forward(p.input);
-        }
-        at::Tensor loss = p.loss(out.to(at::kFloat), target);
-        scaler.scale(loss).backward();
-        scaler.step(*opt.optimizer);
-        detail::synchronize(torch_device_);
-        const double elapsed = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-        t.losses.push_back(loss.item<double>());
-        if (step >= o.warmup) ms.push_back(elapsed);
-      }
-      t.median_ms = median(ms);
-    } catch (const std::exception& e) {
-      t.losses.clear();
-      t.note = std::string("failed: ") + e.what();
-    }
+    if (o.progress) o.progress(TuneProgress{static_cast<int>(i), static_cast<int>(trials.size()), trials[i].candidate.label()});
+    snapshot.restore(false);
+    run_trial(p, o, target, trials[i]);
   }
   snapshot.restore(true);
   if (o.progress) o.progress(TuneProgress{static_cast<int>(trials.size()), static_cast<int>(trials.size()), {}});
@@ -377,14 +421,7 @@ TuneDecision Runtime::autotune(const TuneProblem& p, const TuneOptions& o) {
   d.trials = std::move(trials);
   d.origin = "benchmark";
   d.created = autotune_detail::utc_now();
-  const TuneTrial& ref = d.trials.front();
-  const auto chosen = std::find_if(d.trials.begin(), d.trials.end(), [](const TuneTrial& t) { return t.accepted && t.note == "fastest that passed"; });
-  std::ostringstream why;
-  why.precision(3);
-  why << "fastest of " << d.trials.size() << " candidates on " << (p.name.empty() ? "this model" : p.name) << ": "
-      << chosen->median_ms << " ms/step vs " << ref.median_ms << " ms for fp32 + torch::optim, loss within "
-      << chosen->rel_diff << " of fp32's";
-  d.why = why.str();
+  d.why = winner_line(d, p.name);
   if (!cache_dir.empty()) {
     try {
       autotune_detail::write_entry(d.cache_file, d);
@@ -393,7 +430,7 @@ TuneDecision Runtime::autotune(const TuneProblem& p, const TuneOptions& o) {
       d.cache_file.clear();
     }
   }
-  adopt(d, "autotune on " + d.created);
+  adopt_tuning(d, space, "autotune on " + d.created);
   return d;
 }
 

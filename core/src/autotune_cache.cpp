@@ -1,8 +1,6 @@
 #include "autotune_cache.hpp"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -18,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "accelkit/atomic_file.hpp"
 #include "accelkit/host_paths.hpp"
 
 namespace accelkit {
@@ -75,10 +74,6 @@ TuneCandidate candidate_from(const json& j) {
     throw std::runtime_error("fused_optimizer must be on or off, got '" + c.fused_optimizer + "'");
   if (c.threads < 0) throw std::runtime_error("negative thread count");
   return c;
-}
-
-void check_errno(bool ok, const std::string& what) {
-  if (!ok) throw std::runtime_error(what + ": " + std::strerror(errno));
 }
 
 }  // namespace
@@ -151,36 +146,7 @@ void write_entry(const std::string& path, const TuneDecision& d) {
   std::error_code ec;
   fs::create_directories(target.parent_path(), ec);
   if (ec) throw std::runtime_error("cannot create " + target.parent_path().string() + ": " + ec.message());
-  std::string tmp = (target.parent_path() / ("." + target.filename().string() + ".XXXXXX")).string();
-  const int fd = mkstemp(tmp.data());
-  check_errno(fd >= 0, "cannot create a temporary file in " + target.parent_path().string());
-  try {
-    std::size_t done = 0;
-    while (done < text.size()) {
-      const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      check_errno(n > 0, "cannot write " + tmp);
-      done += static_cast<std::size_t>(n);
-    }
-    check_errno(::fchmod(fd, 0644) == 0, "cannot chmod " + tmp);
-    check_errno(::fsync(fd) == 0, "cannot fsync " + tmp);
-    check_errno(::close(fd) == 0, "cannot close " + tmp);
-  } catch (...) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    errno = err;
-    check_errno(false, "cannot rename " + tmp + " to " + path);
-  }
-  const int dir = ::open(target.parent_path().c_str(), O_RDONLY | O_DIRECTORY);
-  if (dir >= 0) {
-    (void)::fsync(dir);
-    ::close(dir);
-  }
+  write_file_atomically(path, text);
 }
 
 }  // namespace autotune_detail

@@ -168,88 +168,81 @@ std::string pre_load_problem(const std::string& path, PluginRecord& rec) {
 // Decides, once the plugin's name is known, whether to go on: "" to continue, else why not.
 using NameVeto = std::function<std::string(const std::string& name)>;
 
-PluginRecord load_impl(const std::string& path, bool probe, const NameVeto& veto,
-                       std::vector<std::string>* trace) {
-  PluginRecord rec;
-  rec.path = path;
-  rec.name = name_from_file(path);
-  auto reject = [&](std::string why) {
-    rec.status = PluginStatus::rejected;
-    rec.reason = std::move(why);
-    return rec;
-  };
-
+// Why the file must not even be opened, or "": path, type, permissions, ELF, handshake note.
+std::string file_problem(const std::string& path, PluginRecord& rec) {
   std::error_code ec;
-  if (!fs::path(path).is_absolute()) return reject("not an absolute path; only absolute paths are opened");
-  if (!fs::exists(path, ec)) return reject("no such file");
-  if (!fs::is_regular_file(path, ec)) return reject("not a regular file");
-  if (auto why = insecure_path_reason(path); !why.empty()) return reject("refused as insecure: " + why);
-  if (auto why = elf_problem(path); !why.empty()) return reject(why);
-  if (auto why = pre_load_problem(path, rec); !why.empty()) return reject(why);
+  if (!fs::path(path).is_absolute()) return "not an absolute path; only absolute paths are opened";
+  if (!fs::exists(path, ec)) return "no such file";
+  if (!fs::is_regular_file(path, ec)) return "not a regular file";
+  if (auto why = insecure_path_reason(path); !why.empty()) return "refused as insecure: " + why;
+  if (auto why = elf_problem(path); !why.empty()) return why;
+  return pre_load_problem(path, rec);
+}
 
+// Loads the library for good (plugins are never unloaded), or says why it cannot be.
+std::string open_library(const std::string& path, std::shared_ptr<boost::dll::shared_library>& lib) {
   // Our own dlopen first: it gives the real reason (Boost.DLL would say "Bad file descriptor").
+  // The handle is never closed; Boost.DLL's load below only takes another reference.
   dlerror();
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
+  if (!dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
     const char* err = dlerror();
     std::string text = err ? err : "dlopen failed";
     if (auto pos = text.find(path + ": "); pos == 0) text = text.substr(path.size() + 2);
-    return reject("cannot be loaded: " + text);
+    return "cannot be loaded: " + text;
   }
-  // `handle` is never closed: plugins are never unloaded.
-
-  auto lib = std::make_shared<boost::dll::shared_library>();
+  lib = std::make_shared<boost::dll::shared_library>();
   boost::dll::fs::error_code bec;
   lib->load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local, bec);
-  if (bec) return reject("cannot be loaded: " + bec.message());
-  {
-    std::lock_guard<std::mutex> lock(kept_mutex());
-    kept_libraries().push_back(lib);
-  }
+  if (bec) return "cannot be loaded: " + bec.message();
+  std::lock_guard<std::mutex> lock(kept_mutex());
+  kept_libraries().push_back(lib);
+  return {};
+}
 
-  if (!lib->has(ACCELKIT_PLUGIN_INFO_SYMBOL))
-    return reject("not an accelkit plugin: no '" ACCELKIT_PLUGIN_INFO_SYMBOL "' symbol");
-  auto& info_fn = lib->get<const AccelkitPluginInfo*()>(ACCELKIT_PLUGIN_INFO_SYMBOL);
+// The handshake: accelkit_plugin_info() read and compared with this host. Fills rec's name
+// and versions; "" when it passes.
+std::string handshake_problem(boost::dll::shared_library& lib, PluginRecord& rec) {
+  if (!lib.has(ACCELKIT_PLUGIN_INFO_SYMBOL)) return "not an accelkit plugin: no '" ACCELKIT_PLUGIN_INFO_SYMBOL "' symbol";
+  auto& info_fn = lib.get<const AccelkitPluginInfo*()>(ACCELKIT_PLUGIN_INFO_SYMBOL);
   const AccelkitPluginInfo* info = info_fn();
-  if (!info) return reject(ACCELKIT_PLUGIN_INFO_SYMBOL "() returned NULL");
-
+  if (!info) return ACCELKIT_PLUGIN_INFO_SYMBOL "() returned NULL";
   if (info->struct_size < ACCELKIT_PLUGIN_INFO_MIN_SIZE)
-    return reject("handshake: AccelkitPluginInfo.struct_size found " + std::to_string(info->struct_size) +
-                  ", expected at least " + std::to_string(ACCELKIT_PLUGIN_INFO_MIN_SIZE));
+    return "handshake: AccelkitPluginInfo.struct_size found " + std::to_string(info->struct_size) +
+           ", expected at least " + std::to_string(ACCELKIT_PLUGIN_INFO_MIN_SIZE);
   if (info->abi_major != ACCELKIT_ABI_MAJOR)
-    return reject("handshake: ABI major found " + std::to_string(info->abi_major) + " (" +
-                  std::to_string(info->abi_major) + "." + std::to_string(info->abi_minor) + "), expected " +
-                  std::to_string(ACCELKIT_ABI_MAJOR) +
-                  (info->abi_major > ACCELKIT_ABI_MAJOR ? ": the plugin needs a newer accelkit"
-                                                        : ": rebuild the plugin against this SDK"));
+    return "handshake: ABI major found " + std::to_string(info->abi_major) + " (" + std::to_string(info->abi_major) +
+           "." + std::to_string(info->abi_minor) + "), expected " + std::to_string(ACCELKIT_ABI_MAJOR) +
+           (info->abi_major > ACCELKIT_ABI_MAJOR ? ": the plugin needs a newer accelkit"
+                                                 : ": rebuild the plugin against this SDK");
   if (!info->name || !*info->name || !info->version || !info->torch_version || !info->cxx_abi)
-    return reject("handshake: AccelkitPluginInfo has a NULL or empty name/version/torch_version/cxx_abi");
+    return "handshake: AccelkitPluginInfo has a NULL or empty name/version/torch_version/cxx_abi";
   rec.name = info->name;
   rec.version = info->version;
   rec.torch_version = info->torch_version;
   rec.cxx_abi = info->cxx_abi;
   if (info->description) rec.description = info->description;
   if (major_minor(rec.torch_version) != major_minor(host_torch_version()))
-    return reject("handshake: LibTorch found " + rec.torch_version + ", expected " +
-                  major_minor(host_torch_version()) + ".x (this host runs " + host_torch_version() + ")");
+    return "handshake: LibTorch found " + rec.torch_version + ", expected " + major_minor(host_torch_version()) +
+           ".x (this host runs " + host_torch_version() + ")";
   if (rec.cxx_abi != host_cxx_abi())
-    return reject("handshake: C++ ABI tag found '" + rec.cxx_abi + "', expected '" + host_cxx_abi() + "'");
-  if (veto) {
-    if (auto why = veto(rec.name); !why.empty()) return reject(why);
-  }
+    return "handshake: C++ ABI tag found '" + rec.cxx_abi + "', expected '" + host_cxx_abi() + "'";
+  return {};
+}
 
+// The plugin object, from the library's factory; "" when created.
+std::string create_plugin(const std::shared_ptr<boost::dll::shared_library>& lib, PluginRecord& rec) {
   if (!lib->has(ACCELKIT_PLUGIN_FACTORY_ALIAS))
-    return reject("no '" ACCELKIT_PLUGIN_FACTORY_ALIAS "' factory (use ACCELKIT_PLUGIN(Class))");
+    return "no '" ACCELKIT_PLUGIN_FACTORY_ALIAS "' factory (use ACCELKIT_PLUGIN(Class))";
   auto& factory = lib->get_alias<PluginFactory>(ACCELKIT_PLUGIN_FACTORY_ALIAS);
   Status err;
   Plugin* raw = factory(&err);
-  if (!raw) return reject("factory failed: " + (err.message().empty() ? std::string("returned null") : err.message()));
+  if (!raw) return "factory failed: " + (err.message().empty() ? std::string("returned null") : err.message());
   rec.plugin = std::shared_ptr<Plugin>(raw, [lib](Plugin* p) { delete p; });
+  return {};
+}
 
-  if (!probe) {
-    rec.status = PluginStatus::loaded;
-    return rec;
-  }
+// Probes a created plugin; its status follows from the report (loaded: score > 0).
+void probe_plugin(PluginRecord& rec, std::vector<std::string>* trace) {
   auto t0 = std::chrono::steady_clock::now();
   Result<ProbeReport> report = rec.plugin->probe();
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -261,7 +254,7 @@ PluginRecord load_impl(const std::string& path, bool probe, const NameVeto& veto
   if (!report.ok()) {
     rec.status = PluginStatus::unavailable;
     rec.reason = "probe failed: " + report.status().message();
-    return rec;
+    return;
   }
   rec.probe = std::move(report).value();
   for (std::size_t i = 0; i < rec.probe->devices.size(); ++i)
@@ -269,9 +262,36 @@ PluginRecord load_impl(const std::string& path, bool probe, const NameVeto& veto
   if (rec.probe->score <= 0) {
     rec.status = PluginStatus::unavailable;
     rec.reason = rec.probe->reasons.empty() ? "score 0: unusable here" : join(rec.probe->reasons, "; ");
-    return rec;
+    return;
   }
   rec.status = PluginStatus::loaded;
+}
+
+// Checks, loads and creates the plugin at `path`; then, with `probe`, probes it as a
+// separate step. A refusal at any step is the record's reason.
+PluginRecord load_impl(const std::string& path, bool probe, const NameVeto& veto,
+                       std::vector<std::string>* trace) {
+  PluginRecord rec;
+  rec.path = path;
+  rec.name = name_from_file(path);
+  auto reject = [&](std::string why) {
+    rec.status = PluginStatus::rejected;
+    rec.reason = std::move(why);
+    return rec;
+  };
+  if (auto why = file_problem(path, rec); !why.empty()) return reject(why);
+  std::shared_ptr<boost::dll::shared_library> lib;
+  if (auto why = open_library(path, lib); !why.empty()) return reject(why);
+  if (auto why = handshake_problem(*lib, rec); !why.empty()) return reject(why);
+  if (veto) {
+    if (auto why = veto(rec.name); !why.empty()) return reject(why);
+  }
+  if (auto why = create_plugin(lib, rec); !why.empty()) return reject(why);
+  if (probe) {
+    probe_plugin(rec, trace);
+  } else {
+    rec.status = PluginStatus::loaded;
+  }
   return rec;
 }
 

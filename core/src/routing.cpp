@@ -8,6 +8,7 @@
 #include <toml++/toml.h>
 
 #include "accelkit/settings.hpp"
+#include "config_file.hpp"
 #include "toml_text.hpp"
 
 namespace accelkit {
@@ -39,25 +40,11 @@ const std::vector<std::string>& targets() {
 
 // Overrides and problems of the [routing] table, in file order.
 void parse_routing(const std::string& path, std::vector<RoutingOverride>& out, std::vector<std::string>& problems) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return;  // Settings reports an unreadable file
-  std::ostringstream text;
-  text << in.rdbuf();
-  toml::table root;
-  try {
-    root = toml::parse(text.str(), path);
-  } catch (const toml::parse_error&) {
-    return;  // Settings reports syntax errors
-  }
-  const toml::node* node = root.get("routing");
+  const config_detail::ParsedConfig config = config_detail::parse_config(path);
+  if (!config.root) return;  // Settings reports an unreadable file and syntax errors
+  const toml::node* node = config.root->get("routing");
   if (!node || !node->is_table()) return;  // a non-table [routing] is Settings' error
-  std::vector<std::pair<const toml::key*, const toml::node*>> items;
-  for (auto&& [k, n] : *node->as_table()) items.emplace_back(&k, &n);
-  std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) {
-    const auto &pa = a.first->source().begin, &pb = b.first->source().begin;
-    return pa.line != pb.line ? pa.line < pb.line : pa.column < pb.column;
-  });
-  for (const auto& [k, n] : items) {
+  for (const auto& [k, n] : config_detail::in_file_order(*node->as_table())) {
     const std::string key(k->str());
     const std::string at = toml_position(path, k->source());
     auto op = op_class_from_string(key);

@@ -15,6 +15,7 @@
 #include <toml++/toml.h>
 
 #include "accelkit/routing.hpp"
+#include "config_file.hpp"
 #include "toml_text.hpp"
 
 namespace accelkit {
@@ -367,13 +368,7 @@ class Problems {
 void read_table(const toml::table& table, const std::string& prefix, const std::string& path, Layer& out,
                 Problems& problems) {
   // In file order, so that problems are reported top to bottom (the table is sorted by key).
-  std::vector<std::pair<const toml::key*, const toml::node*>> items;
-  for (auto&& [k, n] : table) items.emplace_back(&k, &n);
-  std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) {
-    const auto &pa = a.first->source().begin, &pb = b.first->source().begin;
-    return pa.line != pb.line ? pa.line < pb.line : pa.column < pb.column;
-  });
-  for (const auto& [k_ptr, node_ptr] : items) {
+  for (const auto& [k_ptr, node_ptr] : config_detail::in_file_order(table)) {
     const toml::key& k = *k_ptr;
     const toml::node& node = *node_ptr;
     std::string key = prefix + std::string(k.str());
@@ -403,42 +398,18 @@ void read_table(const toml::table& table, const std::string& prefix, const std::
   }
 }
 
-std::optional<std::string> read_whole_file(const std::string& path, std::string& problem) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    problem = "is a directory";
-    return std::nullopt;
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    problem = std::strerror(errno);
-    return std::nullopt;
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    problem = "read error";
-    return std::nullopt;
-  }
-  return text.str();
-}
-
 Layer read_file(const std::string& path, const std::string& from, Problems& problems) {
   Layer layer;
-  std::string problem;
-  auto text = read_whole_file(path, problem);
-  if (!text) {
-    problems.add("cannot read config file " + path + " (from " + from + "): " + problem);
+  const config_detail::ParsedConfig config = config_detail::parse_config(path);
+  if (!config.read_error.empty()) {
+    problems.add("cannot read config file " + path + " (from " + from + "): " + config.read_error);
     return layer;
   }
-  toml::table table;
-  try {
-    table = toml::parse(*text, path);
-  } catch (const toml::parse_error& e) {
-    problems.add(toml_position(path, e.source()) + ": invalid TOML: " + std::string(e.description()));
+  if (!config.root) {
+    problems.add(config.parse_error);
     return layer;
   }
-  read_table(table, "", path, layer, problems);
+  read_table(*config.root, "", path, layer, problems);
   return layer;
 }
 

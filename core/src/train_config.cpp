@@ -8,8 +8,9 @@
 
 #include <toml++/toml.h>
 
+#include "config_file.hpp"
 #include "toml_text.hpp"
-#include "accelkit/train.hpp"
+#include "accelkit/train_config.hpp"
 
 namespace accelkit {
 
@@ -114,17 +115,10 @@ const std::vector<std::string>& train_config_keys() {
 TrainConfig read_train_config(const std::string& toml_path, std::int64_t default_batch_size) {
   TrainConfig config;
   if (default_batch_size > 0) config.batch_size = default_batch_size;
-  std::ifstream in(toml_path, std::ios::binary);
-  if (!in) throw SettingsError("cannot read config file " + toml_path);
-  std::ostringstream text;
-  text << in.rdbuf();
-
-  toml::table root;
-  try {
-    root = toml::parse(text.str(), toml_path);
-  } catch (const toml::parse_error& e) {
-    throw SettingsError(toml_position(toml_path, e.source()) + ": invalid TOML: " + std::string(e.description()));
-  }
+  const config_detail::ParsedConfig parsed = config_detail::parse_config(toml_path);
+  if (!parsed.read_error.empty()) throw SettingsError("cannot read config file " + toml_path + ": " + parsed.read_error);
+  if (!parsed.root) throw SettingsError(parsed.parse_error);
+  const toml::table& root = *parsed.root;
 
   std::vector<std::string> problems;
   std::optional<std::string> batch_at, micro_at;
@@ -132,12 +126,7 @@ TrainConfig read_train_config(const std::string& toml_path, std::int64_t default
     const toml::table* table = node->as_table();
     if (!table) throw SettingsError("'train' in " + toml_position(toml_path, node->source()) + " must be a table ([train])");
     // File order, so that problems read top to bottom.
-    std::vector<std::pair<const toml::key*, const toml::node*>> items;
-    for (auto&& [k, n] : *table) items.emplace_back(&k, &n);
-    std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) {
-      const auto &pa = a.first->source().begin, &pb = b.first->source().begin;
-      return pa.line != pb.line ? pa.line < pb.line : pa.column < pb.column;
-    });
+    const auto items = config_detail::in_file_order(*table);
     for (const auto& [k, n] : items) {
       const std::string name(k->str());
       const std::string at = toml_position(toml_path, k->source());

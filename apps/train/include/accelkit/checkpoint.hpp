@@ -31,10 +31,6 @@ struct CheckpointFile {
 // CRC-32 (IEEE, as zlib), continuing from `crc`.
 std::uint32_t crc32(std::string_view bytes, std::uint32_t crc = 0) noexcept;
 
-// Writes `bytes` to `path` atomically: `.<name>.tmp-<pid>` in the same directory, fsync, rename
-// over `path`, fsync the directory. The temp file is removed on failure. Throws CheckpointError.
-void write_file_atomically(const std::string& path, std::string_view bytes);
-
 class CheckpointDir {
  public:
   explicit CheckpointDir(std::string dir);

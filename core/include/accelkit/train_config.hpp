@@ -1,0 +1,57 @@
+// The [train] table of the settings' config file: what `accelkit train` (apps/train) runs.
+//
+//   [train]
+//   steps = 1000            # optimizer steps in all (a resumed run continues up to it)
+//   batch_size = 64         # samples per step (absent: the batch_size setting if > 0, else 64)
+//   micro_batches = 1       # gradient accumulation: batch_size is split into this many
+//   width = 256             # input and hidden width of teacher and student
+//   depth = 3               # hidden layers (Linear + tanh)
+//   outputs = 16            # output width
+//   lr = 1e-3               # AdamW learning rate
+//   weight_decay = 0.0      # AdamW weight decay
+//   seed = 0                # teacher, student init and the data stream
+//   log_every = 10          # a log line (or JSON record) every N steps
+//   checkpoint_dir = "checkpoints"  # relative to the config file's directory; "" = none
+//   checkpoint_every = 100  # 0 = only at the end and on interruption
+//   keep_last = 3           # checkpoints kept; 0 = all
+//
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "accelkit/settings.hpp"
+
+namespace accelkit {
+
+struct TrainConfig {
+  std::int64_t steps = 1000;
+  std::int64_t batch_size = 64;
+  std::int64_t micro_batches = 1;
+  std::int64_t width = 256;
+  std::int64_t depth = 3;
+  std::int64_t outputs = 16;
+  double lr = 1e-3;
+  double weight_decay = 0.0;
+  std::int64_t seed = 0;
+  std::int64_t log_every = 10;
+  std::string checkpoint_dir = "checkpoints";  // absolute after loading; "" = no checkpoints
+  std::int64_t checkpoint_every = 100;
+  std::int64_t keep_last = 3;
+};
+
+// The [train] keys, in the order above.
+const std::vector<std::string>& train_config_keys();
+
+// The [train] table of a TOML file, validated like the settings: every problem is reported
+// (unknown key with its nearest valid key, wrong type with the expected type, bounds, all with
+// file:line:column) in one SettingsError. A file without [train] gives the defaults. Relative
+// checkpoint_dir is resolved against the file's directory.
+TrainConfig read_train_config(const std::string& toml_path, std::int64_t default_batch_size = 64);
+
+// From the settings' config file (the defaults when there is none; checkpoint_dir is then
+// relative to the working directory). batch_size defaults to the batch_size setting when > 0.
+TrainConfig train_config_from(const Settings& settings);
+
+}  // namespace accelkit
