@@ -6,6 +6,7 @@ include(CMakePackageConfigHelpers)
 set(ACCELKIT_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/accelkit")
 
 install(FILES README.md DESTINATION "${CMAKE_INSTALL_DOCDIR}" COMPONENT accelkit)
+install(FILES sdk/README.md DESTINATION "${CMAKE_INSTALL_DOCDIR}" RENAME SDK.md COMPONENT dev)
 
 # Headers: the plugin SDK, the application API and the generated version.hpp.
 install(DIRECTORY sdk/include/accelkit core/include/accelkit
