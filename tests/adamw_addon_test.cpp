@@ -19,17 +19,9 @@
 #include "test_support.hpp"
 
 using namespace accelkit;
+using accelkit::test::test_seed;
 
 namespace {
-
-std::uint64_t test_seed() {
-  static const std::uint64_t seed = [] {
-    if (const char* s = std::getenv("ACCELKIT_TEST_SEED")) return static_cast<std::uint64_t>(std::stoull(s));
-    std::random_device rd;
-    return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
-  }();
-  return seed;
-}
 
 std::unique_ptr<Runtime> runtime(std::vector<std::string> dirs, std::vector<std::pair<std::string, std::string>> cli) {
   ContextOptions o;

@@ -20,17 +20,9 @@
 #include "test_support.hpp"
 
 using namespace accelkit;
+using accelkit::test::test_seed;
 
 namespace {
-
-std::uint64_t test_seed() {
-  static const std::uint64_t seed = [] {
-    if (const char* s = std::getenv("ACCELKIT_TEST_SEED")) return static_cast<std::uint64_t>(std::stoull(s));
-    std::random_device rd;
-    return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
-  }();
-  return seed;
-}
 
 double rel_err(const at::Tensor& a, const at::Tensor& b) {
   const auto a64 = a.to(at::kDouble), b64 = b.to(at::kDouble);

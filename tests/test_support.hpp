@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -18,6 +20,17 @@
 #include <vector>
 
 namespace accelkit::test {
+
+// The seed of a suite's fresh random inputs: random each run, ACCELKIT_TEST_SEED fixes it.
+// Print it in the failure context (INFO) so a failing run can be repeated.
+inline std::uint64_t test_seed() {
+  static const std::uint64_t seed = [] {
+    if (const char* s = std::getenv("ACCELKIT_TEST_SEED")) return static_cast<std::uint64_t>(std::stoull(s));
+    std::random_device rd;
+    return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  }();
+  return seed;
+}
 
 namespace fs = std::filesystem;
 

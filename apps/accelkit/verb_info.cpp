@@ -37,4 +37,17 @@ int verb_info(const Invocation& inv, const Context& ctx) {
   return d.ok ? kExitOk : report_device_failure(ctx);
 }
 
+int report_device_failure(const Context& ctx) {
+  const Decision& d = ctx.decision();
+  if (d.explicit_request) {
+    std::cerr << "accelkit: requested device unavailable: "
+              << (d.error.empty() ? std::string("no reason given") : d.error) << '\n';
+    return kExitUnavailable;
+  }
+  std::cerr << "accelkit: no usable device"
+            << (d.error.empty() ? std::string(" (no plugin offered one)") : ": " + d.error) << '\n'
+            << "accelkit: run 'accelkit plugins -v' to see every plugin tried and why.\n";
+  return kExitFailure;
+}
+
 }  // namespace accelkit::cli

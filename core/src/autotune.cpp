@@ -19,6 +19,7 @@
 #include "accelkit/version.hpp"
 #include "autotune_cache.hpp"
 #include "accelkit/device_sync.hpp"
+#include "strings.hpp"
 
 namespace accelkit {
 
@@ -109,11 +110,6 @@ bool user_fixed(const Settings& s, const char* key, const char* open_value) {
   return from_user && format_value(e.value) != open_value;
 }
 
-std::string join(const std::vector<std::string>& v) {
-  std::string out;
-  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + v[i];
-  return out;
-}
 
 std::string shape_of(const at::Tensor& t) {
   if (!t.defined()) return "none";
@@ -193,7 +189,7 @@ std::string autotune_device_fingerprint(const Context& ctx) {
   for (Capability c : info.capabilities.typed) caps.emplace_back(to_string(c));
   std::sort(caps.begin(), caps.end());
   return selected.plugin + " plugin; " + info.id + "; " + info.name + "; " + info.vendor + "; memory " +
-         std::to_string(info.memory_bytes) + "; capabilities " + join(caps) + "; " +
+         std::to_string(info.memory_bytes) + "; capabilities " + text::join(caps) + "; " +
          std::to_string(std::thread::hardware_concurrency()) + " logical cores";
 }
 
@@ -373,7 +369,7 @@ TuneDecision Runtime::autotune(const TuneProblem& p, const TuneOptions& o) {
     for (const auto& c : space.all)
       if (space.eligible(c)) names.push_back(c.label());
     std::ostringstream sp;
-    sp << join(names) << "; master_weights " << s.str("master_weights") << "; blas_kernels " << s.str("blas_kernels")
+    sp << text::join(names) << "; master_weights " << s.str("master_weights") << "; blas_kernels " << s.str("blas_kernels")
        << "; " << o.warmup << "+" << o.steps << " steps; tolerance " << bf16_tol << "/" << fp32_tol;
     d.space = sp.str();
   }

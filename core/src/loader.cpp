@@ -23,6 +23,7 @@
 #include "accelkit/host_paths.hpp"
 #include "elf_facts.hpp"
 #include "accelkit/version.hpp"
+#include "strings.hpp"
 
 namespace fs = std::filesystem;
 
@@ -123,14 +124,6 @@ std::vector<std::string> match_globs(const std::vector<std::string>& globs, cons
   return hits;
 }
 
-std::string join(const std::vector<std::string>& parts, const char* sep) {
-  std::string out;
-  for (const auto& p : parts) {
-    if (!out.empty()) out += sep;
-    out += p;
-  }
-  return out;
-}
 
 // Why the file must not be loaded, judged from the file alone (its handshake note and the
 // libraries it needs), or "". Fills rec's versions from the note.
@@ -261,7 +254,7 @@ void probe_plugin(PluginRecord& rec, std::vector<std::string>* trace) {
     if (rec.probe->devices[i].id.empty()) rec.probe->devices[i].id = rec.name + ":" + std::to_string(i);
   if (rec.probe->score <= 0) {
     rec.status = PluginStatus::unavailable;
-    rec.reason = rec.probe->reasons.empty() ? "score 0: unusable here" : join(rec.probe->reasons, "; ");
+    rec.reason = rec.probe->reasons.empty() ? "score 0: unusable here" : text::join(rec.probe->reasons, "; ");
     return;
   }
   rec.status = PluginStatus::loaded;

@@ -17,6 +17,7 @@
 #include "accelkit/routing.hpp"
 #include "config_file.hpp"
 #include "toml_text.hpp"
+#include "strings.hpp"
 
 namespace accelkit {
 
@@ -196,11 +197,6 @@ SettingType type_of(const SettingValue& v) {
   }
 }
 
-std::string join(const std::vector<std::string>& items, const char* sep) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
-  return out;
-}
 
 bool all_chars(std::string_view s, const char* extra) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [extra](char c) {
@@ -234,7 +230,7 @@ std::string check_value(const SettingSpec& spec, const SettingValue& value) {
     }
   } else if (auto* s = std::get_if<std::string>(&value)) {
     if (!spec.allowed.empty() && std::find(spec.allowed.begin(), spec.allowed.end(), *s) == spec.allowed.end()) {
-      std::string msg = "must be one of " + join(spec.allowed, ", ") + ", got '" + *s + "'";
+      std::string msg = "must be one of " + text::join(spec.allowed, ", ") + ", got '" + *s + "'";
       if (auto guess = nearest(*s, spec.allowed); !guess.empty()) msg += "; did you mean '" + guess + "'?";
       return msg;
     }
@@ -356,7 +352,7 @@ class Problems {
   void add(std::string msg) { list_.push_back(std::move(msg)); }
   void raise_if_any() const {
     if (list_.empty()) return;
-    throw SettingsError(join(list_, "\n"));
+    throw SettingsError(text::join(list_, "\n"));
   }
 
  private:

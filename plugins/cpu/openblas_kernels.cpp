@@ -57,7 +57,7 @@ struct Api {
 };
 
 template <typename F>
-void bind(F& f, const char* name, std::string& missing) {
+void bind_symbol(F& f, const char* name, std::string& missing) {
   void* p = dlsym(RTLD_DEFAULT, name);
   if (!p && missing.empty()) missing = name;
   f = reinterpret_cast<F>(p);
@@ -66,10 +66,10 @@ void bind(F& f, const char* name, std::string& missing) {
 const Api& api() {
   static const Api a = [] {
     Api r;
-    bind(r.corename, "openblas_get_corename", r.missing);
-    bind(r.read_env, "openblas_read_env", r.missing);
-    bind(r.dynamic_quit, "gotoblas_dynamic_quit", r.missing);
-    bind(r.dynamic_init, "gotoblas_dynamic_init", r.missing);
+    bind_symbol(r.corename, "openblas_get_corename", r.missing);
+    bind_symbol(r.read_env, "openblas_read_env", r.missing);
+    bind_symbol(r.dynamic_quit, "gotoblas_dynamic_quit", r.missing);
+    bind_symbol(r.dynamic_init, "gotoblas_dynamic_init", r.missing);
     return r;
   }();
   return a;

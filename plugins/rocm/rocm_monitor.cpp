@@ -78,8 +78,8 @@ std::vector<Reading> RocmMonitor::sample_unchecked() const {
   for (auto [key, file] : {std::pair{reading::clock_mhz, "pp_dpm_sclk"}, std::pair{reading::memory_clock_mhz, "pp_dpm_mclk"}}) {
     Reading clock{key, std::nullopt, "MHz", std::string("amdgpu ") + file, ""};
     const std::string path = dev + "/" + file;
-    if (auto file = host::read_file(path); file.ok()) {
-      clock.value = current_dpm_mhz(file.text);
+    if (auto read = host::read_file(path); read.ok()) {
+      clock.value = current_dpm_mhz(read.text);
       if (!clock.value) clock.note = "n/a: no current level ('*') in " + path;
     } else {
       clock.note = missing(path);

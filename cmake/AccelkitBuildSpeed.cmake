@@ -1,0 +1,28 @@
+# How accelkit's own build avoids paying for LibTorch's headers over and over: nearly every unit
+# includes LibTorch headers that take 3-15 s to parse (torch/types.h, torch/nn/module.h), often
+# more than the unit's own code. Measured levers (bench/results/build-time.md):
+#
+# accelkit_unity(<target>): the target's sources compiled in combined units of up to 8 (CMake's
+#   unity build), so the headers are parsed once per batch. For the core, the applications'
+#   libraries and the plugins, whose sources are written to combine (no clashing file-local
+#   names; a unit with definitions of its own sets SKIP_UNITY_BUILD_INCLUSION).
+#   Off with -DACCELKIT_UNITY=OFF.
+# accelkit_test_code(<target>): a test suite's own code at -O1 - its speed does not matter, the
+#   code it tests keeps the build's optimisation.
+#
+# A precompiled <torch/torch.h> was measured too and left out: loading the 570 MB header costs
+# about 6 s a unit on this hardware, as much as it saves for all but the heaviest units.
+include_guard(GLOBAL)
+option(ACCELKIT_UNITY "Compile accelkit's libraries and plugins as unity builds" ON)
+
+function(accelkit_unity target)
+  if(ACCELKIT_UNITY)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
+  endif()
+endfunction()
+
+function(accelkit_test_code target)
+  if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang" AND NOT CMAKE_BUILD_TYPE STREQUAL "Debug")
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-O1>)
+  endif()
+endfunction()
