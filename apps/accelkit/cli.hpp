@@ -5,6 +5,7 @@
 #include <ostream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "accelkit/context.hpp"
@@ -30,13 +31,10 @@ struct Invocation {
   bool help = false;
   bool version = false;
   bool json = false;
-  // Global settings; unset = not given on the command line.
-  std::optional<std::string> device;
-  bool no_gpu = false;
-  bool no_cache = false;
+  // Settings given on the command line (schema key, value as typed), in order; validated by
+  // Settings::resolve like every other layer.
+  std::vector<std::pair<std::string, std::string>> settings;
   std::optional<std::string> config;
-  std::optional<std::string> profile;
-  std::optional<std::string> log_level;
   std::vector<std::string> plugin_paths;
   // Verb options.
   bool verbose = false;            // plugins -v

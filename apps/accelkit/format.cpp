@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <type_traits>
-#include <variant>
 
 namespace accelkit::cli {
 namespace {
@@ -13,8 +11,6 @@ std::string lower(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
 }
-
-bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
 // Canonical spelling of a boolean or dtype value as LibTorch or a plugin may print it.
 std::string canonical(std::string v) {
@@ -29,22 +25,6 @@ std::string canonical(std::string v) {
   if (v == "fp32" || v == "float" || v == "float32") return "fp32";
   if (v == "fp64" || v == "double" || v == "float64") return "fp64";
   return v;
-}
-
-std::string setting_text(const Settings& s, const char* key, const std::string& fallback) {
-  try {
-    return std::visit(
-        [](const auto& v) -> std::string {
-          using T = std::decay_t<decltype(v)>;
-          if constexpr (std::is_same_v<T, bool>) return v ? "on" : "off";
-          else if constexpr (std::is_same_v<T, std::int64_t>) return std::to_string(v);
-          else if constexpr (std::is_same_v<T, std::string>) return v;
-          else return {};
-        },
-        s.get(key).value);
-  } catch (const std::out_of_range&) {
-    return fallback;
-  }
 }
 
 }  // namespace
@@ -74,6 +54,12 @@ std::string human_bytes(std::uint64_t bytes) {
 
 std::string or_dash(const std::string& s) { return s.empty() ? "-" : s; }
 
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
 std::vector<std::string> capability_names(const CapabilitySet& caps) {
   std::vector<std::string> out;
   for (auto c : caps.typed) out.emplace_back(to_string(c));
@@ -81,39 +67,26 @@ std::vector<std::string> capability_names(const CapabilitySet& caps) {
   return out;
 }
 
-PrecisionRequest precision_request_from(const Settings& settings) {
-  PrecisionRequest r;
-  r.precision = setting_text(settings, "precision", "auto");
-  r.tf32 = setting_text(settings, "tf32", "auto");
-  r.blas = setting_text(settings, "blas_kernels", "auto");
-  const std::string threads = setting_text(settings, "threads", "0");
-  try {
-    r.threads = threads == "auto" ? 0 : std::max(0, std::stoi(threads));
-  } catch (const std::exception&) {
-    r.threads = 0;
+std::optional<std::string> intended_value(const AppliedValue& read, const PrecisionPlan& plan) {
+  switch (read.field) {
+    case PlanField::threads:
+      if (plan.threads <= 0) return std::nullopt;  // left at LibTorch's default
+      return std::to_string(plan.threads);
+    case PlanField::tf32: return plan.tf32 ? "true" : "false";
+    case PlanField::autocast: return plan.autocast ? "true" : "false";
+    case PlanField::autocast_dtype:
+      if (!plan.autocast) return std::nullopt;  // meaningless while autocast is off
+      return plan.dtype;
+    case PlanField::loss_scaling: return plan.loss_scaling ? "true" : "false";
+    case PlanField::blas_kernels:
+      if (plan.blas_kernels.empty()) return std::nullopt;
+      return plan.blas_kernels;
+    case PlanField::other: return std::nullopt;
   }
-  return r;
-}
-
-std::optional<std::string> intended_value(const std::string& raw_key, const PrecisionPlan& plan) {
-  const std::string key = lower(raw_key);
-  if (contains(key, "interop")) return std::nullopt;
-  if (contains(key, "thread")) {
-    if (plan.threads <= 0) return std::nullopt;  // left at LibTorch's default
-    return std::to_string(plan.threads);
-  }
-  if (contains(key, "tf32")) return plan.tf32 ? "true" : "false";
-  if (contains(key, "autocast") && (contains(key, "dtype") || contains(key, "type"))) {
-    if (!plan.autocast) return std::nullopt;  // meaningless while autocast is off
-    return plan.dtype;
-  }
-  if (contains(key, "autocast")) return plan.autocast ? "true" : "false";
-  if (contains(key, "loss_scal")) return plan.loss_scaling ? "true" : "false";
-  if (contains(key, "blas") && !plan.blas_kernels.empty()) return plan.blas_kernels;
   return std::nullopt;
 }
 
-bool same_value(const std::string& /*key*/, const std::string& intended, const std::string& read) {
+bool same_value(const std::string& intended, const std::string& read) {
   return canonical(intended) == canonical(read);
 }
 

@@ -58,7 +58,10 @@ int run(int argc, const char* const* argv) {
   if (inv.verb == "train") return run_train(inv.context_options(), inv.resume, inv.json);
 
   // Settings first, so the effective log level holds while plugins load.
-  init_logging(inv.log_level.value_or("warn"));
+  std::string log_level = "warn";
+  for (const auto& [key, value] : inv.settings)
+    if (key == "log_level") log_level = value;
+  init_logging(log_level);
   std::unique_ptr<Context> ctx;
   try {
     const Settings settings = Settings::resolve(inv.settings_inputs());
@@ -90,19 +93,6 @@ int verb_bench(const Invocation& inv) {
   b.width = inv.width;
   b.vs_tuned = inv.vs_tuned;
   return run_bench(inv.context_options(), b, inv.json);
-}
-
-int report_device_failure(const Context& ctx) {
-  const Decision& d = ctx.decision();
-  if (d.explicit_request) {
-    std::cerr << "accelkit: requested device unavailable: "
-              << (d.error.empty() ? std::string("no reason given") : d.error) << '\n';
-    return kExitUnavailable;
-  }
-  std::cerr << "accelkit: no usable device"
-            << (d.error.empty() ? std::string(" (no plugin offered one)") : ": " + d.error) << '\n'
-            << "accelkit: run 'accelkit plugins -v' to see every plugin tried and why.\n";
-  return kExitFailure;
 }
 
 }  // namespace accelkit::cli

@@ -1,6 +1,7 @@
 // Command-line parsing (Boost.Program_options) and help text.
 #include <cmath>
 #include <iostream>
+#include <variant>
 
 #include <boost/program_options.hpp>
 
@@ -30,17 +31,56 @@ constexpr VerbDoc kVerbs[] = {
 po::options_description global_options() {
   po::options_description d("Global options");
   d.add_options()
-      ("device", po::value<std::string>()->value_name("DEV"), "device to use: auto, <plugin> or <plugin>:<index> (cpu, cuda:1)")
-      ("no-gpu", po::bool_switch(), "use a CPU device only")
-      ("no-cache", po::bool_switch(), "neither read nor write the auto-tuner's cache")
       ("config", po::value<std::string>()->value_name("FILE"), "TOML settings file (default: $ACCELKIT_CONFIG)")
-      ("profile", po::value<std::string>()->value_name("NAME"), "ultra_low_overhead | balanced | maximum_performance | auto")
       ("plugin-path", po::value<std::vector<std::string>>()->composing()->value_name("DIR"),
        "search DIR for plugins instead of the default path (repeatable)")
-      ("log-level", po::value<std::string>()->value_name("LEVEL"), "trace | debug | info | warn | error | off")
+      ("no-cache", po::bool_switch(), "the same as --autotune-cache=false")
       ("json", po::bool_switch(), "machine-readable output")
       ("help,h", po::bool_switch(), "show help")
       ("version", po::bool_switch(), "show the version");
+  return d;
+}
+
+// The option of a setting: --<key>, '_' spelled '-' (no_gpu: --no-gpu).
+std::string option_name(const SettingSpec& spec) {
+  std::string name = spec.key;
+  for (char& c : name)
+    if (c == '_') c = '-';
+  return name;
+}
+
+// One option per setting, from the settings schema (the same table the TOML file, the
+// environment and `accelkit report` use). A boolean is a switch that sets it (--no-gpu,
+// --autotune); one that is on by default also has --no-<key> (--no-sampler). Lists may be
+// repeated.
+po::options_description settings_options() {
+  po::options_description d("Settings (also TOML keys and ACCELKIT_* variables; accelkit report shows them)");
+  for (const auto& spec : settings_schema()) {
+    std::string help = spec.help;
+    if (!spec.allowed.empty()) {
+      help += ": ";
+      for (std::size_t i = 0; i < spec.allowed.size(); ++i) help += (i ? " | " : "") + spec.allowed[i];
+    }
+    if (!spec.env.empty()) help += " [" + spec.env + "]";
+    const std::string name = option_name(spec);
+    switch (spec.type) {
+      case SettingType::boolean:
+        d.add_options()(name.c_str(), po::bool_switch(), help.c_str());
+        if (std::get<bool>(spec.default_value))
+          d.add_options()(("no-" + name).c_str(), po::bool_switch(), ("turn off: " + spec.key).c_str());
+        break;
+      case SettingType::string_list:
+        d.add_options()(name.c_str(), po::value<std::vector<std::string>>()->composing()->value_name("LIST"),
+                        help.c_str());
+        break;
+      case SettingType::integer:
+        d.add_options()(name.c_str(), po::value<std::string>()->value_name("N"), help.c_str());
+        break;
+      case SettingType::string:
+        d.add_options()(name.c_str(), po::value<std::string>()->value_name("VALUE"), help.c_str());
+        break;
+    }
+  }
   return d;
 }
 
@@ -85,7 +125,7 @@ Invocation parse_command_line(int argc, const char* const* argv) {
       ("verb", po::value<std::string>())
       ("operands", po::value<std::vector<std::string>>());
   po::options_description all;
-  all.add(global_options()).add(verb_options()).add(hidden);
+  all.add(global_options()).add(settings_options()).add(verb_options()).add(hidden);
   po::positional_options_description pos;
   pos.add("verb", 1).add("operands", -1);
 
@@ -103,12 +143,22 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   inv.help = flag(vm, "help");
   inv.version = flag(vm, "version");
   inv.json = flag(vm, "json");
-  if (vm.count("device")) inv.device = vm["device"].as<std::string>();
-  inv.no_gpu = flag(vm, "no-gpu");
-  inv.no_cache = flag(vm, "no-cache");
+  for (const auto& spec : settings_schema()) {
+    const std::string name = option_name(spec);
+    if (spec.type == SettingType::boolean) {
+      if (flag(vm, name.c_str())) inv.settings.emplace_back(spec.key, "true");
+      if (vm.count("no-" + name) && flag(vm, ("no-" + name).c_str())) inv.settings.emplace_back(spec.key, "false");
+      continue;
+    }
+    if (!vm.count(name)) continue;
+    if (spec.type == SettingType::string_list) {
+      for (const auto& item : vm[name].as<std::vector<std::string>>()) inv.settings.emplace_back(spec.key, item);
+    } else {
+      inv.settings.emplace_back(spec.key, vm[name].as<std::string>());
+    }
+  }
+  if (flag(vm, "no-cache")) inv.settings.emplace_back("autotune_cache", "false");
   if (vm.count("config")) inv.config = vm["config"].as<std::string>();
-  if (vm.count("profile")) inv.profile = vm["profile"].as<std::string>();
-  if (vm.count("log-level")) inv.log_level = vm["log-level"].as<std::string>();
   if (vm.count("plugin-path")) inv.plugin_paths = vm["plugin-path"].as<std::vector<std::string>>();
   inv.verbose = flag(vm, "verbose");
   inv.apply = flag(vm, "apply");
@@ -150,11 +200,7 @@ Invocation parse_command_line(int argc, const char* const* argv) {
 SettingsInputs Invocation::settings_inputs() const {
   SettingsInputs in;
   in.config_path = config;
-  if (device) in.cli.emplace_back("device", *device);
-  if (no_gpu) in.cli.emplace_back("no_gpu", "true");
-  if (no_cache) in.cli.emplace_back("autotune_cache", "false");
-  if (profile) in.cli.emplace_back("profile", *profile);
-  if (log_level) in.cli.emplace_back("log_level", *log_level);
+  in.cli = settings;
   return in;
 }
 
@@ -174,7 +220,7 @@ void print_help(std::ostream& out, const std::string& verb) {
              "  Ctrl-C stops cleanly.\n\n";
     if (verb == "report")
       out << "  The precision plan follows the settings precision, tf32, threads and blas_kernels.\n\n";
-    out << verb_options() << '\n' << global_options();
+    out << verb_options() << '\n' << global_options() << '\n' << settings_options();
     return;
   }
   out << "Usage: accelkit [global options] <verb> [verb options]\n\n"
@@ -184,11 +230,10 @@ void print_help(std::ostream& out, const std::string& verb) {
     std::string s = v.synopsis;
     out << "  " << s << std::string(s.size() < 52 ? 52 - s.size() : 1, ' ') << v.summary << '\n';
   }
-  out << '\n' << global_options() << '\n' << verb_options()
-      << "\nEnvironment: ACCELKIT_DEVICE, ACCELKIT_PRECISION, ACCELKIT_COMPILE, ACCELKIT_PROFILE,\n"
-         "ACCELKIT_LOG_LEVEL, ACCELKIT_CONFIG, ACCELKIT_PLUGIN_PATH, ACCELKIT_ADD_PLUGIN_PATH,\n"
-         "ACCELKIT_PLUGINS_DISABLE. Precedence: defaults < profile < config file < environment <\n"
-         "command line.\n\n"
+  out << '\n' << global_options() << '\n' << settings_options() << '\n' << verb_options()
+      << "\nEnvironment: each setting's ACCELKIT_* variable (above), ACCELKIT_CONFIG,\n"
+         "ACCELKIT_PLUGIN_PATH, ACCELKIT_ADD_PLUGIN_PATH, ACCELKIT_PLUGINS_DISABLE, ACCELKIT_CACHE_DIR.\n"
+         "Precedence: defaults < profile < config file < environment < command line.\n\n"
          "Exit status: 0 ok, 1 failure, 2 usage or configuration error, 3 requested device\n"
          "unavailable.\n";
 }

@@ -13,6 +13,7 @@
 #include "accelkit/bench.hpp"
 #include "accelkit/runtime.hpp"
 #include "cli.hpp"
+#include "format.hpp"
 #include "render_autotune.hpp"
 #include "table.hpp"
 
@@ -21,12 +22,6 @@ namespace accelkit::cli {
 int run_bench(const ContextOptions& options, const BenchOptions& bench, bool json);
 
 namespace {
-
-std::string fixed(double v, int digits) {
-  std::ostringstream s;
-  s << std::fixed << std::setprecision(digits) << v;
-  return s.str();
-}
 
 std::string sci(double v) {
   char buf[32];

@@ -165,9 +165,9 @@ int verb_report(const Invocation& inv, Context& ctx) {
   std::vector<AppliedRow> rows;
   int mismatches = 0;
   for (const auto& v : read.value()) {
-    AppliedRow row{v.key, v.value, intended_value(v.key, plan.value()), std::nullopt};
+    AppliedRow row{v.key, v.value, intended_value(v, plan.value()), std::nullopt};
     if (row.intended) {
-      row.match = same_value(v.key, *row.intended, v.value);
+      row.match = same_value(*row.intended, v.value);
       if (!*row.match) ++mismatches;
     }
     rows.push_back(std::move(row));

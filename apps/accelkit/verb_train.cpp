@@ -28,6 +28,7 @@
 #include "accelkit/runtime.hpp"
 #include "accelkit/train.hpp"
 #include "cli.hpp"
+#include "format.hpp"
 #include "render_autotune.hpp"
 #include "json_out.hpp"
 
@@ -73,12 +74,6 @@ class TrainSignals {
   struct sigaction old_int_ {};
   struct sigaction old_term_ {};
 };
-
-std::string fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
 
 std::string loss_text(double v) {
   char buf[64];

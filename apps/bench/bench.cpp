@@ -107,14 +107,14 @@ class PlanSwitch {
   std::string current_;
 };
 
-// A value as the device's Precision reads it back after apply ("" when it has no such key).
-std::string applied_value(const Runtime& rt, const std::string& key) {
+// A value as the device's Precision reads it back after apply ("" when it reads none such).
+std::string applied_value(const Runtime& rt, PlanField field) {
   auto precision = rt.device_handle()->precision();
   if (!precision.ok() || !precision.value()) return {};
   auto values = precision.value()->read_back();
   if (!values.ok()) return {};
   for (const auto& v : values.value())
-    if (v.key == key) return v.value;
+    if (v.field == field) return v.value;
   return {};
 }
 
@@ -489,7 +489,7 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
       if (!optimizer_only) run.info.check.push_back(l.item<double>());
     }
     run.info.check.push_back(run.final_value(x, target));
-    run.info.blas = applied_value(rt, "blas_kernels");
+    run.info.blas = applied_value(rt, PlanField::blas_kernels);
   }
   BenchAccuracy& acc = r.accuracy;
   acc.compared = optimizer_only ? "parameters" : "loss";

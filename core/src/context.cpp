@@ -6,6 +6,15 @@
 
 namespace accelkit {
 
+PrecisionRequest precision_request_from(const Settings& s) {
+  PrecisionRequest request;
+  request.precision = s.str("precision");
+  request.tf32 = s.str("tf32");
+  request.threads = static_cast<int>(s.integer("threads"));
+  request.blas = s.str("blas_kernels");
+  return request;
+}
+
 DeviceRequest device_request_from(const Settings& settings) {
   DeviceRequest r;
   const Effective& dev = settings.get("device");

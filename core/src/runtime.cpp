@@ -63,15 +63,7 @@ void Runtime::attach_optimizers() {
   if (!contributed.empty()) optimizers_ = combine_optimizers(optimizers_, std::move(contributed));
 }
 
-PrecisionRequest Runtime::settings_request() const {
-  const Settings& s = context_->settings();
-  PrecisionRequest request;
-  request.precision = s.str("precision");
-  request.tf32 = s.str("tf32");
-  request.threads = static_cast<int>(s.integer("threads"));
-  request.blas = s.str("blas_kernels");
-  return request;
-}
+PrecisionRequest Runtime::settings_request() const { return precision_request_from(context_->settings()); }
 
 void Runtime::apply_precision(const PrecisionPlan& plan) {
   if (Status st = precision_rules_->apply(plan); !st.is_ok())

@@ -70,8 +70,8 @@ class VariantPrecision final : public Precision {
   Result<std::vector<AppliedValue>> read_back() noexcept override {
     return capture("cpu_variant read_back", [] {
       return std::vector<AppliedValue>{
-          {"num_threads", std::to_string(at::get_num_threads())},
-          {"autocast_cpu_enabled", compat::autocast_enabled(at::kCPU) ? "true" : "false"}};
+          {"num_threads", std::to_string(at::get_num_threads()), PlanField::threads},
+          {"autocast_cpu_enabled", compat::autocast_enabled(at::kCPU) ? "true" : "false", PlanField::autocast}};
     });
   }
 };

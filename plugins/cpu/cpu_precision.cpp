@@ -47,11 +47,11 @@ Result<std::vector<AppliedValue>> CpuPrecision::read_back() noexcept {
   return capture("cpu precision read_back", [] {
     const std::string blas = openblas_current_kernels();
     return std::vector<AppliedValue>{
-        {"num_threads", std::to_string(at::get_num_threads())},
+        {"num_threads", std::to_string(at::get_num_threads()), PlanField::threads},
         {"num_interop_threads", std::to_string(at::get_num_interop_threads())},
-        {"autocast_cpu_enabled", compat::autocast_enabled(at::kCPU) ? "true" : "false"},
-        {"autocast_cpu_dtype", c10::toString(compat::autocast_dtype(at::kCPU))},
-        {"blas_kernels", blas.empty() ? "none (no OpenBLAS)" : blas},
+        {"autocast_cpu_enabled", compat::autocast_enabled(at::kCPU) ? "true" : "false", PlanField::autocast},
+        {"autocast_cpu_dtype", c10::toString(compat::autocast_dtype(at::kCPU)), PlanField::autocast_dtype},
+        {"blas_kernels", blas.empty() ? "none (no OpenBLAS)" : blas, PlanField::blas_kernels},
     };
   });
 }

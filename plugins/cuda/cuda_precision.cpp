@@ -32,11 +32,11 @@ Result<std::vector<AppliedValue>> CudaPrecision::read_back() noexcept {
   return capture("cuda precision read_back", [] {
     const auto& ctx = at::globalContext();
     std::vector<AppliedValue> out{
-        {"allow_tf32_cublas", ctx.allowTF32CuBLAS() ? "true" : "false"},
-        {"allow_tf32_cudnn", ctx.allowTF32CuDNN() ? "true" : "false"},
-        {"autocast_cuda_enabled", compat::autocast_enabled(at::kCUDA) ? "true" : "false"},
-        {"autocast_cuda_dtype", c10::toString(compat::autocast_dtype(at::kCUDA))},
-        {"num_threads", std::to_string(at::get_num_threads())},
+        {"allow_tf32_cublas", ctx.allowTF32CuBLAS() ? "true" : "false", PlanField::tf32},
+        {"allow_tf32_cudnn", ctx.allowTF32CuDNN() ? "true" : "false", PlanField::tf32},
+        {"autocast_cuda_enabled", compat::autocast_enabled(at::kCUDA) ? "true" : "false", PlanField::autocast},
+        {"autocast_cuda_dtype", c10::toString(compat::autocast_dtype(at::kCUDA)), PlanField::autocast_dtype},
+        {"num_threads", std::to_string(at::get_num_threads()), PlanField::threads},
     };
     if (compat::kSdpaControllable) {
       const auto b = compat::sdpa_backends();

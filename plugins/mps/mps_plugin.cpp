@@ -64,8 +64,10 @@ class MpsPrecision final : public Precision {
     return capture("mps precision read_back", [] {
       std::vector<AppliedValue> v;
       if (compat::autocast_available(c10::DeviceType::MPS)) {
-        v.push_back({"autocast_mps_enabled", compat::autocast_enabled(c10::DeviceType::MPS) ? "true" : "false"});
-        v.push_back({"autocast_mps_dtype", c10::toString(compat::autocast_dtype(c10::DeviceType::MPS))});
+        v.push_back({"autocast_mps_enabled", compat::autocast_enabled(c10::DeviceType::MPS) ? "true" : "false",
+                     PlanField::autocast});
+        v.push_back({"autocast_mps_dtype", c10::toString(compat::autocast_dtype(c10::DeviceType::MPS)),
+                     PlanField::autocast_dtype});
       }
       return v;
     });

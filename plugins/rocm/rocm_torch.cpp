@@ -73,8 +73,8 @@ Status apply_autocast(const PrecisionPlan& plan) {
 
 std::vector<AppliedValue> read_back_values(const ArchRules& rules) {
   std::vector<AppliedValue> v{
-      {"autocast_cuda_enabled", compat::autocast_enabled(at::kCUDA) ? "true" : "false"},
-      {"autocast_cuda_dtype", c10::toString(compat::autocast_dtype(at::kCUDA))},
+      {"autocast_cuda_enabled", compat::autocast_enabled(at::kCUDA) ? "true" : "false", PlanField::autocast},
+      {"autocast_cuda_dtype", c10::toString(compat::autocast_dtype(at::kCUDA)), PlanField::autocast_dtype},
   };
   for (const EnvSetting& e : arch_environment(rules)) {
     const char* now = std::getenv(e.name.c_str());

@@ -8,6 +8,7 @@
 
 #include "accelkit/loader.hpp"
 #include "accelkit/negotiation.hpp"
+#include "accelkit/precision.hpp"
 #include "accelkit/settings.hpp"
 
 namespace accelkit {
@@ -52,5 +53,7 @@ class Context {
 
 // Requests derived from settings: device, no_gpu, prefer, require, with their origins.
 DeviceRequest device_request_from(const Settings& settings);
+// The precision request the settings make (precision, tf32, threads, blas_kernels), typed.
+PrecisionRequest precision_request_from(const Settings& settings);
 
 }  // namespace accelkit

@@ -40,7 +40,9 @@
  *        only. Plugin::optimizer_for(): a plugin contributes AdamW implementations to
  *        another plugin's device (replacing one interface without re-implementing the
  *        device). Device::optimizer() and Device::monitor() have defaults (not_supported),
- *        so a minimal plugin writes a device and its precision rules only. A 3.x plugin is
+ *        so a minimal plugin writes a device and its precision rules only.
+ *        AppliedValue::field says which plan value a read-back value shows (the host
+ *        compared keys by substring before). A 3.x plugin is
  *        refused: its DeviceInfo and Plugin vtable lack the new members.
  *
  * Thread-safety: accelkit_plugin_info may be called from any thread, any number of times.

@@ -36,9 +36,14 @@ struct PrecisionPlan {
 };
 
 // One value as LibTorch reports it after apply(), for `report --apply`.
+// Which PrecisionPlan value a read-back value shows, so the host can compare it with the plan
+// (`accelkit report --apply`). other: shown, never compared. Since ABI 4.0.
+enum class PlanField { other, threads, tf32, autocast, autocast_dtype, loss_scaling, blas_kernels };
+
 struct AppliedValue {
   std::string key;    // "num_threads", "autocast_cpu_enabled", "autocast_cpu_dtype", ...
   std::string value;  // as read back from LibTorch, not as intended
+  PlanField field = PlanField::other;  // what of the plan it shows (the key is for people)
 };
 
 class Precision {
