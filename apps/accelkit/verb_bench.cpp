@@ -2,7 +2,6 @@
 // reference model, in one process; a table or --json, progress on stderr.
 #include <algorithm>
 #include <cstdio>
-#include <iomanip>
 #include <iostream>
 #include <memory>
 #include <sstream>

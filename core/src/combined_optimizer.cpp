@@ -43,10 +43,8 @@ class CombinedOptimizer final : public Optimizer {
       return c.optimizer->create_adamw(params, theirs);
     }
     if (own_) return own_->create_adamw(params, config);
-    if (name.empty()) {  // no device optimizer: the first contribution's default
-      AdamWConfig theirs = config;
-      return contributed_.front().optimizer->create_adamw(params, theirs);
-    }
+    // No device optimizer: the first contribution's default.
+    if (name.empty()) return contributed_.front().optimizer->create_adamw(params, config);
     return Status(StatusCode::invalid_argument, "no AdamW implementation '" + name + "' on this device");
   }
 

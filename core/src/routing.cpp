@@ -1,8 +1,6 @@
 // Operation routing: the [routing] table, plugin rules, and running an operation where it is routed.
 #include "accelkit/routing.hpp"
 
-#include <fstream>
-#include <sstream>
 
 #include <ATen/ATen.h>
 #include <toml++/toml.h>
