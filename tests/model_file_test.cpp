@@ -172,6 +172,23 @@ TEST_CASE(".pt2 packages are checked before their library is loaded") {
   }
 }
 
+TEST_CASE("a package's instruction set is read as inductor writes it: words, each checked") {
+  // What inductor records (cpu_vec_isa.py: str() of the picked set, upper-cased).
+  CHECK(cpu_isa_problem("") == "");
+  CHECK(cpu_isa_problem("DEFAULT") == "");
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  const bool vnni = __builtin_cpu_supports("avx512vnni");
+  CHECK(cpu_isa_problem("AVX2").empty() == (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")));
+  CHECK(cpu_isa_problem("AVX512").empty() == avx512);
+  CHECK(cpu_isa_problem("AVX512 AVX512_VNNI").empty() == (avx512 && vnni));
+  if (!vnni) CHECK(has(cpu_isa_problem("AVX512 AVX512_VNNI"), "AVX512_VNNI"));
+  // Words it cannot check are refused, never assumed.
+  const std::string z = cpu_isa_problem("AVX512 ZVECTOR");
+  CHECK(has(z, "'ZVECTOR'"));
+  CHECK(has(z, "can check"));
+}
+
 TEST_CASE("models exported by this LibTorch's PyTorch: TorchScript and .pt2 agree with eager") {
   if (!exported()) {
     MESSAGE("skipped: no PyTorch matching this LibTorch was found at configure time, so no fixtures were exported "

@@ -1,6 +1,10 @@
-// doctest for suites that include LibTorch: LibTorch's glog defines CHECK* macros, and
-// doctest's are the ones meant in the tests. Include after every LibTorch header.
+// doctest for suites that include LibTorch: LibTorch's logging header defines CHECK* macros
+// (glog's, or c10's copy of them), and doctest's are the ones meant in the tests. That header
+// is included here first, so its include guard keeps any LibTorch header included later from
+// defining them again: this file may come before or after the suite's LibTorch headers.
 #pragma once
+
+#include <c10/util/Logging.h>
 
 #undef CHECK
 #undef CHECK_EQ

@@ -1,10 +1,14 @@
 #include "accelkit/model_file.hpp"
 
 #include <dlfcn.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <sstream>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -52,22 +56,41 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+}  // namespace
+
 // Whether this CPU runs code compiled for AOTInductor's instruction set `isa`; "" when it does,
-// else why not. Sets, as inductor names them: AVX2, AVX512 (F, BW, VL, DQ), AMX (AVX512 + AMX).
-std::string isa_problem(const std::string& isa) {
-  if (isa.empty()) return {};
+// else why not. Inductor names a set as words, each a feature group the code was compiled with:
+// "AVX2", "AVX512" (F, BW, VL, DQ), "AVX512 AVX512_VNNI", "AVX512 AVX512_VNNI AMX_TILE";
+// "DEFAULT" needs nothing. An unknown word is refused: nothing can say the CPU runs it.
+std::string cpu_isa_problem(const std::string& isa) {
 #if defined(__x86_64__) || defined(__i386__)
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-  if (isa == "AVX2") return avx2 ? "" : "this CPU has no AVX2/FMA";
-  if (isa == "AVX512" || starts_with(isa, "AMX")) return avx512 ? "" : "this CPU has no AVX-512";
-  if (isa == "DEFAULT") return {};
-  return "'" + isa + "' is not an x86 instruction set accelkit can check";
+  auto amx = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    // CPUID leaf 7: EDX bit 24 AMX-TILE, 22 AMX-BF16, 25 AMX-INT8.
+    return __get_cpuid_count(7, 0, &a, &b, &c, &d) != 0 && (d >> 24 & 1U) && (d >> 22 & 1U) && (d >> 25 & 1U);
+  };
+  std::string missing;
+  std::istringstream words(isa);
+  for (std::string word; words >> word;) {
+    bool has = false;
+    if (word == "DEFAULT") has = true;
+    else if (word == "AVX2") has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    else if (word == "AVX512")
+      has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    else if (word == "AVX512_VNNI") has = __builtin_cpu_supports("avx512vnni");
+    else if (word == "AMX_TILE" || word == "AMX") has = amx();
+    else return "'" + word + "' (of '" + isa + "') is not an x86 instruction set accelkit can check";
+    if (!has) missing += (missing.empty() ? "" : ", ") + word;
+  }
+  return missing.empty() ? "" : "this CPU has no " + missing;
 #else
-  return {};  // the machine check below guards other architectures
+  (void)isa;
+  return {};  // the machine check guards other architectures
 #endif
 }
+
+namespace {
 
 // Before the package's library is loaded: the LibTorch it links and the LibTorch functions it
 // calls must be this process's.
@@ -262,7 +285,7 @@ std::unique_ptr<InferenceModel> load_model_file(const std::string& path, c10::De
     throw ModelFileError(path + ": the package was compiled for " + f.machine + " machines; this one is " +
                          host.machine);
   if (device.is_cpu()) {
-    if (auto why = isa_problem(f.cpu_isa); !why.empty())
+    if (auto why = cpu_isa_problem(f.cpu_isa); !why.empty())
       throw ModelFileError(path + ": the package was compiled for " + f.cpu_isa + " and " + why +
                            "; export it again on (or for) this machine");
   }

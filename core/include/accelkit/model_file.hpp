@@ -43,7 +43,7 @@ struct ModelFileFacts {
   // Packages only:
   std::vector<std::string> models;    // model names inside ("model" unless named otherwise)
   std::string device;                 // the device type it was compiled for: "cpu", "cuda", ...
-  std::string cpu_isa;                // on a CPU: the instruction set ("AVX2", "AVX512", ...)
+  std::string cpu_isa;                // on a CPU: the instruction set ("AVX2", "AVX512 AVX512_VNNI", ...)
   std::string machine;                // the architecture it was compiled on ("x86_64")
   std::string torch_version;          // the PyTorch that made it, when recorded; else ""
 };
@@ -51,6 +51,11 @@ struct ModelFileFacts {
 // Throws ModelFileError: missing or unreadable file, not a PyTorch archive, a torch.save
 // archive (tensors, not a model), an archive of another kind.
 ModelFileFacts inspect_model_file(const std::string& path);
+
+// Whether this CPU runs a package compiled for AOTInductor's instruction set `isa` (words such
+// as "AVX2", "AVX512 AVX512_VNNI", "AVX512 AVX512_VNNI AMX_TILE"): "" when it does, else why
+// not (the missing words, or a word it cannot check).
+std::string cpu_isa_problem(const std::string& isa);
 
 class InferenceModel {
  public:
