@@ -10,11 +10,11 @@
 #include "accelkit/runtime.hpp"
 
 int main(int argc, char** argv) try {
-  accelkit::init_logging("warn");
+  accelkit::init_logging(accelkit::LogLevel::warn);
   accelkit::ContextOptions options;
   if (argc > 1) options.settings.config_path = argv[1];
   auto rt = accelkit::Runtime::start(options);  // plugins, settings, device, precision
-  std::cout << "device " << rt->device_handle()->info().id << ", precision " << rt->precision().dtype << '\n';
+  std::cout << "device " << rt->device_handle()->info().id << ", precision " << to_string(rt->precision().dtype) << '\n';
 
   torch::manual_seed(0);
   torch::nn::Sequential model(torch::nn::Linear(64, 256), torch::nn::GELU(), torch::nn::Linear(256, 256),

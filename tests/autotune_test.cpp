@@ -22,7 +22,7 @@ namespace {
 TuneTrial trial(const std::string& precision, const std::string& fused, double ms, std::vector<double> losses,
                 bool reference = false) {
   TuneTrial t;
-  t.candidate = {precision, fused, 2};
+  t.candidate = {dtype_from_string(precision).value(), fused == "on", 2};
   t.reference = reference;
   t.eligible = true;
   t.median_ms = ms;
@@ -78,7 +78,7 @@ TEST_CASE("choose_candidate: the fastest that stays close to fp32") {
                                 trial("bf16", "on", 30, {1.001, 0.905, 0.806}),
                                 trial("bf16", "off", 20, {1.0, 0.95, 1.2})};
   const TuneCandidate c = choose_candidate(trials, 2e-2, 1e-3);
-  CHECK(c == TuneCandidate{"bf16", "on", 2});
+  CHECK(c == TuneCandidate{Dtype::bf16, true, 2});
   CHECK(trials[2].accepted);
   CHECK(trials[2].note == "fastest that passed");
   CHECK_FALSE(trials[3].accepted);  // faster, but its loss drifted 50% from fp32's
@@ -94,7 +94,7 @@ TEST_CASE("choose_candidate: non-finite, ineligible and failed trials are never 
                                 trial("bf16", "off", 20, {1.0, 0.9}), trial("fp32", "on", 5, {})};
   trials[2].eligible = false;
   trials[3].note = "failed: boom";
-  CHECK(choose_candidate(trials, 2e-2, 1e-3) == TuneCandidate{"fp32", "off", 2});
+  CHECK(choose_candidate(trials, 2e-2, 1e-3) == TuneCandidate{Dtype::fp32, false, 2});
   CHECK(trials[1].note == "loss not finite at step 2");
   CHECK(trials[2].note == "not allowed by the settings you fixed");
   CHECK(trials[3].note == "failed: boom");
@@ -124,7 +124,7 @@ TEST_CASE("autotune: times the candidates, applies the choice, restores the mode
   CHECK(d.origin == "benchmark");
   REQUIRE(d.trials.size() >= 2);  // fp32 reference + fused at least (the CPU plugin has one)
   CHECK(d.trials.front().reference);
-  CHECK(d.trials.front().candidate.precision == "fp32");
+  CHECK(d.trials.front().candidate.precision == Dtype::fp32);
   CHECK(d.trials.front().losses.size() == 3);
   CHECK(std::count_if(d.trials.begin(), d.trials.end(), [](const TuneTrial& t) { return t.accepted; }) >= 1);
   CHECK(fs::exists(d.cache_file));
@@ -132,20 +132,25 @@ TEST_CASE("autotune: times the candidates, applies the choice, restores the mode
 
   // Tuning leaves the model as it was and no gradients behind - in fp32 too, although profile
   // auto's master weights made the bf16 + fused trial's parameters bf16.
-  CHECK(rt->context().settings().str("master_weights") == "on");
+  CHECK(rt->context().settings().text("master_weights") == "on");
   const auto after = prob.net->parameters();
   for (std::size_t i = 0; i < after.size(); ++i) {
     CHECK((after[i].scalar_type() == at::kFloat));
     CHECK(torch::equal(after[i], before[i]));
     CHECK_FALSE(after[i].grad().defined());
   }
-  // The choice is now the runtime's, with its origin.
+  // The choice is now the runtime's, recorded beside the settings, which stay as resolved.
   const Settings& s = rt->context().settings();
-  CHECK(s.str("precision") == d.chosen.precision);
-  CHECK(s.get("precision").origin == Origin::benchmark);
-  CHECK(s.get("precision").source.find("autotune") != std::string::npos);
+  CHECK(s.text("precision") == "auto");
+  CHECK(s.get("precision").origin == Origin::default_value);
+  const auto& decisions = rt->context().decisions();
+  const auto precision = std::find_if(decisions.begin(), decisions.end(),
+                                      [](const RuntimeDecision& r) { return r.key == "precision"; });
+  REQUIRE(precision != decisions.end());
+  CHECK(precision->value == to_string(d.chosen.precision));
+  CHECK(precision->source.find("autotune") != std::string::npos);
   CHECK(rt->precision().dtype == d.chosen.precision);
-  CHECK(rt->make_adamw(prob.net->parameters(), {}).implementation.find(d.chosen.fused_optimizer == "on" ? "fused" : "torch") !=
+  CHECK(rt->make_adamw(prob.net->parameters(), {}).implementation.find(d.chosen.fused ? "fused" : "torch") !=
         std::string::npos);
 
   // A second runtime: the same key, now from the cache, no trials run.
@@ -155,7 +160,7 @@ TEST_CASE("autotune: times the candidates, applies the choice, restores the mode
   CHECK(c.origin == "cache");
   CHECK(c.key == d.key);
   CHECK(c.chosen == d.chosen);
-  CHECK(rt2->context().settings().get("precision").source == "autotune cache " + d.cache_file);
+  CHECK(rt2->context().decisions().front().source == "autotune cache " + d.cache_file);
   const auto listed = list_autotune_cache(cache.str());
   REQUIRE(listed.size() == 1);
   CHECK(listed[0].model == d.model);
@@ -222,8 +227,8 @@ TEST_CASE("autotune: --no-cache neither reads nor writes; fixed settings are kep
     auto rt = start({{"precision", "fp32"}});
     Problem prob(*rt);
     const TuneDecision d = rt->autotune(prob.p, quick());
-    CHECK(d.chosen.precision == "fp32");
-    for (const auto& t : d.trials) CHECK(t.candidate.precision == "fp32");
+    CHECK(d.chosen.precision == Dtype::fp32);
+    for (const auto& t : d.trials) CHECK(t.candidate.precision == Dtype::fp32);
     CHECK(rt->context().settings().get("precision").origin == Origin::cli);
   }
   {
@@ -261,10 +266,15 @@ TEST_CASE("Runtime: an explicit sdpa_backend is honoured exactly or refused") {
 
 TEST_CASE("Runtime: a profile's tf32 = on is skipped with a reason on a device without TF32") {
   auto rt = start({{"profile", "maximum_performance"}});
+  // The setting stays the profile's; the runtime's decision is recorded beside it.
   const Effective& tf32 = rt->context().settings().get("tf32");
-  CHECK(format_value(tf32.value) == "auto");
-  CHECK(tf32.origin == Origin::probe);
-  CHECK(tf32.why.find("has no TF32") != std::string::npos);
+  CHECK(format_value(tf32.value) == "on");
+  CHECK(tf32.origin == Origin::profile);
+  REQUIRE(rt->context().decisions().size() >= 1);
+  const RuntimeDecision& d = rt->context().decisions().front();
+  CHECK(d.key == "tf32");
+  CHECK(d.value == "auto");
+  CHECK(d.why.find("has no TF32") != std::string::npos);
   CHECK_FALSE(rt->precision().tf32);
   // The user's own tf32 = on is refused loudly instead.
   CHECK_THROWS_AS(start({{"tf32", "on"}}), DeviceUnavailableError);

@@ -120,11 +120,11 @@ TEST_CASE("precision: plan, apply, read back from LibTorch") {
   Precision& p = *precision.value();
 
   PrecisionRequest fp16;
-  fp16.precision = "fp16";
+  fp16.precision = Dtype::fp16;
   CHECK(p.plan(fp16).status().code() == StatusCode::not_supported);
 
   PrecisionRequest bf16;
-  bf16.precision = "bf16";
+  bf16.precision = Dtype::bf16;
   bf16.threads = 1;
   auto plan = p.plan(bf16);
   REQUIRE(plan.ok());
@@ -136,7 +136,7 @@ TEST_CASE("precision: plan, apply, read back from LibTorch") {
   CHECK(value_of(back.value(), "autocast_cpu_dtype") == "BFloat16");
   CHECK_FALSE(value_of(back.value(), "num_interop_threads").empty());
 
-  auto fp32 = p.plan(PrecisionRequest{"fp32", "off", 0});
+  auto fp32 = p.plan(PrecisionRequest{Dtype::fp32, Toggle::off, 0});
   REQUIRE(fp32.ok());
   CHECK(fp32->threads >= 1);  // physical cores
   REQUIRE(p.apply(fp32.value()).is_ok());
@@ -146,7 +146,7 @@ TEST_CASE("precision: plan, apply, read back from LibTorch") {
   CHECK(value_of(back.value(), "num_threads") == std::to_string(fp32->threads));
 
   PrecisionPlan fp16_plan;
-  fp16_plan.dtype = "fp16";
+  fp16_plan.dtype = Dtype::fp16;
   CHECK(p.apply(fp16_plan).code() == StatusCode::not_supported);
 }
 

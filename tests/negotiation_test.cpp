@@ -74,8 +74,8 @@ std::vector<PluginRecord> without(std::vector<PluginRecord> plugins, const std::
 
 DeviceRequest ask(std::string device) {
   DeviceRequest r;
-  r.device = std::move(device);
-  if (r.device != "auto") r.device_origin = "--device";
+  r.device = DeviceSelector::parse(device).value();
+  if (!r.device.automatic()) r.device_origin = "--device";
   return r;
 }
 

@@ -108,7 +108,7 @@ TEST_CASE("Instinct MI210 (gfx90a, CDNA2): bf16; usable only with a ROCm LibTorc
   RocmProbe p = probe_fixture("mi210");
   REQUIRE(p.gpus.size() == 1);
   CHECK(p.gpus[0].gfx->name() == "gfx90a");
-  CHECK(p.gpus[0].rules.dtype == "bf16");
+  CHECK(p.gpus[0].rules.dtype == Dtype::bf16);
 
   RocmReport cpu = make_rocm_report(p, cpu_torch());
   CHECK(cpu.score == 0);
@@ -155,7 +155,7 @@ TEST_CASE("RX 7900 XTX (gfx1100, RDNA3): only power1_input; the Intel iGPU and c
   CHECK(g.card->render_minor == 129);           // matched to KFD by render node
   CHECK(g.pci_address() == "0000:0b:00.0");     // from KFD's location_id
   CHECK(g.gfx->name() == "gfx1100");
-  CHECK(g.rules.dtype == "bf16");
+  CHECK(g.rules.dtype == Dtype::bf16);
   CHECK(g.card->power_file == "power1_input");
   CHECK(g.preset->name == "24GB");
 

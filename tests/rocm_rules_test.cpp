@@ -49,7 +49,7 @@ TEST_CASE("architecture rules: CDNA2/3 and RDNA3 bf16, RDNA2 fp16, RDNA1 fp32 wi
   for (const char* bf16_arch : {"gfx90a", "gfx942", "gfx1100", "gfx1101"}) {
     ArchRules r = arch_rules(gfx(bf16_arch));
     CAPTURE(bf16_arch);
-    CHECK(r.dtype == "bf16");
+    CHECK(r.dtype == Dtype::bf16);
     CHECK(r.bf16);
     CHECK(r.fp16);
     CHECK_FALSE(r.fft_on_cpu);
@@ -58,13 +58,13 @@ TEST_CASE("architecture rules: CDNA2/3 and RDNA3 bf16, RDNA2 fp16, RDNA1 fp32 wi
     CHECK(arch_environment(r).empty());
   }
   ArchRules rdna2 = arch_rules(gfx("gfx1030"));
-  CHECK(rdna2.dtype == "fp16");
+  CHECK(rdna2.dtype == Dtype::fp16);
   CHECK_FALSE(rdna2.bf16);
   CHECK(rdna2.fp16);
 
   ArchRules rdna1 = arch_rules(gfx("gfx1010"));
   CHECK(rdna1.family == ArchFamily::rdna1);
-  CHECK(rdna1.dtype == "fp32");
+  CHECK(rdna1.dtype == Dtype::fp32);
   CHECK_FALSE(rdna1.bf16);
   CHECK_FALSE(rdna1.fp16);
   CHECK(rdna1.fft_on_cpu);
@@ -78,7 +78,7 @@ TEST_CASE("architecture rules: CDNA2/3 and RDNA3 bf16, RDNA2 fp16, RDNA1 fp32 wi
   CHECK(rdna1.reasons.size() >= 3);
 
   ArchRules unknown = arch_rules(gfx("gfx803"));
-  CHECK(unknown.dtype == "fp32");
+  CHECK(unknown.dtype == Dtype::fp32);
   REQUIRE_FALSE(unknown.reasons.empty());
   CHECK(unknown.reasons.front().find("gfx803") != std::string::npos);
 }
@@ -87,38 +87,38 @@ TEST_CASE("precision plan: auto follows the rules; an unsupported explicit reque
   PrecisionRequest req;
   auto mi210 = plan_rocm_precision(req, arch_rules(gfx("gfx90a")), "rocm:0");
   REQUIRE(mi210.ok());
-  CHECK(mi210->dtype == "bf16");
+  CHECK(mi210->dtype == Dtype::bf16);
   CHECK(mi210->autocast);
   CHECK_FALSE(mi210->loss_scaling);
   CHECK_FALSE(mi210->tf32);
 
   auto rdna2 = plan_rocm_precision(req, arch_rules(gfx("gfx1030")), "rocm:0");
   REQUIRE(rdna2.ok());
-  CHECK(rdna2->dtype == "fp16");
+  CHECK(rdna2->dtype == Dtype::fp16);
   CHECK(rdna2->loss_scaling);
 
   auto rdna1 = plan_rocm_precision(req, arch_rules(gfx("gfx1010")), "rocm:0");
   REQUIRE(rdna1.ok());
-  CHECK(rdna1->dtype == "fp32");
+  CHECK(rdna1->dtype == Dtype::fp32);
   CHECK_FALSE(rdna1->autocast);
   bool env_reason = false;
   for (const auto& r : rdna1->reasons) env_reason |= r.find("TORCH_BLAS_PREFER_HIPBLASLT=0") != std::string::npos;
   CHECK(env_reason);
 
-  req.precision = "bf16";
+  req.precision = Dtype::bf16;
   auto refused = plan_rocm_precision(req, arch_rules(gfx("gfx1010")), "rocm:0 RX 5600 XT");
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.status().code() == StatusCode::not_supported);
   CHECK(refused.status().message().find("RDNA1") != std::string::npos);
-  req.precision = "fp16";
+  req.precision = Dtype::fp16;
   CHECK_FALSE(plan_rocm_precision(req, arch_rules(gfx("gfx1010")), "x").ok());
   CHECK(plan_rocm_precision(req, arch_rules(gfx("gfx90a")), "x").ok());
-  req.precision = "fp32";
+  req.precision = Dtype::fp32;
   auto fp32 = plan_rocm_precision(req, arch_rules(gfx("gfx90a")), "x");
   REQUIRE(fp32.ok());
   CHECK_FALSE(fp32->autocast);
-  req.precision = "auto";
-  req.tf32 = "on";
+  req.precision.reset();
+  req.tf32 = Toggle::on;
   CHECK_FALSE(plan_rocm_precision(req, arch_rules(gfx("gfx90a")), "x").ok());
 }
 

@@ -8,6 +8,8 @@
 
 #include "torch_doctest.hpp"
 
+#include <algorithm>
+
 #include "test_support.hpp"
 
 using namespace accelkit;
@@ -78,7 +80,7 @@ TEST_CASE("[routing] overrides the plugin rule, with file:line:column") {
   auto overrides = read_routing_config(path);
   REQUIRE(overrides.size() == 2);
   CHECK(overrides[0].op == OpClass::fft);
-  CHECK(overrides[0].target == "cpu");
+  CHECK(overrides[0].target == RouteTarget::cpu);
   CHECK(overrides[0].source == path + ":4:1");
   CHECK(overrides[1].op == OpClass::sort);
 
@@ -92,10 +94,10 @@ TEST_CASE("[routing] overrides the plugin rule, with file:line:column") {
   CHECK(route_for(routes, OpClass::sort).origin == "file");
 
   // fft = "device" brings fft back from a plugin rule; auto leaves the rule alone.
-  auto back = resolve_routes(fake_gpu(true), {{OpClass::fft, "device", "x.toml:2:1"}});
+  auto back = resolve_routes(fake_gpu(true), {{OpClass::fft, RouteTarget::device, "x.toml:2:1"}});
   CHECK(route_for(back, OpClass::fft).device.type() == c10::kMeta);
   CHECK(route_for(back, OpClass::fft).origin == "file");
-  auto kept = resolve_routes(fake_gpu(true), {{OpClass::fft, "auto", "x.toml:2:1"}});
+  auto kept = resolve_routes(fake_gpu(true), {{OpClass::fft, RouteTarget::automatic, "x.toml:2:1"}});
   CHECK(route_for(kept, OpClass::fft).origin == "plugin");
 }
 
@@ -106,9 +108,9 @@ TEST_CASE("[routing] errors name the key, file:line:column and the fix; Settings
   CHECK(contains(e, "did you mean 'fft'?"));
   CHECK(contains(e, "'routing.sort' in " + path + ":3:1 must be one of auto, cpu, device, got 'gpu'"));
   CHECK(contains(e, "'routing.scatter' in " + path + ":4:1 must be a string"));
-  CHECK(routing_config_problems(path).size() == 3);
+  CHECK(std::count(e.begin(), e.end(), '\n') == 2);  // three problems, one line each
   CHECK(error_of(kFixtures + "/fft_cpu.toml").empty());
-  CHECK(error_of(kFixtures + "/does_not_exist.toml").empty());  // Settings reports that
+  CHECK(contains(error_of(kFixtures + "/does_not_exist.toml"), "cannot read config file"));
 
   SettingsInputs in;
   in.config_path = path;

@@ -251,7 +251,7 @@ TEST_CASE("an explicit compile = graph the device cannot honour fails loudly") {
 
 TEST_CASE("profile maximum_performance's compile = graph is skipped with a reason") {
   auto rt = start({{"profile", "maximum_performance"}});
-  REQUIRE(rt->context().settings().str("compile") == "graph");
+  REQUIRE(rt->context().settings().text("compile") == "graph");
   REQUIRE(rt->context().settings().get("compile").origin == Origin::profile);
   Trainee t;
   auto runner = rt->capture_step(*t.opt, t.step_fn());
@@ -288,7 +288,7 @@ TEST_CASE("plugin path: a capture that fails after warm-up falls back, with the 
   FakeDevice dev(FakeDevice::Kind::captures, FakeCapturedStep::Outcome::fails_while_recording);
   Trainee t;
   t.capturing = &dev.capturing;
-  auto runner = make_step_runner(dev, s, *t.opt, t.step_fn(), 1);
+  auto runner = make_step_runner(dev, s->compile, *t.opt, t.step_fn(), 1);
   REQUIRE(dev.last);
   CHECK_FALSE(runner->eager());
   CHECK(contains(runner->mode_reason(), "warming up"));
@@ -316,7 +316,7 @@ TEST_CASE("plugin path: a recorded step reports graph mode") {
   const Settings s = settings({{"compile", "graph"}});  // explicit, and the device has it
   FakeDevice dev(FakeDevice::Kind::captures);
   Trainee t;
-  auto runner = make_step_runner(dev, s, *t.opt, t.step_fn(), 2);
+  auto runner = make_step_runner(dev, s->compile, *t.opt, t.step_fn(), 2);
   for (int i = 0; i < kSteps; ++i) {
     t.feed(i);
     runner->run();
@@ -333,7 +333,7 @@ TEST_CASE("plugin path: refusals before the first step run eagerly with the devi
   Trainee t;
   SUBCASE("capture_step returns an error") {
     FakeDevice dev(FakeDevice::Kind::refuses);
-    auto runner = make_step_runner(dev, s, *t.opt, t.step_fn(), 3);
+    auto runner = make_step_runner(dev, s->compile, *t.opt, t.step_fn(), 3);
     CHECK(dev.capture_calls == 1);
     CHECK(runner->eager());
     CHECK(runner->mode_reason() ==
@@ -343,13 +343,13 @@ TEST_CASE("plugin path: refusals before the first step run eagerly with the devi
   }
   SUBCASE("the device lists graph_capture but keeps Device's default capture_step") {
     FakeDevice dev(FakeDevice::Kind::default_capture_step);
-    auto runner = make_step_runner(dev, s, *t.opt, t.step_fn(), 3);
+    auto runner = make_step_runner(dev, s->compile, *t.opt, t.step_fn(), 3);
     CHECK(runner->eager());
     CHECK(contains(runner->mode_reason(), "has no whole-step capture"));
   }
   SUBCASE("the CapturedStep refuses the optimizer at once") {
     FakeDevice dev(FakeDevice::Kind::captures, FakeCapturedStep::Outcome::refuses_optimizer);
-    auto runner = make_step_runner(dev, s, *t.opt, t.step_fn(), 3);
+    auto runner = make_step_runner(dev, s->compile, *t.opt, t.step_fn(), 3);
     CHECK(runner->eager());
     CHECK(contains(runner->mode_reason(), "keeps its step count on the host"));
     runner->run();
@@ -358,7 +358,7 @@ TEST_CASE("plugin path: refusals before the first step run eagerly with the devi
   }
   SUBCASE("explicit compile = graph: a refusal throws") {
     FakeDevice dev(FakeDevice::Kind::refuses);
-    CHECK_THROWS_AS(make_step_runner(dev, settings({{"compile", "graph"}}), *t.opt, t.step_fn(), 3),
+    CHECK_THROWS_AS(make_step_runner(dev, settings({{"compile", "graph"}})->compile, *t.opt, t.step_fn(), 3),
                     DeviceUnavailableError);
   }
 }
@@ -368,7 +368,7 @@ TEST_CASE("plugin path: a failing step surfaces as an exception with the plugin'
   FakeDevice dev(FakeDevice::Kind::captures, FakeCapturedStep::Outcome::step_error);
   Trainee t;
   t.capturing = &dev.capturing;
-  auto runner = make_step_runner(dev, s, *t.opt, t.step_fn(), 1);
+  auto runner = make_step_runner(dev, s->compile, *t.opt, t.step_fn(), 1);
   runner->run();
   try {
     runner->run();

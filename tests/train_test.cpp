@@ -475,7 +475,7 @@ TEST_CASE("[train] config: values, defaults, relative checkpoint_dir") {
   in.config_path = fixture("good.toml");
   in.env = std::map<std::string, std::string>{};
   Settings s = Settings::resolve(in);
-  CHECK(s.str("device") == "cpu");
+  CHECK(s.text("device") == "cpu");
   CHECK(train_config_from(s).steps == 120);
 }
 

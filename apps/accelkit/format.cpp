@@ -76,7 +76,7 @@ std::optional<std::string> intended_value(const AppliedValue& read, const Precis
     case PlanField::autocast: return plan.autocast ? "true" : "false";
     case PlanField::autocast_dtype:
       if (!plan.autocast) return std::nullopt;  // meaningless while autocast is off
-      return plan.dtype;
+      return std::string(to_string(plan.dtype));
     case PlanField::loss_scaling: return plan.loss_scaling ? "true" : "false";
     case PlanField::blas_kernels:
       if (plan.blas_kernels.empty()) return std::nullopt;

@@ -67,6 +67,13 @@ Json settings_json(const Settings& s) {
   return out;
 }
 
+Json decisions_json(const std::vector<RuntimeDecision>& decisions) {
+  Json out = Json::array();
+  for (const auto& d : decisions)
+    out.push_back(Json{{"key", d.key}, {"value", d.value}, {"source", d.source}, {"why", d.why}});
+  return out;
+}
+
 Json candidate_json(const Candidate& c) {
   return Json{{"plugin", c.plugin},
               {"device", c.device.id},

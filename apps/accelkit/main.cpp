@@ -41,6 +41,10 @@ int run(int argc, const char* const* argv) {
   if (inv.version) return print_version(inv);
   if (inv.help || inv.verb == "help") {
     std::string topic = inv.verb == "help" ? (inv.operands.empty() ? "" : inv.operands.front()) : inv.verb;
+    if (topic == "settings") {  // the schema as the README's Markdown table
+      std::cout << settings_table_markdown();
+      return kExitOk;
+    }
     if (!topic.empty() && !is_verb(topic)) {
       std::cerr << "accelkit: no help for unknown verb '" << topic << "'\n";
       return kExitUsage;
@@ -58,15 +62,9 @@ int run(int argc, const char* const* argv) {
   if (inv.verb == "train") return run_train(inv.context_options(), inv.resume, inv.json);
 
   // Settings first, so the effective log level holds while plugins load.
-  std::string log_level = "warn";
-  for (const auto& [key, value] : inv.settings)
-    if (key == "log_level") log_level = value;
-  init_logging(log_level);
   std::unique_ptr<Context> ctx;
   try {
-    const Settings settings = Settings::resolve(inv.settings_inputs());
-    init_logging(settings.str("log_level"));
-    ctx = Context::create(inv.context_options());
+    ctx = Context::create(Settings::resolve(inv.settings_inputs()), inv.context_options().loader);
   } catch (const SettingsError& e) {
     std::cerr << "accelkit: " << e.what() << '\n';
     return kExitUsage;

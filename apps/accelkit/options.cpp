@@ -25,7 +25,7 @@ constexpr VerbDoc kVerbs[] = {
     {"monitor", "monitor [--interval S] [--count N] [--csv | --json]", "sample the selected device's sensors"},
     {"bench", "bench [--model M] [--steps N] [--vs-tuned] [--json]", "time a training step: accelkit vs plain LibTorch"},
     {"train", "train --config FILE [--resume] [--json]", "train the example model ([train] table in FILE)"},
-    {"help", "help [VERB]", "this text, or one verb's"},
+    {"help", "help [VERB | settings]", "this text, one verb's, or every setting as a table"},
 };
 
 po::options_description global_options() {
@@ -34,20 +34,15 @@ po::options_description global_options() {
       ("config", po::value<std::string>()->value_name("FILE"), "TOML settings file (default: $ACCELKIT_CONFIG)")
       ("plugin-path", po::value<std::vector<std::string>>()->composing()->value_name("DIR"),
        "search DIR for plugins instead of the default path (repeatable)")
-      ("no-cache", po::bool_switch(), "the same as --autotune-cache=false")
       ("json", po::bool_switch(), "machine-readable output")
       ("help,h", po::bool_switch(), "show help")
       ("version", po::bool_switch(), "show the version");
   return d;
 }
 
-// The option of a setting: --<key>, '_' spelled '-' (no_gpu: --no-gpu).
-std::string option_name(const SettingSpec& spec) {
-  std::string name = spec.key;
-  for (char& c : name)
-    if (c == '_') c = '-';
-  return name;
-}
+// The option of a setting without its "--" (the schema's option: no_gpu -> no-gpu); "" for
+// the file-only keys of [routing] and [train].
+std::string option_name(const SettingSpec& spec) { return spec.option.empty() ? "" : spec.option.substr(2); }
 
 // One option per setting, from the settings schema (the same table the TOML file, the
 // environment and `accelkit report` use). A boolean is a switch that sets it (--no-gpu,
@@ -63,10 +58,11 @@ po::options_description settings_options() {
     }
     if (!spec.env.empty()) help += " [" + spec.env + "]";
     const std::string name = option_name(spec);
+    if (name.empty()) continue;
     switch (spec.type) {
       case SettingType::boolean:
         d.add_options()(name.c_str(), po::bool_switch(), help.c_str());
-        if (std::get<bool>(spec.default_value))
+        if (std::get<bool>(spec.default_value) && !spec.option_turns_off)
           d.add_options()(("no-" + name).c_str(), po::bool_switch(), ("turn off: " + spec.key).c_str());
         break;
       case SettingType::string_list:
@@ -75,6 +71,9 @@ po::options_description settings_options() {
         break;
       case SettingType::integer:
         d.add_options()(name.c_str(), po::value<std::string>()->value_name("N"), help.c_str());
+        break;
+      case SettingType::number:
+        d.add_options()(name.c_str(), po::value<std::string>()->value_name("X"), help.c_str());
         break;
       case SettingType::string:
         d.add_options()(name.c_str(), po::value<std::string>()->value_name("VALUE"), help.c_str());
@@ -145,9 +144,12 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   inv.json = flag(vm, "json");
   for (const auto& spec : settings_schema()) {
     const std::string name = option_name(spec);
+    if (name.empty()) continue;
     if (spec.type == SettingType::boolean) {
-      if (flag(vm, name.c_str())) inv.settings.emplace_back(spec.key, "true");
-      if (vm.count("no-" + name) && flag(vm, ("no-" + name).c_str())) inv.settings.emplace_back(spec.key, "false");
+      const bool off_switch = spec.option_turns_off;  // --no-cache: only turns it off
+      if (flag(vm, name.c_str())) inv.settings.emplace_back(spec.key, off_switch ? "false" : "true");
+      if (!off_switch && vm.count("no-" + name) && flag(vm, ("no-" + name).c_str()))
+        inv.settings.emplace_back(spec.key, "false");
       continue;
     }
     if (!vm.count(name)) continue;
@@ -157,7 +159,6 @@ Invocation parse_command_line(int argc, const char* const* argv) {
       inv.settings.emplace_back(spec.key, vm[name].as<std::string>());
     }
   }
-  if (flag(vm, "no-cache")) inv.settings.emplace_back("autotune_cache", "false");
   if (vm.count("config")) inv.config = vm["config"].as<std::string>();
   if (vm.count("plugin-path")) inv.plugin_paths = vm["plugin-path"].as<std::vector<std::string>>();
   inv.verbose = flag(vm, "verbose");

@@ -93,4 +93,12 @@ void render_settings(std::ostream& out, const Settings& s) {
   t.print(out);
 }
 
+void render_decisions(std::ostream& out, const std::vector<RuntimeDecision>& decisions) {
+  if (decisions.empty()) return;
+  out << "Decided at run time, beside the settings (which stay as resolved):\n";
+  Table t({"KEY", "USED", "SOURCE", "WHY"});
+  for (const auto& d : decisions) t.add_row({d.key, d.value, d.source, d.why});
+  t.print(out);
+}
+
 }  // namespace accelkit::cli

@@ -16,5 +16,7 @@ void render_plugins(std::ostream& out, const std::vector<PluginRecord>& plugins,
 // Each device of each loaded plugin: capabilities, properties, warnings.
 void render_devices(std::ostream& out, const std::vector<PluginRecord>& plugins);
 void render_settings(std::ostream& out, const Settings& s);
+// What the runtime decided beside the settings (nothing when it decided nothing).
+void render_decisions(std::ostream& out, const std::vector<RuntimeDecision>& decisions);
 
 }  // namespace accelkit::cli

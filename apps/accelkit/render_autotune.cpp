@@ -18,7 +18,7 @@ std::string num(double v, int digits) {
 }
 
 Json candidate_json(const TuneCandidate& c) {
-  return Json{{"precision", c.precision}, {"fused_optimizer", c.fused_optimizer}, {"threads", c.threads}};
+  return Json{{"precision", to_string(c.precision)}, {"fused_optimizer", c.fused ? "on" : "off"}, {"threads", c.threads}};
 }
 
 struct CacheView {
@@ -31,7 +31,7 @@ struct CacheView {
 
 CacheView cache_view(const Context& ctx) {
   CacheView v;
-  v.enabled = ctx.settings().flag("autotune_cache");
+  v.enabled = *ctx.config().autotune_cache;
   v.dir = autotune_cache_dir();
   if (!ctx.decision().ok) return v;
   const std::string device = autotune_device_fingerprint(ctx);
@@ -80,9 +80,9 @@ Json autotune_json(const TuneDecision& d) {
 }
 
 void render_autotune_cache(std::ostream& out, const Context& ctx) {
-  const Settings& s = ctx.settings();
+  const Config& s = ctx.config();
   const CacheView v = cache_view(ctx);
-  out << "Auto-tuner: " << (s.flag("autotune") ? "on" : "off") << " (autotune from " << s.origin_of("autotune")
+  out << "Auto-tuner: " << (*s.autotune ? "on" : "off") << " (autotune from " << s.autotune.from()
       << "); cache " << (v.dir.empty() ? "(no directory: set ACCELKIT_CACHE_DIR)" : v.dir)
       << (v.enabled ? "" : " - not used (--no-cache / autotune_cache = false)") << '\n';
   if (v.here.empty()) {
@@ -100,12 +100,12 @@ void render_autotune_cache(std::ostream& out, const Context& ctx) {
 }
 
 Json autotune_cache_json(const Context& ctx) {
-  const Settings& s = ctx.settings();
+  const Config& s = ctx.config();
   const CacheView v = cache_view(ctx);
   Json here = Json::array(), corrupt = Json::array();
   for (const auto& d : v.here) here.push_back(autotune_json(d));
   for (const auto& d : v.corrupt) corrupt.push_back(Json{{"cache_file", d.cache_file}, {"why", d.why}});
-  return Json{{"enabled", s.flag("autotune")},
+  return Json{{"enabled", *s.autotune},
               {"cache_dir", v.dir.empty() ? Json(nullptr) : Json(v.dir)},
               {"cache_used", v.enabled},
               {"decisions", std::move(here)},

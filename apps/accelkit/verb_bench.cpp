@@ -13,6 +13,7 @@
 #include "accelkit/runtime.hpp"
 #include "cli.hpp"
 #include "format.hpp"
+#include "render.hpp"
 #include "render_autotune.hpp"
 #include "table.hpp"
 
@@ -100,6 +101,7 @@ void render(std::ostream& out, const BenchResult& r) {
         << ")\n\n";
   }
   if (r.autotune) render_autotune(out, *r.autotune);
+  render_decisions(out, r.decisions);
   render_check(out, r);
 }
 

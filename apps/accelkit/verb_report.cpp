@@ -25,21 +25,22 @@ struct AppliedRow {
 std::string on_off(bool b) { return b ? "on" : "off"; }
 
 Json request_json(const PrecisionRequest& r) {
-  return Json{{"precision", r.precision}, {"tf32", r.tf32}, {"threads", r.threads}, {"blas_kernels", r.blas}};
+  return Json{{"precision", precision_name(r.precision)}, {"tf32", to_string(r.tf32)}, {"threads", r.threads},
+              {"blas_kernels", to_string(r.blas)}};
 }
 
 Json plan_json(const PrecisionPlan& p) {
-  return Json{{"dtype", p.dtype},       {"autocast", p.autocast}, {"tf32", p.tf32},
+  return Json{{"dtype", to_string(p.dtype)}, {"autocast", p.autocast}, {"tf32", p.tf32},
               {"loss_scaling", p.loss_scaling}, {"threads", p.threads},
               {"blas_kernels", p.blas_kernels}, {"reasons", p.reasons}};
 }
 
 void render_plan(std::ostream& out, const PrecisionRequest& r, const PrecisionPlan& p) {
-  out << "Precision plan (asked: precision=" << r.precision << ", tf32=" << r.tf32
+  out << "Precision plan (asked: precision=" << precision_name(r.precision) << ", tf32=" << to_string(r.tf32)
       << ", threads=" << (r.threads ? std::to_string(r.threads) : "auto") << "):\n";
   Table t({"", ""});
   t.hide_header();
-  t.add_row({"dtype", p.dtype});
+  t.add_row({"dtype", to_string(p.dtype)});
   t.add_row({"autocast", on_off(p.autocast)});
   t.add_row({"tf32", on_off(p.tf32)});
   t.add_row({"loss scaling", on_off(p.loss_scaling)});
@@ -102,7 +103,7 @@ int verb_report(const Invocation& inv, Context& ctx) {
   auto precision = device->precision();
   if (!precision.ok()) return fail(d.selected->device.id + " has no precision rules: " + precision.status().message());
 
-  const PrecisionRequest request = precision_request_from(ctx.settings());
+  const PrecisionRequest request = precision_request_from(ctx.config());
   auto plan = precision.value()->plan(request);
   if (!plan.ok())
     return fail("precision plan refused for " + d.selected->device.id + ": " + plan.status().message());
@@ -127,7 +128,7 @@ int verb_report(const Invocation& inv, Context& ctx) {
     AdamWImplChoice c = cached_adamw_implementation(ctx, *optimizers.value(), plan.value().threads);
     if (c.origin.empty() && measure)
       c = choose_adamw_implementation(ctx, *optimizers.value(), c10::Device(d.selected->device.torch_device),
-                                      ctx.settings().flag("autotune_cache"));
+                                      *ctx.config().autotune_cache);
     if (inv.json) {
       Json times = Json::object();
       for (const auto& [name, ms] : c.median_ms) times[name] = ms;

@@ -29,6 +29,7 @@
 #include "accelkit/train.hpp"
 #include "cli.hpp"
 #include "format.hpp"
+#include "render.hpp"
 #include "render_autotune.hpp"
 #include "json_out.hpp"
 
@@ -216,11 +217,12 @@ int train(const ContextOptions& options, bool resume, bool json) {
                             std::to_string(config.outputs);
   if (json) {
     std::cout << Json{{"event", "start"}, {"device", device.id}, {"device_name", device.name},
-                      {"precision", rt->precision().dtype}, {"autocast", rt->precision().autocast},
+                      {"precision", to_string(rt->precision().dtype)}, {"autocast", rt->precision().autocast},
                       {"steps", config.steps}, {"batch_size", config.batch_size},
                       {"micro_batches", config.micro_batches}, {"model", model},
                       {"checkpoint_dir", config.checkpoint_dir},
-                      {"autotune", rt->tune_decision() ? autotune_json(*rt->tune_decision()) : Json(nullptr)}}
+                      {"autotune", rt->tune_decision() ? autotune_json(*rt->tune_decision()) : Json(nullptr)},
+                      {"decisions", decisions_json(rt->context().decisions())}}
                      .dump()
               << std::endl;
   }
@@ -230,6 +232,7 @@ int train(const ContextOptions& options, bool resume, bool json) {
             << ", " << config.steps << " steps, " << checkpoint_plan(config) << '\n';
 
   if (const auto& tuned = rt->tune_decision(); tuned && !json) render_autotune(std::cerr, *tuned);
+  if (!json) render_decisions(std::cerr, rt->context().decisions());
 
   Progress progress(tty, json, thermometer);
   TrainOptions train_options;

@@ -382,7 +382,7 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
   }
 
   // Profile auto: tune on this very model and data (from the cache when it has the answer).
-  if (!optimizer_only && rt.context().settings().flag("autotune")) {
+  if (!optimizer_only && *rt.context().config().autotune) {
     Net net = bench_detail::make_net(spec, o.seed);
     rt.prepare(*net.module);
     TuneProblem problem;
@@ -396,6 +396,7 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
     tune.progress = [&](const TuneProgress& tp) { report(progress, spec.model, "autotune", tp.done, tp.total); };
     r.autotune = rt.autotune(problem, tune);
   }
+  r.decisions = rt.context().decisions();
   const int accel_threads = rt.precision().threads > 0 ? rt.precision().threads : at::get_num_threads();
   PlanSwitch plans(rt);
   // The plain-LibTorch variants: the device's settings as LibTorch has them unconfigured - no
@@ -471,10 +472,10 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
   }
   // The accelkit step as the `compile` setting and the device allow (graph capture needs a
   // forward: the optimizer model stays a bare step). x and target are static: fine for a graph.
-  const Settings& settings = rt.context().settings();
+  const Setting<CompileMode>& compile = rt.context().config().compile;
   if (optimizer_only) runners[1].step_mode = "eager: the optimizer model has no forward to capture";
-  else if (settings.str("compile") == "off")
-    runners[1].step_mode = "eager: compile = off (from " + settings.origin_of("compile") + ")";
+  else if (*compile == CompileMode::off)
+    runners[1].step_mode = "eager: compile = off (from " + compile.from() + ")";
   else runners[1].capture(rt, x, target);
   std::int64_t params = 0;
   for (const auto& p : runners.front().params) params += p.numel();

@@ -133,7 +133,9 @@ void variant(Writer& w, const char* key, const BenchVariant& v) {
 }
 
 void candidate(Writer& w, const TuneCandidate& c) {
-  w.field("precision", c.precision).field("fused_optimizer", c.fused_optimizer).field("threads", c.threads);
+  w.field("precision", std::string(to_string(c.precision)))
+      .field("fused_optimizer", std::string(c.fused ? "on" : "off"))
+      .field("threads", c.threads);
 }
 
 void autotune(Writer& w, const TuneDecision& d) {
@@ -213,6 +215,10 @@ std::string bench_json(const BenchResult& r, int indent) {
 
   if (r.autotune) autotune(w, *r.autotune);
   else w.null("autotune");
+  w.open_array("decisions");
+  for (const RuntimeDecision& d : r.decisions)
+    w.open().field("key", d.key).field("value", d.value).field("source", d.source).field("why", d.why).close();
+  w.close();
 
   w.open("load_average");
   if (r.load_before >= 0) w.field("before", r.load_before); else w.null("before");

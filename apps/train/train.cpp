@@ -74,7 +74,7 @@ void init_mlp(torch::nn::Sequential& mlp, std::uint64_t seed, bool teacher) {
 
 std::string describe(const PrecisionPlan& plan) {
   if (!plan.autocast) return plan.tf32 ? "fp32 (tf32 matmul)" : "fp32";
-  return plan.dtype + " autocast" + (plan.loss_scaling ? " + loss scaling" : "");
+  return std::string(to_string(plan.dtype)) + " autocast" + (plan.loss_scaling ? " + loss scaling" : "");
 }
 
 std::string join_lines(const std::vector<std::string>& lines, const char* indent) {
@@ -134,7 +134,7 @@ struct Trainer::State {
     for (auto& p : teacher->parameters()) p.requires_grad_(false);
     rt.prepare(*teacher);
     teacher->eval();
-    if (rt.context().settings().flag("autotune")) tune();
+    if (*rt.context().config().autotune) tune();
     fresh();
   }
 

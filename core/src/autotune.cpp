@@ -26,7 +26,7 @@ namespace accelkit {
 using autotune_detail::hash_hex;
 
 std::string TuneCandidate::label() const {
-  std::string s = precision + ", " + (fused_optimizer == "on" ? "fused AdamW" : "torch::optim::AdamW");
+  std::string s = std::string(to_string(precision)) + ", " + (fused ? "fused AdamW" : "torch::optim::AdamW");
   if (threads > 0) s += ", " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
   return s;
 }
@@ -68,7 +68,7 @@ TuneCandidate choose_candidate(std::vector<TuneTrial>& trials, double bf16_toler
       worst = std::max(worst, d);
     }
     t.rel_diff = worst;
-    const double tol = t.candidate.precision == "fp32" ? fp32_tolerance : bf16_tolerance;
+    const double tol = t.candidate.precision == Dtype::fp32 ? fp32_tolerance : bf16_tolerance;
     std::ostringstream note;
     note.precision(3);
     if (bad_step) {
@@ -103,12 +103,6 @@ TuneCandidate choose_candidate(std::vector<TuneTrial>& trials, double bf16_toler
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-bool user_fixed(const Settings& s, const char* key, const char* open_value) {
-  const Effective& e = s.get(key);
-  const bool from_user = e.origin == Origin::file || e.origin == Origin::env || e.origin == Origin::cli;
-  return from_user && format_value(e.value) != open_value;
-}
 
 
 std::string shape_of(const at::Tensor& t) {
@@ -204,12 +198,13 @@ std::string autotune_versions(const Context& ctx) {
 struct TuneSpace {
   std::vector<TuneCandidate> all;
   TuneCandidate reference;  // fp32 + torch::optim, the first thread count
-  bool fixed_precision = false, fixed_fused = false, fixed_threads = false;
-  std::string precision, fused;  // the fixed values, where fixed
-  std::int64_t threads = 0;
+  // What the user fixed (config file, environment, command line), where they fixed it.
+  std::optional<Dtype> precision;
+  std::optional<bool> fused;
+  std::optional<int> threads;
   bool eligible(const TuneCandidate& c) const {
-    return (!fixed_precision || c.precision == precision) && (!fixed_fused || c.fused_optimizer == fused) &&
-           (!fixed_threads || c.threads == threads);
+    return (!precision || c.precision == *precision) && (!fused || c.fused == *fused) &&
+           (!threads || c.threads == *threads);
   }
 };
 
@@ -267,44 +262,50 @@ std::string winner_line(const TuneDecision& d, const std::string& model_name) {
 }  // namespace
 
 TuneSpace Runtime::tune_space() const {
-  const Settings& s = context_->settings();
+  const Config& s = context_->config();
   const DeviceInfo& info = device_->info();
   TuneSpace space;
-  space.fixed_precision = user_fixed(s, "precision", "auto");
-  space.fixed_fused = user_fixed(s, "fused_optimizer", "auto");
-  space.fixed_threads = user_fixed(s, "threads", "0");
-  space.precision = s.str("precision");
-  space.fused = s.str("fused_optimizer");
-  space.threads = s.integer("threads");
-  std::vector<std::string> precisions{"fp32"};
-  if (info.capabilities.has(Capability::bf16)) precisions.push_back("bf16");
-  if (info.capabilities.has(Capability::fp16) && !torch_device_.is_cpu()) precisions.push_back("fp16");
-  std::vector<std::string> fused{"off"};
-  if (optimizers_) fused.push_back("on");
+  if (s.precision.user_set() && *s.precision) space.precision = **s.precision;
+  if (s.fused_optimizer.user_set() && *s.fused_optimizer != Toggle::automatic)
+    space.fused = *s.fused_optimizer == Toggle::on;
+  if (s.threads.user_set() && *s.threads > 0) space.threads = *s.threads;
+  std::vector<Dtype> precisions{Dtype::fp32};
+  if (info.capabilities.has(Capability::bf16)) precisions.push_back(Dtype::bf16);
+  if (info.capabilities.has(Capability::fp16) && !torch_device_.is_cpu()) precisions.push_back(Dtype::fp16);
+  std::vector<bool> fused{false};
+  if (optimizers_) fused.push_back(true);
   std::vector<int> threads{0};
   if (torch_device_.is_cpu()) {
     PrecisionRequest r = settings_request();
-    r.precision = "fp32";
+    r.precision = Dtype::fp32;
     auto def = precision_rules_->plan(r);
     const int physical = def.ok() && def.value().threads > 0 ? def.value().threads : at::get_num_threads();
     const int logical = static_cast<int>(std::thread::hardware_concurrency());
     threads = {physical};
     if (logical > physical) threads.push_back(logical);
   }
-  if (space.fixed_threads) threads = {static_cast<int>(space.threads)};
-  for (const auto& pr : precisions)
-    for (const auto& f : fused)
+  if (space.threads) threads = {*space.threads};
+  for (Dtype pr : precisions)
+    for (bool f : fused)
       for (int t : threads) space.all.push_back({pr, f, t});
-  space.reference = {"fp32", "off", threads.front()};
+  space.reference = {Dtype::fp32, false, threads.front()};
   return space;
 }
 
 void Runtime::adopt_tuning(const TuneDecision& decision, const TuneSpace& space, const std::string& source) {
-  Settings& s = context_->settings();
   const TuneCandidate& c = decision.chosen;
-  if (!space.fixed_precision) s.set("precision", c.precision, Origin::benchmark, source, decision.why);
-  if (!space.fixed_fused) s.set("fused_optimizer", c.fused_optimizer, Origin::benchmark, source, decision.why);
-  if (!space.fixed_threads && c.threads > 0) s.set("threads", std::int64_t{c.threads}, Origin::benchmark, source, decision.why);
+  if (!space.precision) {
+    current_.precision = c.precision;
+    decide("precision", to_string(c.precision), source, decision.why);
+  }
+  if (!space.fused) {
+    current_.fused_optimizer = c.fused ? Toggle::on : Toggle::off;
+    decide("fused_optimizer", c.fused ? "on" : "off", source, decision.why);
+  }
+  if (!space.threads && c.threads > 0) {
+    current_.threads = c.threads;
+    decide("threads", std::to_string(c.threads), source, decision.why);
+  }
   PrecisionRequest r = settings_request();
   r.precision = c.precision;
   r.threads = c.threads;
@@ -319,7 +320,7 @@ void Runtime::run_trial(const TuneProblem& p, const TuneOptions& o, const at::Te
     r.precision = t.candidate.precision;
     r.threads = t.candidate.threads;
     apply_plan(r);
-    OptimizerChoice opt = make_adamw_as(p.model->parameters(), p.adamw, t.candidate.fused_optimizer);
+    OptimizerChoice opt = make_adamw_as(p.model->parameters(), p.adamw, t.candidate.fused ? Toggle::on : Toggle::off);
     LossScaler scaler = make_loss_scaler();
     std::vector<double> ms;
     for (int step = 0; step < o.warmup + o.steps; ++step) {
@@ -348,12 +349,12 @@ void Runtime::run_trial(const TuneProblem& p, const TuneOptions& o, const at::Te
 
 TuneDecision Runtime::autotune(const TuneProblem& p, const TuneOptions& o) {
   check_problem(p, o);
-  Settings& s = context_->settings();
+  const Config& s = context_->config();
   TuneDecision d;
-  if (!s.flag("autotune")) {
+  if (!*s.autotune) {
     d.origin = "settings";
-    d.chosen = {plan_.dtype, s.str("fused_optimizer") == "off" || !optimizers_ ? "off" : "on", plan_.threads};
-    d.why = "autotune is off (" + s.origin_of("autotune") + ")";
+    d.chosen = {plan_.dtype, current_.fused_optimizer != Toggle::off && optimizers_ != nullptr, plan_.threads};
+    d.why = "autotune is off (" + s.autotune.from() + ")";
     tune_ = d;
     return d;
   }
@@ -369,13 +370,14 @@ TuneDecision Runtime::autotune(const TuneProblem& p, const TuneOptions& o) {
     for (const auto& c : space.all)
       if (space.eligible(c)) names.push_back(c.label());
     std::ostringstream sp;
-    sp << text::join(names) << "; master_weights " << s.str("master_weights") << "; blas_kernels " << s.str("blas_kernels")
+    sp << text::join(names) << "; master_weights " << (*s.master_weights ? "on" : "off") << "; blas_kernels "
+       << to_string(*s.blas_kernels)
        << "; " << o.warmup << "+" << o.steps << " steps; tolerance " << bf16_tol << "/" << fp32_tol;
     d.space = sp.str();
   }
   d.key = hash_hex(d.device + "\n" + d.model + "\n" + d.versions + "\n" + d.space);
 
-  const bool use_cache = s.flag("autotune_cache");
+  const bool use_cache = *s.autotune_cache;
   std::string cache_dir = use_cache ? autotune_cache_dir() : std::string();
   if (use_cache && cache_dir.empty())
     spdlog::warn("autotune: no cache directory (set ACCELKIT_CACHE_DIR, XDG_CACHE_HOME or HOME); not caching");

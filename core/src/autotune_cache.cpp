@@ -60,18 +60,19 @@ std::string entry_path(const std::string& dir, const std::string& key) {
 namespace {
 
 json candidate_json(const TuneCandidate& c) {
-  return json{{"precision", c.precision}, {"fused_optimizer", c.fused_optimizer}, {"threads", c.threads}};
+  return json{{"precision", to_string(c.precision)}, {"fused_optimizer", c.fused ? "on" : "off"}, {"threads", c.threads}};
 }
 
 TuneCandidate candidate_from(const json& j) {
   TuneCandidate c;
-  c.precision = j.at("precision").get<std::string>();
-  c.fused_optimizer = j.at("fused_optimizer").get<std::string>();
+  const auto precision = j.at("precision").get<std::string>();
+  const auto fused = j.at("fused_optimizer").get<std::string>();
   c.threads = j.at("threads").get<int>();
-  if (c.precision != "fp32" && c.precision != "bf16" && c.precision != "fp16")
-    throw std::runtime_error("unknown precision '" + c.precision + "'");
-  if (c.fused_optimizer != "on" && c.fused_optimizer != "off")
-    throw std::runtime_error("fused_optimizer must be on or off, got '" + c.fused_optimizer + "'");
+  if (auto d = dtype_from_string(precision)) c.precision = *d;
+  else throw std::runtime_error("unknown precision '" + precision.substr(0, 40) + "'");
+  if (fused != "on" && fused != "off")
+    throw std::runtime_error("fused_optimizer must be on or off, got '" + fused.substr(0, 40) + "'");
+  c.fused = fused == "on";
   if (c.threads < 0) throw std::runtime_error("negative thread count");
   return c;
 }

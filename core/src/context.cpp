@@ -1,38 +1,50 @@
 #include "accelkit/context.hpp"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "accelkit/log.hpp"
 
 namespace accelkit {
 
-PrecisionRequest precision_request_from(const Settings& s) {
+PrecisionRequest precision_request_from(const Config& c) {
   PrecisionRequest request;
-  request.precision = s.str("precision");
-  request.tf32 = s.str("tf32");
-  request.threads = static_cast<int>(s.integer("threads"));
-  request.blas = s.str("blas_kernels");
+  request.precision = *c.precision;
+  request.tf32 = *c.tf32;
+  request.threads = *c.threads;
+  request.blas = *c.blas_kernels;
   return request;
 }
 
-DeviceRequest device_request_from(const Settings& settings) {
+DeviceRequest device_request_from(const Config& c) {
   DeviceRequest r;
-  const Effective& dev = settings.get("device");
-  r.device = settings.str("device");
-  r.device_origin = dev.source.empty() ? to_string(dev.origin) : dev.source;
-  r.no_gpu = settings.flag("no_gpu");
-  r.prefer = settings.list("prefer");
-  r.require = settings.list("require");
+  r.device = *c.device;
+  r.device_origin = c.device.from();
+  r.no_gpu = *c.no_gpu;
+  r.prefer = *c.prefer;
+  r.require = *c.require;
   return r;
 }
 
+void Context::record(RuntimeDecision decision) {
+  auto same = std::find_if(decisions_.begin(), decisions_.end(),
+                           [&](const RuntimeDecision& d) { return d.key == decision.key; });
+  if (same != decisions_.end()) decisions_.erase(same);
+  decisions_.push_back(std::move(decision));
+}
+
 std::unique_ptr<Context> Context::create(const ContextOptions& options) {
+  return create(Settings::resolve(options.settings), options.loader);
+}
+
+std::unique_ptr<Context> Context::create(Settings settings, const LoaderOptions& loader) {
   std::unique_ptr<Context> ctx(new Context());
-  ctx->settings_ = Settings::resolve(options.settings);
-  init_logging(ctx->settings_.str("log_level"));
-  ctx->discovery_ = discover_plugins(options.loader);
+  ctx->settings_ = std::move(settings);
+  init_logging(*ctx->config().log_level);
+  ctx->discovery_ = discover_plugins(loader);
   ctx->pci_ = scan_pci_gpus();
-  ctx->decision_ = negotiate(ctx->discovery_.plugins, device_request_from(ctx->settings_), ctx->pci_);
+  ctx->decision_ = negotiate(ctx->discovery_.plugins, device_request_from(ctx->config()), ctx->pci_);
   for (const auto& hint : ctx->decision_.hints) spdlog::info("{}", hint);
   return ctx;
 }

@@ -49,9 +49,9 @@ struct Ask {
 
   explicit Ask(const DeviceRequest& r)
       : request(r),
-        auto_device(r.device.empty() || r.device == "auto"),
-        want_index(!auto_device && r.device.find(':') != std::string::npos),
-        want_plugin(auto_device ? "" : r.device.substr(0, r.device.find(':'))),
+        auto_device(r.device.automatic()),
+        want_index(r.device.index.has_value()),
+        want_plugin(r.device.plugin),
         origin(r.device_origin.empty() ? "" : " (from " + r.device_origin + ")") {}
 
   // Position in `prefer`; INT_MAX when not listed.
@@ -69,8 +69,8 @@ std::pair<Exclusion, std::string> exclusion(const PluginRecord& rec, const Candi
   if (c.device.torch_device.empty())
     return {Exclusion::no_torch_device, "LibTorch in this process cannot drive it"};
   if (request.no_gpu && c.device.kind != DeviceKind::cpu) return {Exclusion::no_gpu, "excluded by --no-gpu"};
-  if (!ask.auto_device && (ask.want_index ? c.device.id != request.device : c.plugin != ask.want_plugin))
-    return {Exclusion::not_requested, "not the requested device '" + request.device + "'" + ask.origin};
+  if (!ask.auto_device && (ask.want_index ? c.device.id != request.device.str() : c.plugin != ask.want_plugin))
+    return {Exclusion::not_requested, "not the requested device '" + request.device.str() + "'" + ask.origin};
   for (const auto& cap : request.require)
     if (!c.device.capabilities.has(cap))
       return {Exclusion::missing_capability, "lacks required capability '" + cap + "'"};
@@ -116,7 +116,7 @@ void explain_choice(const Ask& ask, std::vector<Candidate>& ranked) {
   const DeviceRequest& request = ask.request;
   Candidate& best = ranked.front();
   if (!ask.auto_device) {
-    best.reason = "chosen: requested as '" + request.device + "'" + ask.origin;
+    best.reason = "chosen: requested as '" + request.device.str() + "'" + ask.origin;
   } else if (ask.prefer_rank(best.plugin) != INT_MAX) {
     best.reason = "chosen: '" + best.plugin + "' is preferred by the configuration";
   } else {
@@ -145,7 +145,7 @@ void explain_choice(const Ask& ask, std::vector<Candidate>& ranked) {
 // What was asked, what is usable and why the rest is not: the error of a failed negotiation.
 std::string refusal(const std::vector<PluginRecord>& plugins, const Ask& ask, const Decision& d) {
   const DeviceRequest& request = ask.request;
-  std::string what = ask.auto_device ? std::string("any device") : "device '" + request.device + "'" + ask.origin;
+  std::string what = ask.auto_device ? std::string("any device") : "device '" + request.device.str() + "'" + ask.origin;
   if (request.no_gpu) what += " with --no-gpu";
   if (!request.require.empty()) {
     what += " with capabilities [";

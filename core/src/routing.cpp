@@ -3,11 +3,8 @@
 
 
 #include <ATen/ATen.h>
-#include <toml++/toml.h>
 
 #include "accelkit/settings.hpp"
-#include "config_file.hpp"
-#include "toml_text.hpp"
 
 namespace accelkit {
 
@@ -29,70 +26,20 @@ std::vector<std::string> op_class_names() {
   return out;
 }
 
-namespace {
-
-const std::vector<std::string>& targets() {
-  static const std::vector<std::string> t = {"auto", "cpu", "device"};
-  return t;
-}
-
-// Overrides and problems of the [routing] table, in file order.
-void parse_routing(const std::string& path, std::vector<RoutingOverride>& out, std::vector<std::string>& problems) {
-  const config_detail::ParsedConfig config = config_detail::parse_config(path);
-  if (!config.root) return;  // Settings reports an unreadable file and syntax errors
-  const toml::node* node = config.root->get("routing");
-  if (!node || !node->is_table()) return;  // a non-table [routing] is Settings' error
-  for (const auto& [k, n] : config_detail::in_file_order(*node->as_table())) {
-    const std::string key(k->str());
-    const std::string at = toml_position(path, k->source());
-    auto op = op_class_from_string(key);
-    if (!op) {
-      std::string msg = "unknown operation class 'routing." + key + "' in " + at + " (one of " +
-                        [] {
-                          std::string all;
-                          for (const auto& name : op_class_names()) all += (all.empty() ? "" : ", ") + name;
-                          return all;
-                        }() + ")";
-      if (auto guess = nearest_word(key, op_class_names()); !guess.empty()) msg += "; did you mean '" + guess + "'?";
-      problems.push_back(std::move(msg));
-      continue;
-    }
-    const auto* value = n->as_string();
-    if (!value) {
-      problems.push_back("'routing." + key + "' in " + at + " must be a string (auto, cpu or device), got " +
-                         toml_type_name(n->type()));
-      continue;
-    }
-    const std::string target = value->get();
-    if (std::find(targets().begin(), targets().end(), target) == targets().end()) {
-      std::string msg = "'routing." + key + "' in " + at + " must be one of auto, cpu, device, got '" + target + "'";
-      if (auto guess = nearest_word(target, targets()); !guess.empty()) msg += "; did you mean '" + guess + "'?";
-      problems.push_back(std::move(msg));
-      continue;
-    }
-    out.push_back({*op, target, at});
+std::vector<RoutingOverride> routing_overrides(const Settings& settings) {
+  std::vector<RoutingOverride> out;
+  for (const auto& [op, name] : kOpClassNames) {
+    const Setting<RouteTarget>& r = settings->route(op);
+    if (*r != RouteTarget::automatic) out.push_back({op, *r, r.from()});
   }
-}
-
-}  // namespace
-
-std::vector<std::string> routing_config_problems(const std::string& config_path) {
-  std::vector<RoutingOverride> overrides;
-  std::vector<std::string> problems;
-  parse_routing(config_path, overrides, problems);
-  return problems;
+  return out;
 }
 
 std::vector<RoutingOverride> read_routing_config(const std::string& config_path) {
-  std::vector<RoutingOverride> overrides;
-  std::vector<std::string> problems;
-  parse_routing(config_path, overrides, problems);
-  if (!problems.empty()) {
-    std::string all;
-    for (const auto& p : problems) all += (all.empty() ? "" : "\n") + p;
-    throw SettingsError(all);
-  }
-  return overrides;
+  SettingsInputs in;
+  in.config_path = config_path;
+  in.env = std::map<std::string, std::string>{};
+  return routing_overrides(Settings::resolve(in));
 }
 
 std::vector<Route> resolve_routes(const DeviceInfo& device, const std::vector<RoutingOverride>& overrides) {
@@ -111,8 +58,8 @@ std::vector<Route> resolve_routes(const DeviceInfo& device, const std::vector<Ro
     }
     // The config file's [routing] entry (the last one for a class wins).
     for (const RoutingOverride& o : overrides) {
-      if (o.op != op || o.target == "auto") continue;
-      if (o.target == "cpu")
+      if (o.op != op || o.target == RouteTarget::automatic) continue;
+      if (o.target == RouteTarget::cpu)
         r = Route{op, c10::Device(c10::kCPU), main.type() != c10::kCPU, "file", o.source, "routing." + std::string(name) + " = \"cpu\""};
       else
         r = Route{op, main, true, "file", o.source, "routing." + std::string(name) + " = \"device\" (" + device.id + ")"};
@@ -124,8 +71,7 @@ std::vector<Route> resolve_routes(const DeviceInfo& device, const std::vector<Ro
 }
 
 std::vector<Route> routes_for(const DeviceInfo& device, const Settings& settings) {
-  const auto& file = settings.config_file();
-  return resolve_routes(device, file ? read_routing_config(*file) : std::vector<RoutingOverride>{});
+  return resolve_routes(device, routing_overrides(settings));
 }
 
 const Route& route_for(const std::vector<Route>& routes, OpClass op) {

@@ -22,17 +22,17 @@ std::unique_ptr<Runtime> Runtime::start(const ContextOptions& options) {
   rt->torch_device_ = c10::Device(info.torch_device);
   rt->routes_ = routes_for(info, rt->context_->settings());
 
-  Settings& s = rt->context_->settings();
-  // A profile asks for everything; what the device lacks is skipped with a reason (a value
-  // the user set is honoured or fails loudly).
-  auto skip_profile_value = [&](const char* key, bool supported, const std::string& why_not) {
-    const Effective& e = s.get(key);
-    if (e.origin != Origin::profile || supported || format_value(e.value) != "on") return;
-    const std::string why = e.source + " asks " + key + " = on; skipped: " + why_not;
-    spdlog::info("{}", why);
-    s.set(key, std::string("auto"), Origin::probe, info.id, why);
+  const Config& c = rt->context_->config();
+  rt->current_ = {*c.precision, *c.tf32, *c.fused_optimizer, *c.threads};
+  // A profile asks for everything; what the device lacks is skipped with a reason, recorded
+  // beside the settings (a value the user set is honoured or fails loudly).
+  auto skip_profile_on = [&](const char* key, const Setting<Toggle>& s, Toggle& current, bool supported,
+                             const std::string& why_not) {
+    if (s.origin != Origin::profile || *s != Toggle::on || supported) return;
+    current = Toggle::automatic;
+    rt->decide(key, "auto", info.id, s.from() + " asks " + key + " = on; skipped: " + why_not);
   };
-  skip_profile_value("tf32", info.capabilities.has(Capability::tf32), info.id + " has no TF32");
+  skip_profile_on("tf32", c.tf32, rt->current_.tf32, info.capabilities.has(Capability::tf32), info.id + " has no TF32");
   auto precision = rt->device_->precision();
   if (!precision.ok()) throw std::runtime_error(info.id + ": no precision rules: " + precision.status().message());
   rt->precision_rules_ = precision.value();
@@ -40,9 +40,14 @@ std::unique_ptr<Runtime> Runtime::start(const ContextOptions& options) {
   rt->apply_sdpa_backend();
 
   rt->attach_optimizers();
-  skip_profile_value("fused_optimizer", rt->optimizers_ != nullptr,
-                     info.id + " has no fused optimizer (" + rt->optimizer_absent_reason_ + ")");
+  skip_profile_on("fused_optimizer", c.fused_optimizer, rt->current_.fused_optimizer, rt->optimizers_ != nullptr,
+                  info.id + " has no fused optimizer (" + rt->optimizer_absent_reason_ + ")");
   return rt;
+}
+
+void Runtime::decide(const char* key, std::string value, std::string source, std::string why) {
+  spdlog::info("{} = {} ({}): {}", key, value, source, why);
+  context_->record({key, std::move(value), std::move(source), std::move(why)});
 }
 
 void Runtime::attach_optimizers() {
@@ -63,7 +68,13 @@ void Runtime::attach_optimizers() {
   if (!contributed.empty()) optimizers_ = combine_optimizers(optimizers_, std::move(contributed));
 }
 
-PrecisionRequest Runtime::settings_request() const { return precision_request_from(context_->settings()); }
+PrecisionRequest Runtime::settings_request() const {
+  PrecisionRequest r = precision_request_from(context_->config());
+  r.precision = current_.precision;
+  r.tf32 = current_.tf32;
+  r.threads = current_.threads;
+  return r;
+}
 
 void Runtime::apply_precision(const PrecisionPlan& plan) {
   if (Status st = precision_rules_->apply(plan); !st.is_ok())
@@ -71,12 +82,13 @@ void Runtime::apply_precision(const PrecisionPlan& plan) {
 }
 
 void Runtime::apply_plan(const PrecisionRequest& request) {
-  const Settings& s = context_->settings();
+  const Config& c = context_->config();
   const std::string& id = device_->info().id;
   auto plan = precision_rules_->plan(request);
   if (!plan.ok())
-    throw DeviceUnavailableError("precision '" + request.precision + "' (from " + s.origin_of("precision") +
-                                 "), tf32 '" + request.tf32 + "' on " + id + ": " + plan.status().message());
+    throw DeviceUnavailableError(std::string("precision '") + precision_name(request.precision) + "' (from " +
+                                 c.precision.from() + "), tf32 '" + to_string(request.tf32) + "' on " + id + ": " +
+                                 plan.status().message());
   if (Status st = precision_rules_->apply(plan.value()); !st.is_ok())
     throw std::runtime_error(id + ": applying the precision plan failed: " + st.message());
   plan_ = plan.value();
@@ -85,28 +97,30 @@ void Runtime::apply_plan(const PrecisionRequest& request) {
 // sdpa_backend other than auto: exactly that backend, or a loud failure (never a silent
 // fallback to another kernel).
 void Runtime::apply_sdpa_backend() {
-  const Settings& s = context_->settings();
-  const std::string want = s.str("sdpa_backend");
-  if (want == "auto") return;
+  const Setting<SdpaBackend>& want = context_->config().sdpa_backend;
+  if (*want == SdpaBackend::automatic) return;
   const DeviceInfo& info = device_->info();
-  const std::string asked = "sdpa_backend = " + want + " (from " + s.origin_of("sdpa_backend") + ")";
+  const std::string asked = std::string("sdpa_backend = ") + to_string(*want) + " (from " + want.from() + ")";
   if (!compat::kSdpaControllable)
     throw DeviceUnavailableError(asked + ": LibTorch " + TORCH_VERSION +
                                  " has no scaled-dot-product attention controls (they exist from 2.0)");
-  if (want == "flash" && !info.capabilities.has(Capability::sdpa_flash))
+  if (*want == SdpaBackend::flash && !info.capabilities.has(Capability::sdpa_flash))
     throw DeviceUnavailableError(asked + ": " + info.id + " has no flash attention");
-  if (want == "mem_efficient" && !info.capabilities.has(Capability::sdpa_mem_efficient))
+  if (*want == SdpaBackend::mem_efficient && !info.capabilities.has(Capability::sdpa_mem_efficient))
     throw DeviceUnavailableError(asked + ": " + info.id + " has no memory-efficient attention");
   compat::SdpaBackends b;
-  b.flash = want == "flash";
-  b.mem_efficient = want == "mem_efficient";
-  b.math = want == "math";
+  b.flash = *want == SdpaBackend::flash;
+  b.mem_efficient = *want == SdpaBackend::mem_efficient;
+  b.math = *want == SdpaBackend::math;
   compat::set_sdpa_backends(b);
 }
 
 at::ScalarType Runtime::autocast_dtype() const {
-  if (plan_.dtype == "bf16") return at::kBFloat16;
-  if (plan_.dtype == "fp16") return at::kHalf;
+  switch (plan_.dtype) {
+    case Dtype::bf16: return at::kBFloat16;
+    case Dtype::fp16: return at::kHalf;
+    case Dtype::fp32: return at::kFloat;
+  }
   return at::kFloat;
 }
 
@@ -114,52 +128,53 @@ void Runtime::prepare(torch::nn::Module& module) const { module.to(torch_device_
 
 OptimizerChoice Runtime::make_adamw(const std::vector<at::Tensor>& params, const AdamWConfig& c,
                                     bool model_weights) const {
-  return make_adamw_as(params, c, context_->settings().str("fused_optimizer"), model_weights);
+  return make_adamw_as(params, c, current_.fused_optimizer, model_weights);
 }
 
-bool Runtime::use_master_weights(const AdamWConfig& c, const std::string& fused, bool model_weights,
-                                 std::string& note) const {
-  const Settings& s = context_->settings();
-  const Effective& e = s.get("master_weights");
+bool Runtime::use_master_weights(const AdamWConfig& c, Toggle fused, bool model_weights, std::string& note) const {
+  const Setting<bool>& setting = context_->config().master_weights;
   const bool from_config = c.master_weights;
-  if (!from_config && (s.str("master_weights") != "on" || !model_weights)) return false;
-  const std::string asked = from_config ? std::string("AdamWConfig::master_weights")
-                                        : "master_weights = on (from " + s.origin_of("master_weights") + ")";
+  if (!from_config && (!*setting || !model_weights)) return false;
+  const std::string asked =
+      from_config ? std::string("AdamWConfig::master_weights") : "master_weights = on (from " + setting.from() + ")";
   const DeviceInfo& info = device_->info();
   std::string why_not;
-  if (!plan_.autocast || plan_.dtype != "bf16")
-    why_not = "the precision plan is " + plan_.dtype + ", not bf16 autocast";
-  else if (fused == "off")
+  if (!plan_.autocast || plan_.dtype != Dtype::bf16)
+    why_not = std::string("the precision plan is ") + to_string(plan_.dtype) + ", not bf16 autocast";
+  else if (fused == Toggle::off)
     why_not = "fused_optimizer = off";
   else if (!optimizers_ || !info.capabilities.has(Capability::master_weights))
     why_not = info.id + "'s optimizer has no master weights";
   if (why_not.empty()) return true;
-  if (from_config || e.origin != Origin::profile) throw std::runtime_error(asked + " but " + why_not);
+  if (from_config || setting.origin != Origin::profile) throw std::runtime_error(asked + " but " + why_not);
   note = "; " + asked + " skipped: " + why_not;
   return false;
 }
 
-OptimizerChoice Runtime::make_adamw_as(const std::vector<at::Tensor>& params, const AdamWConfig& config,
-                                       const std::string& fused, bool model_weights) const {
-  const Settings& s = context_->settings();
+OptimizerChoice Runtime::make_adamw_as(const std::vector<at::Tensor>& params, const AdamWConfig& config, Toggle fused,
+                                       bool model_weights) const {
+  const Config& s = context_->config();
   const std::string device_id = device_->info().id;
+  const std::string fused_name = to_string(fused);
+  // Where fused_optimizer came from: the settings, or the auto-tuner's decision.
+  const std::string fused_from = fused == *s.fused_optimizer ? s.fused_optimizer.from() : "the auto-tuner";
   AdamWConfig c = config;
   std::string master_note;
   c.master_weights = use_master_weights(config, fused, model_weights, master_note);
-  if (fused != "off" && optimizers_) {
+  const std::string& asked = *s.adamw_implementation;
+  if (fused != Toggle::off && optimizers_) {
     // Among several implementations the measured fastest; master weights only the plugin's
     // default (the first) keeps.
     std::string impl = optimizers_->implementation(), chosen_why;
-    const std::string asked = s.str("adamw_implementation");
     if (c.implementation.empty() && asked != "auto") {
       // A name the user gave: that one or a loud failure (the plugin lists what it offers).
       c.implementation = asked;
-      chosen_why = "; adamw_implementation = " + asked + " (from " + s.origin_of("adamw_implementation") + ")";
+      chosen_why = "; adamw_implementation = " + asked + " (from " + s.adamw_implementation.from() + ")";
       for (const auto& i : optimizers_->adamw_implementations())
         if (i.name == asked) impl = i.description;
     } else if (c.implementation.empty() && !c.master_weights) {
       if (!adamw_choice_)
-        adamw_choice_ = choose_adamw_implementation(*context_, *optimizers_, torch_device_, s.flag("autotune_cache"));
+        adamw_choice_ = choose_adamw_implementation(*context_, *optimizers_, torch_device_, *s.autotune_cache);
       if (adamw_choice_->origin != "only") {
         c.implementation = adamw_choice_->name;
         impl = adamw_choice_->description;
@@ -170,35 +185,33 @@ OptimizerChoice Runtime::make_adamw_as(const std::vector<at::Tensor>& params, co
     if (made.ok() && made.value()) {
       if (c.master_weights) impl += " with bf16 weights + fp32 master";
       return {made.value(), impl,
-              "fused_optimizer = " + fused + " and " + device_id + " has one" + chosen_why +
-                  (c.master_weights ? "; master_weights = on (from " + s.origin_of("master_weights") + ")"
-                                    : master_note),
+              "fused_optimizer = " + fused_name + " and " + device_id + " has one" + chosen_why +
+                  (c.master_weights ? "; master_weights = on (from " + s.master_weights.from() + ")" : master_note),
               c.master_weights};
     }
     if (c.master_weights)
       throw std::runtime_error(device_id + " could not create its fused AdamW with master weights: " +
                                made.status().message());
     if (asked != "auto")
-      throw std::runtime_error("adamw_implementation = " + asked + " (from " + s.origin_of("adamw_implementation") +
+      throw std::runtime_error("adamw_implementation = " + asked + " (from " + s.adamw_implementation.from() +
                                ") but " + device_id + " could not create it: " + made.status().message());
-    if (fused == "on")
-      throw std::runtime_error("fused_optimizer = on (from " + s.origin_of("fused_optimizer") + ") but " + device_id +
+    if (fused == Toggle::on)
+      throw std::runtime_error("fused_optimizer = on (from " + fused_from + ") but " + device_id +
                                " could not create it: " + made.status().message());
     spdlog::warn("{}: fused AdamW unavailable ({}); using torch::optim::AdamW", device_id, made.status().message());
-  } else if (fused == "on") {
-    throw std::runtime_error("fused_optimizer = on (from " + s.origin_of("fused_optimizer") + ") but " + device_id +
+  } else if (fused == Toggle::on) {
+    throw std::runtime_error("fused_optimizer = on (from " + fused_from + ") but " + device_id +
                              " has no fused optimizer: " + optimizer_absent_reason_);
   }
-  if (const std::string asked = s.str("adamw_implementation"); asked != "auto")
-    throw std::runtime_error("adamw_implementation = " + asked + " (from " + s.origin_of("adamw_implementation") +
-                             ") but " +
-                             (fused == "off" ? "fused_optimizer = off (from " + s.origin_of("fused_optimizer") + ")"
-                                             : device_id + " has no fused optimizer: " + optimizer_absent_reason_));
+  if (asked != "auto")
+    throw std::runtime_error("adamw_implementation = " + asked + " (from " + s.adamw_implementation.from() + ") but " +
+                             (fused == Toggle::off ? "fused_optimizer = off (from " + fused_from + ")"
+                                                   : device_id + " has no fused optimizer: " + optimizer_absent_reason_));
   const auto options = support::adamw_options(c);
   if (c.maximize) throw std::invalid_argument("torch::optim::AdamW has no 'maximize' option in this LibTorch");
   auto opt = std::make_shared<torch::optim::AdamW>(params, options);
-  std::string why = fused == "off" ? "fused_optimizer = off (from " + s.origin_of("fused_optimizer") + ")"
-                                   : device_id + " has no fused optimizer: " + optimizer_absent_reason_;
+  std::string why = fused == Toggle::off ? "fused_optimizer = off (from " + fused_from + ")"
+                                         : device_id + " has no fused optimizer: " + optimizer_absent_reason_;
   return {opt, "torch::optim::AdamW", why + master_note};
 }
 

@@ -46,20 +46,17 @@ void StepRunner::run() {
 
 std::string StepRunner::mode() const { return captured_ ? "graph" : "eager: " + reason_; }
 
-std::unique_ptr<StepRunner> make_step_runner(Device& device, const Settings& settings,
+std::unique_ptr<StepRunner> make_step_runner(Device& device, const Setting<CompileMode>& compile,
                                              torch::optim::Optimizer& optimizer, std::function<void()> step,
                                              int warmup) {
   if (!step) throw std::invalid_argument("capture_step: the step function is empty");
   if (warmup < 1) throw std::invalid_argument("capture_step: warmup must be at least 1, got " + std::to_string(warmup));
   const std::string& id = device.info().id;
-  const std::string want = settings.str("compile");
-  const std::string asked = "compile = " + want + " (from " + settings.origin_of("compile") + ")";
-  if (want == "off") return std::make_unique<StepRunner>(std::move(step), asked);
+  const std::string asked = std::string("compile = ") + to_string(*compile) + " (from " + compile.from() + ")";
+  if (*compile == CompileMode::off) return std::make_unique<StepRunner>(std::move(step), asked);
 
   // An explicit request is honoured or fails loudly; a default's or a profile's is skipped.
-  const Origin origin = settings.get("compile").origin;
-  const bool explicit_graph =
-      want == "graph" && (origin == Origin::file || origin == Origin::env || origin == Origin::cli);
+  const bool explicit_graph = *compile == CompileMode::graph && compile.user_set();
   auto eager = [&](const std::string& why) {
     if (explicit_graph) throw DeviceUnavailableError(asked + " but " + why);
     return std::make_unique<StepRunner>(std::move(step), asked + ": " + why);
@@ -77,7 +74,7 @@ std::unique_ptr<StepRunner> make_step_runner(Device& device, const Settings& set
 
 std::unique_ptr<StepRunner> Runtime::capture_step(torch::optim::Optimizer& optimizer, std::function<void()> step,
                                                   int warmup) {
-  return make_step_runner(*device_, context_->settings(), optimizer, std::move(step), warmup);
+  return make_step_runner(*device_, context_->config().compile, optimizer, std::move(step), warmup);
 }
 
 }  // namespace accelkit

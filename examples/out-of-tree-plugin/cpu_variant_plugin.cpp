@@ -49,9 +49,9 @@ class VariantPrecision final : public Precision {
  public:
   Result<PrecisionPlan> plan(const PrecisionRequest& r) noexcept override {
     return capture("cpu_variant plan", [&]() -> Result<PrecisionPlan> {
-      if (r.precision != "auto" && r.precision != "fp32")
-        return Status(StatusCode::not_supported, "cpu_variant runs fp32 only, not '" + r.precision + "'");
-      if (r.tf32 == "on") return Status(StatusCode::not_supported, "TF32 is not a CPU feature");
+      if (r.precision && *r.precision != Dtype::fp32)
+        return Status(StatusCode::not_supported, std::string("cpu_variant runs fp32 only, not ") + to_string(*r.precision));
+      if (r.tf32 == Toggle::on) return Status(StatusCode::not_supported, "TF32 is not a CPU feature");
       PrecisionPlan p;
       p.threads = r.threads;
       p.reasons = {"fp32: cpu_variant has no reduced-precision path",
@@ -61,7 +61,7 @@ class VariantPrecision final : public Precision {
   }
   Status apply(const PrecisionPlan& p) noexcept override {
     return capture("cpu_variant apply", [&]() -> Status {
-      if (p.dtype != "fp32" || p.tf32) return Status(StatusCode::not_supported, "cpu_variant runs fp32 only");
+      if (p.dtype != Dtype::fp32 || p.tf32) return Status(StatusCode::not_supported, "cpu_variant runs fp32 only");
       if (p.threads > 0) at::set_num_threads(p.threads);
       compat::set_autocast_enabled(at::kCPU, false);
       return Status::ok();

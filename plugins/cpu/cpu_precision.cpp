@@ -10,9 +10,6 @@ namespace accelkit::cpu {
 
 Result<PrecisionPlan> CpuPrecision::plan(const PrecisionRequest& request) noexcept {
   return capture("cpu precision plan", [&]() -> Result<PrecisionPlan> {
-    if (request.blas != "auto" && request.blas != "library")
-      return Status(StatusCode::invalid_argument,
-                    "unknown blas_kernels setting '" + request.blas + "' (expected auto or library)");
     Result<PrecisionPlan> plan = plan_cpu_precision(request, probe_);
     if (!plan.ok()) return plan;
     PrecisionPlan p = plan.value();
@@ -25,9 +22,8 @@ Result<PrecisionPlan> CpuPrecision::plan(const PrecisionRequest& request) noexce
 
 Status CpuPrecision::apply(const PrecisionPlan& plan) noexcept {
   return capture("cpu precision apply", [&]() -> Status {
-    if (plan.dtype != "fp32" && plan.dtype != "bf16")
-      return Status(StatusCode::not_supported,
-                    "the CPU device runs fp32 or bf16, not '" + plan.dtype + "'");
+    if (plan.dtype == Dtype::fp16)
+      return Status(StatusCode::not_supported, "the CPU device runs fp32 or bf16, not fp16");
     if (plan.tf32)
       return Status(StatusCode::not_supported, "TF32 is not a CPU feature");
     if (plan.threads < 0)
@@ -36,7 +32,7 @@ Status CpuPrecision::apply(const PrecisionPlan& plan) noexcept {
     if (std::string err = select_openblas_kernels(plan.blas_kernels); !err.empty())
       return Status(StatusCode::not_supported, "blas kernels '" + plan.blas_kernels + "': " + err);
     if (plan.threads > 0 && at::get_num_threads() != plan.threads) at::set_num_threads(plan.threads);
-    const bool autocast = plan.autocast && plan.dtype == "bf16";
+    const bool autocast = plan.autocast && plan.dtype == Dtype::bf16;
     if (autocast) compat::set_autocast_dtype(at::kCPU, at::kBFloat16);
     compat::set_autocast_enabled(at::kCPU, autocast);
     return Status::ok();

@@ -123,17 +123,15 @@ std::string best_openblas_kernels(const IsaFlags& isa, const std::string& vendor
   return {};
 }
 
-BlasKernelPlan plan_openblas_kernels(const std::string& request, const OpenBlasState& s,
-                                     const IsaFlags& isa, const std::string& vendor) {
-  if (request != "auto" && request != "library")
-    throw std::invalid_argument("unknown blas_kernels setting '" + request + "' (expected auto or library)");
+BlasKernelPlan plan_openblas_kernels(BlasKernels request, const OpenBlasState& s, const IsaFlags& isa,
+                                     const std::string& vendor) {
   BlasKernelPlan plan;
   if (!s.present) {
     plan.reason = "blas kernels: not chosen (" + s.absent_reason + ")";
     return plan;
   }
   const std::string own = "OpenBLAS's own choice, " + s.library_choice;
-  if (request == "library") {
+  if (request == BlasKernels::library) {
     plan.reason = "blas kernels: " + own + " (blas_kernels = library)";
     return plan;
   }

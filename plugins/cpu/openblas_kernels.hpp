@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <accelkit/precision.hpp>
+
 #include "isa.hpp"
 
 namespace accelkit::cpu {
@@ -42,10 +44,9 @@ int openblas_kernel_rank(const std::string& kernels);
 std::string best_openblas_kernels(const IsaFlags& isa, const std::string& vendor,
                                   const std::vector<std::string>& available);
 
-// request: "auto" (replace a set narrower than the CPU allows) or "library" (keep OpenBLAS's
-// choice). A user's OPENBLAS_CORETYPE is always kept. Throws std::invalid_argument on an
-// unknown request.
-BlasKernelPlan plan_openblas_kernels(const std::string& request, const OpenBlasState& state,
+// request: automatic (replace a set narrower than the CPU allows) or library (keep OpenBLAS's
+// choice). A user's OPENBLAS_CORETYPE is always kept.
+BlasKernelPlan plan_openblas_kernels(BlasKernels request, const OpenBlasState& state,
                                      const IsaFlags& isa, const std::string& vendor);
 
 // This process's OpenBLAS (cached after the first call: the library's own choice is what it

@@ -29,61 +29,67 @@ Result<PrecisionPlan> plan_cuda_precision(const PrecisionRequest& req, ComputeCa
   PrecisionPlan plan;
   const int v = cc.value();
   const std::string sm = "SM " + cc.str();
-  if (req.precision == "auto") {
+  if (!req.precision) {
     if (v >= 80) {
-      plan.dtype = "bf16";
+      plan.dtype = Dtype::bf16;
       plan.autocast = true;
       plan.reasons.push_back("bf16 autocast: " + sm + " has bf16 tensor cores and fp32's exponent range");
     } else if (v >= 70) {
-      plan.dtype = "fp16";
+      plan.dtype = Dtype::fp16;
       plan.autocast = true;
       plan.reasons.push_back("fp16 autocast: " + sm + " has fp16 tensor cores but no bf16 ones");
     } else {
       plan.reasons.push_back("fp32: " + sm + " has no tensor cores (fp16 autocast would not be faster)");
     }
-  } else if (req.precision == "fp32") {
-    plan.reasons.push_back("fp32: requested");
-  } else if (req.precision == "bf16") {
-    if (v < 53)
-      return Status(StatusCode::not_supported, "bf16 is not supported by LibTorch on " + sm + "; use fp32");
-    plan.dtype = "bf16";
-    plan.autocast = true;
-    plan.reasons.push_back(v >= 80 ? "bf16 autocast: requested; " + sm + " has bf16 tensor cores"
-                                   : "warning: bf16 autocast requested on " + sm +
-                                         ", which has no bf16 tensor cores: it is emulated and usually "
-                                         "slower than fp32 (fp16 is the fast type here)");
-  } else if (req.precision == "fp16") {
-    if (v < 53)
-      return Status(StatusCode::not_supported, "fp16 arithmetic needs SM 5.3 or newer; this device is " + sm);
-    plan.dtype = "fp16";
-    plan.autocast = true;
-    plan.reasons.push_back(v >= 70 ? "fp16 autocast: requested; " + sm + " has fp16 tensor cores"
-                                   : "warning: fp16 autocast requested on " + sm +
-                                         ", which has no tensor cores: expect little or no speed-up");
   } else {
-    return Status(StatusCode::invalid_argument,
-                  "unknown precision '" + req.precision + "' (expected auto, fp32, bf16 or fp16)");
+    switch (*req.precision) {
+      case Dtype::fp32:
+        plan.reasons.push_back("fp32: requested");
+        break;
+      case Dtype::bf16:
+        if (v < 53)
+          return Status(StatusCode::not_supported, "bf16 is not supported by LibTorch on " + sm + "; use fp32");
+        plan.dtype = Dtype::bf16;
+        plan.autocast = true;
+        plan.reasons.push_back(v >= 80 ? "bf16 autocast: requested; " + sm + " has bf16 tensor cores"
+                                       : "warning: bf16 autocast requested on " + sm +
+                                             ", which has no bf16 tensor cores: it is emulated and usually "
+                                             "slower than fp32 (fp16 is the fast type here)");
+        break;
+      case Dtype::fp16:
+        if (v < 53)
+          return Status(StatusCode::not_supported, "fp16 arithmetic needs SM 5.3 or newer; this device is " + sm);
+        plan.dtype = Dtype::fp16;
+        plan.autocast = true;
+        plan.reasons.push_back(v >= 70 ? "fp16 autocast: requested; " + sm + " has fp16 tensor cores"
+                                       : "warning: fp16 autocast requested on " + sm +
+                                             ", which has no tensor cores: expect little or no speed-up");
+        break;
+    }
   }
 
-  if (req.tf32 == "auto") {
-    plan.tf32 = v >= 80;
-    plan.reasons.push_back(plan.tf32 ? "tf32: on for fp32 matmul and cuDNN convolution (" + sm + " has TF32)"
-                                     : "tf32: off (" + sm + " has no TF32; it needs SM 8.0)");
-  } else if (req.tf32 == "on") {
-    if (v < 80)
-      return Status(StatusCode::not_supported,
-                    "TF32 needs SM 8.0 (Ampere) or newer; this device is " + sm + " (use tf32 = \"auto\" or \"off\")");
-    plan.tf32 = true;
-    plan.reasons.push_back("tf32: on (requested)");
-  } else if (req.tf32 == "off") {
-    plan.reasons.push_back("tf32: off (requested)");
-  } else {
-    return Status(StatusCode::invalid_argument, "unknown tf32 setting '" + req.tf32 + "' (expected auto, on or off)");
+  switch (req.tf32) {
+    case Toggle::automatic:
+      plan.tf32 = v >= 80;
+      plan.reasons.push_back(plan.tf32 ? "tf32: on for fp32 matmul and cuDNN convolution (" + sm + " has TF32)"
+                                       : "tf32: off (" + sm + " has no TF32; it needs SM 8.0)");
+      break;
+    case Toggle::on:
+      if (v < 80)
+        return Status(StatusCode::not_supported,
+                      "TF32 needs SM 8.0 (Ampere) or newer; this device is " + sm + " (use tf32 = \"auto\" or \"off\")");
+      plan.tf32 = true;
+      plan.reasons.push_back("tf32: on (requested)");
+      break;
+    case Toggle::off:
+      plan.reasons.push_back("tf32: off (requested)");
+      break;
   }
 
-  plan.loss_scaling = plan.dtype == "fp16";
+  plan.loss_scaling = plan.dtype == Dtype::fp16;
   plan.reasons.push_back(plan.loss_scaling ? "loss scaling: dynamic (fp16 gradients underflow without it)"
-                                           : "loss scaling: off (" + plan.dtype + " keeps fp32's exponent range)");
+                                           : std::string("loss scaling: off (") + to_string(plan.dtype) +
+                                                 " keeps fp32's exponent range)");
   if (req.threads < 0)
     return Status(StatusCode::invalid_argument,
                   "threads must be >= 0 (0 = LibTorch's default), got " + std::to_string(req.threads));

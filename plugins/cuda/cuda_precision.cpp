@@ -12,8 +12,6 @@ Result<PrecisionPlan> CudaPrecision::plan(const PrecisionRequest& request) noexc
 
 Status CudaPrecision::apply(const PrecisionPlan& plan) noexcept {
   return capture("cuda precision apply", [&]() -> Status {
-    if (plan.dtype != "fp32" && plan.dtype != "bf16" && plan.dtype != "fp16")
-      return Status(StatusCode::invalid_argument, "unknown dtype '" + plan.dtype + "'");
     if (plan.tf32 && cc_.value() < 80)
       return Status(StatusCode::not_supported, "TF32 needs SM 8.0; this device is SM " + cc_.str());
     if (plan.threads < 0) return Status(StatusCode::invalid_argument, "threads must be >= 0");
@@ -21,8 +19,8 @@ Status CudaPrecision::apply(const PrecisionPlan& plan) noexcept {
     auto& ctx = at::globalContext();
     ctx.setAllowTF32CuBLAS(plan.tf32);
     ctx.setAllowTF32CuDNN(plan.tf32);
-    const bool autocast = plan.autocast && plan.dtype != "fp32";
-    if (autocast) compat::set_autocast_dtype(at::kCUDA, plan.dtype == "bf16" ? at::kBFloat16 : at::kHalf);
+    const bool autocast = plan.autocast && plan.dtype != Dtype::fp32;
+    if (autocast) compat::set_autocast_dtype(at::kCUDA, plan.dtype == Dtype::bf16 ? at::kBFloat16 : at::kHalf);
     compat::set_autocast_enabled(at::kCUDA, autocast);
     return Status::ok();
   });

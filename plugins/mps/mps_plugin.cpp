@@ -32,17 +32,17 @@ class MpsPrecision final : public Precision {
 
   Result<PrecisionPlan> plan(const PrecisionRequest& request) noexcept override {
     return capture("mps precision plan", [&]() -> Result<PrecisionPlan> {
-      const std::string& want = request.precision;
-      if (request.tf32 == "on") return Status(StatusCode::not_supported, "TF32 is an NVIDIA feature, not MPS");
-      if ((want == "bf16" && !caps_.bf16) || (want == "fp16" && !caps_.autocast))
-        return Status(StatusCode::not_supported, "precision " + want + " is not available on MPS here: " +
-                                                     caps_.reasons.front());
-      if (want != "auto" && want != "fp32" && want != "bf16" && want != "fp16")
-        return Status(StatusCode::invalid_argument, "precision must be auto, fp32, bf16 or fp16, got '" + want + "'");
+      const std::optional<Dtype>& want = request.precision;
+      if (request.tf32 == Toggle::on) return Status(StatusCode::not_supported, "TF32 is an NVIDIA feature, not MPS");
+      if ((want == Dtype::bf16 && !caps_.bf16) || (want == Dtype::fp16 && !caps_.autocast))
+        return Status(StatusCode::not_supported, std::string("precision ") + to_string(*want) +
+                                                     " is not available on MPS here: " + caps_.reasons.front());
+      if (request.threads < 0)
+        return Status(StatusCode::invalid_argument, "threads must be >= 0, got " + std::to_string(request.threads));
       PrecisionPlan p;
-      p.dtype = want == "auto" ? caps_.dtype : want;
-      p.autocast = p.dtype != "fp32";
-      p.loss_scaling = p.dtype == "fp16";
+      p.dtype = want.value_or(dtype_from_string(caps_.dtype).value_or(Dtype::fp32));
+      p.autocast = p.dtype != Dtype::fp32;
+      p.loss_scaling = p.dtype == Dtype::fp16;
       p.threads = request.threads;
       p.reasons = caps_.reasons;
       return p;
@@ -51,11 +51,11 @@ class MpsPrecision final : public Precision {
   Status apply(const PrecisionPlan& plan) noexcept override {
     return capture("mps precision apply", [&]() -> Status {
       if (plan.tf32) return Status(StatusCode::not_supported, "TF32 is not an MPS feature");
-      const bool on = plan.autocast && plan.dtype != "fp32";
+      const bool on = plan.autocast && plan.dtype != Dtype::fp32;
       if (!compat::autocast_available(c10::DeviceType::MPS))
         return on ? Status(StatusCode::not_supported, "this LibTorch has no MPS autocast (it arrived in 2.5)")
                   : Status::ok();
-      if (on) compat::set_autocast_dtype(c10::DeviceType::MPS, plan.dtype == "bf16" ? at::kBFloat16 : at::kHalf);
+      if (on) compat::set_autocast_dtype(c10::DeviceType::MPS, plan.dtype == Dtype::bf16 ? at::kBFloat16 : at::kHalf);
       compat::set_autocast_enabled(c10::DeviceType::MPS, on);
       return Status::ok();
     });

@@ -10,21 +10,21 @@ ArchRules arch_rules(const GfxTarget& target) {
     case ArchFamily::cdna2:
     case ArchFamily::cdna3:
     case ArchFamily::cdna4:
-      r.dtype = "bf16";
+      r.dtype = Dtype::bf16;
       r.bf16 = r.fp16 = true;
       r.reasons.push_back("bf16: " + arch + " has bf16 matrix cores (MFMA)");
       break;
     case ArchFamily::rdna3:
     case ArchFamily::rdna3_5:
     case ArchFamily::rdna4:
-      r.dtype = "bf16";
+      r.dtype = Dtype::bf16;
       r.bf16 = r.fp16 = true;
       r.reasons.push_back("bf16: " + arch + " has bf16 WMMA instructions");
       break;
     case ArchFamily::rdna2:
     case ArchFamily::cdna1:
     case ArchFamily::gcn5:
-      r.dtype = "fp16";
+      r.dtype = Dtype::fp16;
       r.fp16 = true;
       r.reasons.push_back("fp16 with loss scaling: " + arch + " has fast fp16 but no fast bf16");
       break;

@@ -12,13 +12,15 @@
 #include <string>
 #include <vector>
 
+#include <accelkit/precision.hpp>
+
 #include "gfx_target.hpp"
 
 namespace accelkit::rocm {
 
 struct ArchRules {
   ArchFamily family = ArchFamily::unknown;
-  std::string dtype = "fp32";     // autocast dtype under precision=auto: bf16 | fp16 | fp32
+  Dtype dtype = Dtype::fp32;      // autocast dtype under precision=auto
   bool bf16 = false;              // bf16 is fast enough to offer
   bool fp16 = false;              // fp16 is fast enough to offer
   bool fft_on_cpu = false;        // route FFTs to the CPU

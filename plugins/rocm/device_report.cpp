@@ -82,7 +82,7 @@ DeviceInfo device_info(const RocmGpu& g, std::size_t i, int torch_index, const R
     props.emplace_back("kfd node", std::to_string(g.kfd->node));
     props.emplace_back("simd_count", std::to_string(g.kfd->simd_count));
   }
-  props.emplace_back("precision", g.rules.dtype);
+  props.emplace_back("precision", to_string(g.rules.dtype));
   if (g.rules.disable_hipblaslt) props.emplace_back("hipBLASLt", "off (TORCH_BLAS_PREFER_HIPBLASLT=0)");
   if (g.rules.memory_fraction < 1.0) props.emplace_back("memory fraction", fraction_text(g.rules.memory_fraction));
   if (g.preset) {

@@ -4,26 +4,27 @@ namespace accelkit::rocm {
 
 Result<PrecisionPlan> plan_rocm_precision(const PrecisionRequest& request, const ArchRules& rules,
                                           const std::string& device_name) {
-  const std::string& want = request.precision;
-  if (want != "auto" && want != "fp32" && want != "bf16" && want != "fp16")
-    return Status(StatusCode::invalid_argument, "precision must be auto, fp32, bf16 or fp16, got '" + want + "'");
-  if (request.tf32 == "on")
+  const std::optional<Dtype>& want = request.precision;
+  if (request.tf32 == Toggle::on)
     return Status(StatusCode::not_supported, "tf32 = on: TF32 is not offered on " + device_name +
                                                  " (use tf32 = auto or off)");
-  if ((want == "bf16" && !rules.bf16) || (want == "fp16" && !rules.fp16))
+  if ((want == Dtype::bf16 && !rules.bf16) || (want == Dtype::fp16 && !rules.fp16))
     return Status(StatusCode::not_supported,
-                  "precision " + want + " is not supported on " + device_name + " (" + to_string(rules.family) +
+                  std::string("precision ") + to_string(*want) + " is not supported on " + device_name + " (" +
+                      to_string(rules.family) +
                       "): " + (rules.reasons.empty() ? std::string("no rule offers it") : rules.reasons.front()));
+  if (request.threads < 0)
+    return Status(StatusCode::invalid_argument, "threads must be >= 0, got " + std::to_string(request.threads));
   PrecisionPlan p;
-  p.dtype = want == "auto" ? rules.dtype : want;
-  p.autocast = p.dtype != "fp32";
-  p.loss_scaling = p.dtype == "fp16";
+  p.dtype = want.value_or(rules.dtype);
+  p.autocast = p.dtype != Dtype::fp32;
+  p.loss_scaling = p.dtype == Dtype::fp16;
   p.tf32 = false;
   p.threads = request.threads;
-  if (want == "auto") {
+  if (!want) {
     p.reasons = rules.reasons;
   } else {
-    p.reasons.push_back(want + ": requested");
+    p.reasons.push_back(std::string(to_string(*want)) + ": requested");
     for (std::size_t i = 1; i < rules.reasons.size(); ++i) p.reasons.push_back(rules.reasons[i]);
   }
   if (p.loss_scaling) p.reasons.push_back("loss scaling: fp16 gradients underflow without it");

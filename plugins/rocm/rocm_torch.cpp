@@ -63,10 +63,8 @@ std::vector<std::string> activate_arch(const ArchRules& rules, int torch_index) 
 
 Status apply_autocast(const PrecisionPlan& plan) {
   if (plan.tf32) return Status(StatusCode::not_supported, "TF32 is not offered on AMD GPUs by this plugin");
-  if (plan.dtype != "fp32" && plan.dtype != "bf16" && plan.dtype != "fp16")
-    return Status(StatusCode::invalid_argument, "unknown dtype '" + plan.dtype + "'");
-  const bool on = plan.autocast && plan.dtype != "fp32";
-  if (on) compat::set_autocast_dtype(at::kCUDA, plan.dtype == "bf16" ? at::kBFloat16 : at::kHalf);
+  const bool on = plan.autocast && plan.dtype != Dtype::fp32;
+  if (on) compat::set_autocast_dtype(at::kCUDA, plan.dtype == Dtype::bf16 ? at::kBFloat16 : at::kHalf);
   compat::set_autocast_enabled(at::kCUDA, on);
   return Status::ok();
 }

@@ -23,18 +23,19 @@
 #include <ATen/core/Tensor.h>
 
 #include "accelkit/optimizer.hpp"
+#include "accelkit/precision.hpp"
 
 namespace torch::nn { class Module; }
 
 namespace accelkit {
 
 struct TuneCandidate {
-  std::string precision = "fp32";       // fp32 | bf16 | fp16
-  std::string fused_optimizer = "off";  // on (the plugin's) | off (torch::optim)
+  Dtype precision = Dtype::fp32;
+  bool fused = false;                   // the plugin's fused AdamW; false: torch::optim
   int threads = 0;                      // 0 = leave LibTorch's count (GPU devices)
   std::string label() const;            // "bf16, fused AdamW, 2 threads"
   bool operator==(const TuneCandidate& o) const {
-    return precision == o.precision && fused_optimizer == o.fused_optimizer && threads == o.threads;
+    return precision == o.precision && fused == o.fused && threads == o.threads;
   }
 };
 

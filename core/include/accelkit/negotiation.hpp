@@ -8,12 +8,13 @@
 
 #include "accelkit/loader.hpp"
 #include "accelkit/pci.hpp"
+#include "accelkit/settings.hpp"
 
 namespace accelkit {
 
 struct DeviceRequest {
-  std::string device = "auto";       // auto | <plugin> | <plugin>:<index>
-  std::string device_origin = "default";  // where `device` came from ("--device", "ACCELKIT_DEVICE", "config file x.toml")
+  DeviceSelector device;             // auto | <plugin> | <plugin>:<index>
+  std::string device_origin = "built-in";  // where `device` came from ("--device", "ACCELKIT_DEVICE", "/p/x.toml:2:1")
   bool no_gpu = false;               // only CPU-kind devices
   std::vector<std::string> prefer;   // plugin names, most preferred first
   std::vector<std::string> require;  // capability names every candidate must have

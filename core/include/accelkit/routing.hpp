@@ -19,42 +19,25 @@
 #include <c10/core/Device.h>
 
 #include "accelkit/device.hpp"
+#include "accelkit/op_class.hpp"
+#include "accelkit/settings.hpp"
 
 namespace at { class Tensor; }
 
 namespace accelkit {
 
-class Settings;
-
-enum class OpClass { fft, sort, scatter, index, cumsum, topk, linalg };
-
-inline constexpr std::pair<OpClass, std::string_view> kOpClassNames[] = {
-    {OpClass::fft, "fft"},         // torch::fft::*
-    {OpClass::sort, "sort"},       // sort, argsort, unique
-    {OpClass::scatter, "scatter"}, // scatter, scatter_add, index_put with accumulate
-    {OpClass::index, "index"},     // gather, index_select, embedding lookups
-    {OpClass::cumsum, "cumsum"},   // cumsum, cumprod, scans
-    {OpClass::topk, "topk"},       // topk, kthvalue
-    {OpClass::linalg, "linalg"},   // torch::linalg decompositions and solvers
-};
-
-std::string_view to_string(OpClass op) noexcept;
-std::optional<OpClass> op_class_from_string(std::string_view name) noexcept;
-std::vector<std::string> op_class_names();
-
-// One [routing] entry of a config file.
+// One [routing] entry the settings hold (not auto).
 struct RoutingOverride {
   OpClass op;
-  std::string target;  // cpu | device | auto
+  RouteTarget target = RouteTarget::automatic;
   std::string source;  // "/p/x.toml:4:1"
 };
 
-// The [routing] table of a config file; throws SettingsError naming file:line:column for an
-// unknown operation class (with the nearest one) or a bad target. A file without the table,
-// or one that is not valid TOML (Settings reports that), gives no overrides.
+// The [routing] entries of `settings` that are not auto, in OpClass order.
+std::vector<RoutingOverride> routing_overrides(const Settings& settings);
+// The same for the settings a TOML file makes (no environment); throws SettingsError naming
+// file:line:column for an unknown operation class (with the nearest one) or a bad target.
 std::vector<RoutingOverride> read_routing_config(const std::string& config_path);
-// The same checks, as messages (Settings::resolve adds them to its own).
-std::vector<std::string> routing_config_problems(const std::string& config_path);
 
 struct Route {
   OpClass op;
@@ -67,7 +50,7 @@ struct Route {
 
 // Every operation class's route for `device` (its torch_device must not be empty).
 std::vector<Route> resolve_routes(const DeviceInfo& device, const std::vector<RoutingOverride>& overrides);
-// resolve_routes() with the [routing] table of the settings' config file, if any.
+// resolve_routes() with the settings' [routing] entries.
 std::vector<Route> routes_for(const DeviceInfo& device, const Settings& settings);
 // The route of `op` among `routes`; throws std::out_of_range when it is missing.
 const Route& route_for(const std::vector<Route>& routes, OpClass op);

@@ -103,9 +103,10 @@ class Runtime {
 
   // The auto-tuner (autotune.hpp): with the `autotune` setting on (profile auto), the cached
   // decision for this device + model + versions, or trials timed now; the chosen precision,
-  // optimizer and threads then become this runtime's settings (origin "benchmark"). With
-  // `autotune` off it tunes nothing and returns the current settings with origin "settings".
-  // Settings the user fixed (config file, environment, command line) are never overridden.
+  // optimizer and threads then become what this runtime runs with, recorded beside the
+  // settings (Context::decisions(); the settings stay as resolved). With `autotune` off it
+  // tunes nothing and returns the current choices with origin "settings". Settings the user
+  // fixed (config file, environment, command line) are never overridden.
   TuneDecision autotune(const TuneProblem& problem, const TuneOptions& options = {});
   // The last autotune() decision, if any.
   const std::optional<TuneDecision>& tune_decision() const noexcept { return tune_; }
@@ -125,15 +126,25 @@ class Runtime {
 
  private:
   Runtime() = default;
-  OptimizerChoice make_adamw_as(const std::vector<at::Tensor>& params, const AdamWConfig& config,
-                                const std::string& fused, bool model_weights = true) const;
+  OptimizerChoice make_adamw_as(const std::vector<at::Tensor>& params, const AdamWConfig& config, Toggle fused,
+                                bool model_weights = true) const;
   // Whether make_adamw_as gives the optimizer master weights; a profile's "on" that cannot be
   // honoured returns false with the reason in `note`, any other throws.
-  bool use_master_weights(const AdamWConfig& config, const std::string& fused, bool model_weights,
-                          std::string& note) const;
+  bool use_master_weights(const AdamWConfig& config, Toggle fused, bool model_weights, std::string& note) const;
   void apply_plan(const PrecisionRequest& request);
-  // The precision request the settings make (precision, tf32, threads, blas_kernels).
+  // The precision request this runtime runs with: the settings', with what it decided since.
   PrecisionRequest settings_request() const;
+  // Records a decision beside the settings (Context::record) and logs it.
+  void decide(const char* key, std::string value, std::string source, std::string why);
+  // What the runtime runs with where it may decide otherwise than the settings: a profile's
+  // request the device cannot honour, the auto-tuner's choice. Starts as the settings.
+  struct Choices {
+    std::optional<Dtype> precision;
+    Toggle tf32 = Toggle::automatic;
+    Toggle fused_optimizer = Toggle::automatic;
+    int threads = 0;
+  };
+  Choices current_;
   void apply_sdpa_backend();
   // autotune()'s steps (autotune.cpp).
   TuneSpace tune_space() const;

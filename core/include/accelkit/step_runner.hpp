@@ -27,13 +27,14 @@
 #include <memory>
 #include <string>
 
+#include "accelkit/settings.hpp"
+
 namespace torch::optim { class Optimizer; }
 
 namespace accelkit {
 
 class CapturedStep;
 class Device;
-class Settings;
 
 class StepRunner {
  public:
@@ -68,11 +69,11 @@ class StepRunner {
   bool fell_back_ = false;
 };
 
-// The rules above for one device and its settings; what Runtime::capture_step calls (and
-// tests, with a device of their own). Throws DeviceUnavailableError for an explicit
+// The rules above for one device and its compile setting; what Runtime::capture_step calls
+// (and tests, with a device of their own). Throws DeviceUnavailableError for an explicit
 // compile = graph the device cannot honour, std::invalid_argument for warmup < 1 or an empty
 // step.
-std::unique_ptr<StepRunner> make_step_runner(Device& device, const Settings& settings,
+std::unique_ptr<StepRunner> make_step_runner(Device& device, const Setting<CompileMode>& compile,
                                              torch::optim::Optimizer& optimizer, std::function<void()> step,
                                              int warmup);
 

@@ -41,17 +41,18 @@ struct TrainConfig {
   std::int64_t keep_last = 3;
 };
 
-// The [train] keys, in the order above.
-const std::vector<std::string>& train_config_keys();
-
-// The [train] table of a TOML file, validated like the settings: every problem is reported
-// (unknown key with its nearest valid key, wrong type with the expected type, bounds, all with
-// file:line:column) in one SettingsError. A file without [train] gives the defaults. Relative
-// checkpoint_dir is resolved against the file's directory.
-TrainConfig read_train_config(const std::string& toml_path, std::int64_t default_batch_size = 64);
-
-// From the settings' config file (the defaults when there is none; checkpoint_dir is then
-// relative to the working directory). batch_size defaults to the batch_size setting when > 0.
+// The [train] settings (settings.hpp's "train.*" keys, file only) as values: batch_size is
+// [train]'s when the file sets it, else the batch_size setting when > 0, else 64; a relative
+// checkpoint_dir is resolved against the config file's directory (the working directory
+// without a config file).
 TrainConfig train_config_from(const Settings& settings);
+
+// What is wrong with [train]'s values together ("" when nothing): micro_batches must divide
+// the batch. Settings::resolve() refuses such settings with this message.
+std::string train_settings_problem(const Config& config);
+
+// The [train] table of a TOML file, resolved as Settings::resolve() would with that file and
+// no environment (batch_size_setting > 0: the batch_size setting). Throws SettingsError.
+TrainConfig read_train_config(const std::string& toml_path, std::int64_t batch_size_setting = 0);
 
 }  // namespace accelkit

@@ -44,6 +44,12 @@
  *        AppliedValue::field says which plan value a read-back value shows (the host
  *        compared keys by substring before). A 3.x plugin is
  *        refused: its DeviceInfo and Plugin vtable lack the new members.
+ *   5.0  Typed requests and plans (the architecture step of 4.0, completed): PrecisionRequest
+ *        carries std::optional<Dtype> precision (nullopt = the plugin's rules), Toggle tf32
+ *        and BlasKernels blas; PrecisionPlan::dtype is a Dtype - enums in precision.hpp,
+ *        strings before. A plugin switches over them and never sees a misspelt value: the
+ *        host's typed settings refuse those first. A 4.x plugin is refused: it would read the
+ *        strings' layout.
  *
  * Thread-safety: accelkit_plugin_info may be called from any thread, any number of times.
  */
@@ -53,7 +59,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ACCELKIT_ABI_MAJOR 4u
+#define ACCELKIT_ABI_MAJOR 5u
 #define ACCELKIT_ABI_MINOR 0u
 
 /* Name of the C entry point and of the Boost.DLL alias of the C++ factory. */

@@ -62,7 +62,7 @@
 // ".accelkit_plugin", one "key value" per line:
 //
 //   accelkit-plugin-note 1
-//   abi 4.0
+//   abi 5.0
 //   torch 2.13.0
 //   cxx_abi itanium/libstdc++/cxx11abi=1
 //

@@ -1,12 +1,19 @@
-// Precision: which dtype, TF32, loss scaling, thread count and host BLAS kernels a device
-// should use, why, and how to apply that to LibTorch and read it back.
+// Precision: the execution plan of a device - which dtype, TF32, loss scaling, intra-op thread
+// count and host BLAS kernels it should use, why, and how to apply that to LibTorch and read it
+// back. (The name is the design's; the plan covers more than the dtype.)
+//
+// Requests and plans are typed (since ABI 5.0; strings before): a plugin switches over enums
+// and never sees a misspelt value - the host's settings reject those before asking.
 //
 // Thread-safety: plan() is pure and may be called from any thread. apply() changes LibTorch
 // process-wide state (threads, TF32, BLAS kernels) and the calling thread's autocast state;
 // call it from the thread that will run the model, while no other work runs on it.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -14,19 +21,61 @@
 
 namespace accelkit {
 
-// What the user asked for. "auto" leaves the choice to the plugin's rules.
-struct PrecisionRequest {
-  std::string precision = "auto";  // auto | fp32 | bf16 | fp16
-  std::string tf32 = "auto";       // auto | on | off
-  int threads = 0;                 // 0 = the plugin's choice
-  // Host BLAS kernels (CPU): "auto" lets the plugin replace kernels narrower than the CPU
-  // runs; "library" keeps the BLAS library's own choice.
-  std::string blas = "auto";
+// A compute dtype. Since ABI 5.0.
+enum class Dtype : std::uint8_t { fp32, bf16, fp16 };
+
+inline constexpr std::pair<Dtype, std::string_view> kDtypeNames[] = {
+    {Dtype::fp32, "fp32"}, {Dtype::bf16, "bf16"}, {Dtype::fp16, "fp16"}};
+
+inline const char* to_string(Dtype d) noexcept {
+  switch (d) {
+    case Dtype::fp32: return "fp32";
+    case Dtype::bf16: return "bf16";
+    case Dtype::fp16: return "fp16";
+  }
+  return "fp32";
+}
+
+inline std::optional<Dtype> dtype_from_string(std::string_view s) noexcept {
+  for (const auto& [d, name] : kDtypeNames)
+    if (name == s) return d;
+  return std::nullopt;
+}
+
+// A three-way request: the plugin's rule decides (automatic), or on / off as asked. Since ABI 5.0.
+enum class Toggle : std::uint8_t { automatic, on, off };
+
+inline const char* to_string(Toggle t) noexcept {
+  switch (t) {
+    case Toggle::automatic: return "auto";
+    case Toggle::on: return "on";
+    case Toggle::off: return "off";
+  }
+  return "auto";
+}
+
+// Host BLAS kernels (CPU). Since ABI 5.0.
+enum class BlasKernels : std::uint8_t {
+  automatic,  // the plugin may replace a kernel set narrower than the CPU runs
+  library,    // keep the BLAS library's own choice
 };
+
+inline const char* to_string(BlasKernels b) noexcept { return b == BlasKernels::library ? "library" : "auto"; }
+
+// What the user asked for.
+struct PrecisionRequest {
+  std::optional<Dtype> precision;     // the autocast dtype; nullopt = the plugin's rules decide
+  Toggle tf32 = Toggle::automatic;    // TF32 for fp32 matmul/convolution
+  int threads = 0;                    // intra-op threads; 0 = the plugin's choice (never < 0)
+  BlasKernels blas = BlasKernels::automatic;
+};
+
+// "auto" or the dtype's name, for messages.
+inline const char* precision_name(const std::optional<Dtype>& p) noexcept { return p ? to_string(*p) : "auto"; }
 
 // A decision, with the reason for each value.
 struct PrecisionPlan {
-  std::string dtype = "fp32";    // compute dtype under autocast: fp32 | bf16 | fp16
+  Dtype dtype = Dtype::fp32;     // compute dtype under autocast
   bool autocast = false;         // run forward under autocast with `dtype`
   bool tf32 = false;             // TF32 for fp32 matmul/convolution
   bool loss_scaling = false;     // dynamic loss scaling (fp16)
@@ -35,11 +84,11 @@ struct PrecisionPlan {
   std::vector<std::string> reasons;  // one line per decision, e.g. "bf16: AVX512_BF16 present"
 };
 
-// One value as LibTorch reports it after apply(), for `report --apply`.
 // Which PrecisionPlan value a read-back value shows, so the host can compare it with the plan
 // (`accelkit report --apply`). other: shown, never compared. Since ABI 4.0.
 enum class PlanField { other, threads, tf32, autocast, autocast_dtype, loss_scaling, blas_kernels };
 
+// One value as LibTorch reports it after apply(), for `report --apply`.
 struct AppliedValue {
   std::string key;    // "num_threads", "autocast_cpu_enabled", "autocast_cpu_dtype", ...
   std::string value;  // as read back from LibTorch, not as intended
@@ -49,8 +98,8 @@ struct AppliedValue {
 class Precision {
  public:
   virtual ~Precision() = default;
-  // Decide. An explicit request the device cannot honour is refused with invalid_argument or
-  // not_supported (never silently downgraded).
+  // Decide. An explicit request the device cannot honour is refused with not_supported (never
+  // silently downgraded); invalid_argument for a request no device could honour (threads < 0).
   virtual Result<PrecisionPlan> plan(const PrecisionRequest& request) noexcept = 0;
   // Set LibTorch's state to `plan`.
   virtual Status apply(const PrecisionPlan& plan) noexcept = 0;

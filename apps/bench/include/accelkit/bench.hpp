@@ -25,6 +25,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "accelkit/autotune.hpp"
+#include "accelkit/context.hpp"
 
 namespace accelkit {
 
@@ -142,6 +143,9 @@ struct BenchResult {
   // With the `autotune` setting (profile auto): how the accelkit variant's settings were
   // chosen, on this model, before the check (mlp, transformer; the optimizer model has no loss).
   std::optional<TuneDecision> autotune;
+  // What the runtime decided beside the settings (the auto-tuner's choice, a profile's request
+  // the device cannot honour), as Context::decisions() held them when the run ended.
+  std::vector<RuntimeDecision> decisions;
   double load_before = -1;  // 1-minute load average (-1 = unknown): other work on the machine
   double load_after = -1;
   std::string error;        // why the run stopped (BenchCheckError::partial()); empty when it ran
