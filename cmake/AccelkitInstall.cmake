@@ -8,7 +8,8 @@ set(ACCELKIT_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/accelkit")
 install(FILES README.md DESTINATION "${CMAKE_INSTALL_DOCDIR}" COMPONENT accelkit)
 install(FILES sdk/README.md DESTINATION "${CMAKE_INSTALL_DOCDIR}" RENAME SDK.md COMPONENT dev)
 
-# Headers: the plugin SDK, the application API and the generated version.hpp.
+# Headers: the plugin SDK (include/accelkit/sdk/: the contract, all a plugin includes) apart
+# from the application API (include/accelkit/*.hpp) and the generated version.hpp.
 install(DIRECTORY sdk/include/accelkit core/include/accelkit
   DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}" COMPONENT dev FILES_MATCHING PATTERN "*.h" PATTERN "*.hpp")
 install(FILES "${PROJECT_BINARY_DIR}/core/include/accelkit/version.hpp"

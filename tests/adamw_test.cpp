@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "accelkit/torch_compat.hpp"
+#include "accelkit/sdk/torch_compat.hpp"
 #include "fused_adamw.hpp"
 #include "test_support.hpp"
 

@@ -16,7 +16,7 @@
 
 #include "accelkit/adamw_choice.hpp"
 #include "accelkit/runtime.hpp"
-#include "accelkit/support/aten_fused_adamw.hpp"
+#include "accelkit/sdk/support/aten_fused_adamw.hpp"
 #include "test_support.hpp"
 
 using namespace accelkit;

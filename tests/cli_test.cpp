@@ -211,7 +211,7 @@ TEST_CASE("info --json: plugins[], selected cpu, settings with provenance") {
   REQUIRE_MESSAGE(cpu, describe(r));
   for (const char* key : {"name", "path", "status", "reason", "version", "devices", "score", "reasons", "warnings"})
     CHECK_MESSAGE(cpu->contains(key), key);
-  CHECK((*cpu)["status"] == "loaded");
+  CHECK((*cpu)["status"] == "usable");
   CHECK((*cpu)["path"].get<std::string>().front() == '/');
   REQUIRE((*cpu)["devices"].size() >= 1);
   const json& dev = (*cpu)["devices"][0];
@@ -245,7 +245,7 @@ TEST_CASE("info: a readable table") {
   REQUIRE_MESSAGE(r.code == 0, describe(r));
   CHECK(contains(r.out, "Selected: cpu:0"));
   CHECK(contains(r.out, "NAME"));
-  CHECK(contains(r.out, "loaded"));
+  CHECK(contains(r.out, "usable"));
   CHECK(r.out.find('{') == std::string::npos);  // not a JSON dump
 }
 
@@ -409,7 +409,7 @@ TEST_CASE("negotiation through the CLI with the fake GPU plugins") {
     for (const char* name : {"cpu", "cuda", "rocm"}) {
       const json* p = plugin_named(j["plugins"], name);
       REQUIRE_MESSAGE(p, name);
-      CHECK((*p)["status"] == "loaded");
+      CHECK((*p)["status"] == "usable");
     }
     CHECK((*plugin_named(j["plugins"], "cuda"))["devices"].size() == 2);
   }

@@ -5,10 +5,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "accelkit/capability.hpp"
+#include "accelkit/sdk/capability.hpp"
 #include "accelkit/negotiation.hpp"
 #include "accelkit/pci.hpp"
-#include "accelkit/status.hpp"
+#include "accelkit/sdk/status.hpp"
 
 using namespace accelkit;
 
@@ -20,16 +20,16 @@ struct SysfsRoot {
 }  // namespace
 
 TEST_CASE("capture turns exceptions into a Status with the first line of what()") {
-  Status s = capture("probe", [] { throw std::runtime_error("bad sensor\nbacktrace line"); });
+  Status s = guarded("probe", [] { throw std::runtime_error("bad sensor\nbacktrace line"); });
   CHECK(s.code() == StatusCode::internal);
   CHECK(s.message() == "probe: bad sensor");
-  Result<int> r = capture("value", [] { return 7; });
+  Result<int> r = guarded("value", [] { return 7; });
   REQUIRE(r.ok());
   CHECK(r.value() == 7);
-  Result<int> thrown = capture("value", []() -> int { throw 42; });
+  Result<int> thrown = guarded("value", []() -> int { throw 42; });
   CHECK_FALSE(thrown.ok());
   CHECK(thrown.status().message() == "value: unknown exception");
-  Result<int> passed = capture("status", []() -> Result<int> { return Status(StatusCode::unavailable, "no driver"); });
+  Result<int> passed = guarded("status", []() -> Result<int> { return Status(StatusCode::unavailable, "no driver"); });
   CHECK(passed.status().code() == StatusCode::unavailable);
 }
 
@@ -75,7 +75,7 @@ TEST_CASE("GPUs on the bus with no usable plugin give install hints") {
   SysfsRoot root(ACCELKIT_TEST_FIXTURES "/pci/two-gpus");
   PluginRecord cpu;
   cpu.name = "cpu";
-  cpu.status = PluginStatus::loaded;
+  cpu.status = PluginStatus::usable;
   ProbeReport report;
   report.score = 10;
   DeviceInfo dev;

@@ -11,10 +11,10 @@
 #include <memory>
 #include <string>
 
-#include <accelkit/monitor.hpp>
-#include <accelkit/optimizer.hpp>
-#include <accelkit/plugin.hpp>
-#include <accelkit/precision.hpp>
+#include <accelkit/sdk/monitor.hpp>
+#include <accelkit/sdk/optimizer.hpp>
+#include <accelkit/sdk/plugin.hpp>
+#include <accelkit/sdk/precision.hpp>
 
 using namespace accelkit;
 

@@ -13,7 +13,7 @@
 #include <memory>
 #include <string>
 
-#include <accelkit/plugin.hpp>
+#include <accelkit/sdk/plugin.hpp>
 
 using namespace accelkit;
 

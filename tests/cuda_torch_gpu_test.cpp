@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <string>
 
-#include <accelkit/torch_compat.hpp>
+#include <accelkit/sdk/torch_compat.hpp>
 
 #include "cuda_captured_step.hpp"
 #include "cuda_probe.hpp"

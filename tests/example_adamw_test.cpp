@@ -9,7 +9,7 @@
 #include <sstream>
 #include <vector>
 
-#include <accelkit/torch_compat.hpp>
+#include <accelkit/sdk/torch_compat.hpp>
 
 #include "simple_adamw.hpp"
 

@@ -1,4 +1,4 @@
-// The SDK's host-file reader (accelkit/support/host_file.hpp): regular files only, never a
+// The SDK's host-file reader (accelkit/sdk/support/host_file.hpp): regular files only, never a
 // blocking open or read, bounded size, errno kept, strict number parsing.
 #include <doctest/doctest.h>
 
@@ -12,7 +12,7 @@
 #include <fstream>
 #include <string>
 
-#include "accelkit/support/host_file.hpp"
+#include "accelkit/sdk/support/host_file.hpp"
 #include "test_support.hpp"
 
 using namespace accelkit;

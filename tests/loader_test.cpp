@@ -59,7 +59,7 @@ bool root_sticky_tmp() {
 TEST_CASE("host handshake expectations match the SDK the host was built with") {
   CHECK(host_torch_version() == ACCELKIT_TORCH_VERSION_STRING);
   CHECK(host_cxx_abi() == ACCELKIT_CXX_ABI_TAG);
-  CHECK(to_string(PluginStatus::loaded) == std::string("loaded"));
+  CHECK(to_string(PluginStatus::usable) == std::string("usable"));
   CHECK(to_string(PluginStatus::rejected) == std::string("rejected"));
   CHECK(to_string(PluginStatus::unavailable) == std::string("unavailable"));
 }
@@ -73,7 +73,7 @@ TEST_CASE("the fixture tree itself is a safe place to load from") {
 TEST_CASE("a good plugin loads, reports its info and probes") {
   PluginRecord r = load_plugin_file(fixture_plugin("cuda"));
   INFO(r.reason);
-  REQUIRE(r.status == PluginStatus::loaded);
+  REQUIRE(r.status == PluginStatus::usable);
   CHECK(r.reason.empty());
   CHECK(r.name == "cuda");
   CHECK(r.path == fixture_plugin("cuda"));
@@ -101,7 +101,7 @@ TEST_CASE("a good plugin loads, reports its info and probes") {
 
   SUBCASE("without probing") {
     PluginRecord q = load_plugin_file(fixture_plugin("rocm"), /*probe=*/false);
-    CHECK(q.status == PluginStatus::loaded);
+    CHECK(q.status == PluginStatus::usable);
     CHECK(q.plugin);
     CHECK_FALSE(q.probe.has_value());
   }
@@ -246,12 +246,12 @@ TEST_CASE("one discovery over every bad plugin: each has its fate, the good ones
       {"garbage", PluginStatus::rejected},          {"no-entry", PluginStatus::rejected},
       {"undefined-symbol", PluginStatus::rejected}, {"abi-new", PluginStatus::rejected},
       {"abi-old", PluginStatus::rejected},          {"short-struct", PluginStatus::rejected},
-      {"factory-throws", PluginStatus::rejected},   {"cpu", PluginStatus::loaded},
-      {"rocm", PluginStatus::loaded},               {"torch-version", PluginStatus::rejected},
+      {"factory-throws", PluginStatus::rejected},   {"cpu", PluginStatus::usable},
+      {"rocm", PluginStatus::usable},               {"torch-version", PluginStatus::rejected},
       {"cxx-abi", PluginStatus::rejected},          {"probe-fails", PluginStatus::unavailable},
       {"probe-throws", PluginStatus::unavailable},  {"score-zero", PluginStatus::unavailable},
       {"note-torch", PluginStatus::rejected},       {"needs-other-torch", PluginStatus::rejected},
-      {"cuda", PluginStatus::loaded},
+      {"cuda", PluginStatus::usable},
   };
   std::vector<std::string> dirs;
   for (const auto& [name, status] : expected) dirs.push_back(fixture_dir(name));
@@ -263,7 +263,7 @@ TEST_CASE("one discovery over every bad plugin: each has its fate, the good ones
     INFO(r.path << ": " << to_string(r.status) << " - " << r.reason);
     CHECK(r.path == fixture_plugin(expected[i].first));
     CHECK(r.status == expected[i].second);
-    if (r.status == PluginStatus::loaded) {
+    if (r.status == PluginStatus::usable) {
       CHECK(r.reason.empty());
       CHECK(r.plugin);
       CHECK(r.probe.has_value());
@@ -272,7 +272,7 @@ TEST_CASE("one discovery over every bad plugin: each has its fate, the good ones
     }
   }
   // And the process still loads a good plugin afterwards.
-  CHECK(load_plugin_file(fixture_plugin("mps")).status == PluginStatus::loaded);
+  CHECK(load_plugin_file(fixture_plugin("mps")).status == PluginStatus::usable);
 }
 
 TEST_CASE("insecure places are refused before anything is opened") {
@@ -281,7 +281,7 @@ TEST_CASE("insecure places are refused before anything is opened") {
   SUBCASE("world-writable directory") {
     fs::path dir = tmp.make_dir("open");
     std::string file = copy_to(fixture_plugin("cpu"), dir / "libaccelkit-cpu.so").string();
-    CHECK(load_plugin_file(file).status == PluginStatus::loaded);  // before: fine
+    CHECK(load_plugin_file(file).status == PluginStatus::usable);  // before: fine
     set_mode(dir, 0777);
     std::string why = insecure_path_reason(file);
     CHECK(contains(why, "writable by"));
@@ -295,7 +295,7 @@ TEST_CASE("insecure places are refused before anything is opened") {
     REQUIRE(d.plugins.size() == 2);
     CHECK(d.plugins[0].status == PluginStatus::rejected);
     CHECK(contains(d.plugins[0].reason, "writable by"));
-    CHECK(d.plugins[1].status == PluginStatus::loaded);
+    CHECK(d.plugins[1].status == PluginStatus::usable);
   }
   SUBCASE("world-writable directory higher up") {
     fs::path dir = tmp.make_dir("up/and/down");
@@ -356,7 +356,7 @@ TEST_CASE("insecure places are refused before anything is opened") {
     TempDir under_tmp("accelkit-loader-sticky");
     std::string file = copy_to(fixture_plugin("cpu"), under_tmp.path() / "libaccelkit-cpu.so").string();
     CHECK(insecure_path_reason(file).empty());
-    CHECK(load_plugin_file(file).status == PluginStatus::loaded);
+    CHECK(load_plugin_file(file).status == PluginStatus::usable);
   }
 }
 
@@ -373,7 +373,7 @@ TEST_CASE("duplicates are loaded once and reported") {
     const PluginRecord& second = d.plugins[1];
     INFO(first.path << ": " << first.reason);
     INFO(second.path << ": " << second.reason);
-    CHECK(first.status == PluginStatus::loaded);
+    CHECK(first.status == PluginStatus::usable);
     CHECK(second.status == PluginStatus::rejected);
     CHECK(icontains(second.reason, "duplicate"));
     CHECK(contains(second.reason, first.path));  // says which one won
@@ -384,7 +384,7 @@ TEST_CASE("duplicates are loaded once and reported") {
     Discovery d = discover_plugins(only_dirs({fixture_dir("cuda"), dir.string()}));
     REQUIRE(d.plugins.size() == 2);
     CHECK(d.plugins[0].path == fixture_plugin("cuda"));
-    CHECK(d.plugins[0].status == PluginStatus::loaded);
+    CHECK(d.plugins[0].status == PluginStatus::usable);
     CHECK(d.plugins[1].path == copy);
     CHECK(d.plugins[1].status == PluginStatus::rejected);
     CHECK(icontains(d.plugins[1].reason, "duplicate"));
@@ -394,7 +394,7 @@ TEST_CASE("duplicates are loaded once and reported") {
     std::size_t loaded = 0;
     for (const auto& r : d.plugins) {
       INFO(r.path << ": " << r.reason);
-      if (r.status == PluginStatus::loaded) ++loaded;
+      if (r.status == PluginStatus::usable) ++loaded;
       else CHECK(icontains(r.reason, "duplicate"));
     }
     CHECK(loaded == 1);
@@ -404,7 +404,7 @@ TEST_CASE("duplicates are loaded once and reported") {
     fs::create_directory_symlink(fixture_dir("cuda"), link);
     Discovery d = discover_plugins(only_dirs({fixture_dir("cuda"), link.string()}));
     REQUIRE(d.plugins.size() == 2);
-    CHECK(d.plugins[0].status == PluginStatus::loaded);
+    CHECK(d.plugins[0].status == PluginStatus::usable);
     INFO(d.plugins[1].reason);
     CHECK(d.plugins[1].status == PluginStatus::rejected);
     CHECK(icontains(d.plugins[1].reason, "duplicate"));
@@ -414,7 +414,7 @@ TEST_CASE("duplicates are loaded once and reported") {
     fs::create_symlink(fixture_plugin("cuda"), dir / "libaccelkit-alias.so");
     Discovery d = discover_plugins(only_dirs({fixture_dir("cuda"), dir.string()}));
     REQUIRE(d.plugins.size() == 2);
-    CHECK(d.plugins[0].status == PluginStatus::loaded);
+    CHECK(d.plugins[0].status == PluginStatus::usable);
     INFO(d.plugins[1].reason);
     CHECK(d.plugins[1].status == PluginStatus::rejected);
     CHECK(icontains(d.plugins[1].reason, "duplicate"));
@@ -503,7 +503,7 @@ TEST_CASE("search directories: environment, command line and defaults") {
     Discovery d = discover_plugins(LoaderOptions{});
     REQUIRE(d.plugins.size() == 1);
     CHECK(d.plugins[0].name == "cpu");
-    CHECK(d.plugins[0].status == PluginStatus::loaded);
+    CHECK(d.plugins[0].status == PluginStatus::usable);
     for (const auto& dir : d.dirs) CHECK(fs::path(dir.path).is_absolute());
     CHECK(any_contains(d.trace, "relative"));  // said why it was skipped
 
@@ -543,7 +543,7 @@ TEST_CASE("ACCELKIT_PLUGINS_DISABLE and disable_globs") {
       CHECK_FALSE(r->plugin);
     }
     REQUIRE(fate(d, "rocm"));
-    CHECK(fate(d, "rocm")->status == PluginStatus::loaded);
+    CHECK(fate(d, "rocm")->status == PluginStatus::usable);
   }
   SUBCASE("globs from the options") {
     LoaderOptions o = only_dirs(dirs);
@@ -552,7 +552,7 @@ TEST_CASE("ACCELKIT_PLUGINS_DISABLE and disable_globs") {
     REQUIRE(fate(d, "rocm"));
     CHECK(fate(d, "rocm")->status == PluginStatus::rejected);
     CHECK(icontains(fate(d, "rocm")->reason, "disabled"));
-    CHECK(fate(d, "cuda")->status == PluginStatus::loaded);
+    CHECK(fate(d, "cuda")->status == PluginStatus::usable);
   }
   SUBCASE("a glob matches the plugin's own name, not only the file name") {
     TempDir tmp("accelkit-loader");
@@ -569,7 +569,7 @@ TEST_CASE("ACCELKIT_PLUGINS_DISABLE and disable_globs") {
   SUBCASE("environment globs are ignored when read_environment is false") {
     ScopedEnv disable("ACCELKIT_PLUGINS_DISABLE", "*");
     Discovery d = discover_plugins(only_dirs(dirs));
-    for (const auto& r : d.plugins) CHECK(r.status == PluginStatus::loaded);
+    for (const auto& r : d.plugins) CHECK(r.status == PluginStatus::usable);
   }
 }
 

@@ -16,7 +16,7 @@
 
 #include "accelkit/loader.hpp"
 #include "accelkit/model_file.hpp"
-#include "accelkit/torch_compat_aoti.hpp"
+#include "accelkit/sdk/torch_compat_aoti.hpp"
 #include "test_support.hpp"
 
 using namespace accelkit;

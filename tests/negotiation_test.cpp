@@ -32,7 +32,7 @@ DeviceInfo device(const std::string& plugin, std::size_t index, DeviceKind kind,
 }
 
 PluginRecord record(const std::string& name, int score, std::vector<DeviceInfo> devices,
-                    PluginStatus status = PluginStatus::loaded, std::string reason = "") {
+                    PluginStatus status = PluginStatus::usable, std::string reason = "") {
   PluginRecord r;
   r.name = name;
   r.path = "/fixture/libaccelkit-" + name + ".so";
@@ -447,7 +447,7 @@ TEST_CASE("loaded fakes: auto, explicit, no-gpu, prefer, require, hints") {
   for (const auto& r : all.plugins) {
     INFO(r.name << ": " << to_string(r.status) << " - " << r.reason);
     bool bad = r.name == "probe-fails" || r.name == "score-zero";
-    CHECK(r.status == (bad ? PluginStatus::unavailable : PluginStatus::loaded));
+    CHECK(r.status == (bad ? PluginStatus::unavailable : PluginStatus::usable));
   }
 
   SUBCASE("auto order") {

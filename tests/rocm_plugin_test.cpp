@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "accelkit/loader.hpp"
-#include "accelkit/monitor.hpp"
+#include "accelkit/sdk/monitor.hpp"
 #include "test_support.hpp"
 
 extern char** environ;

@@ -13,9 +13,9 @@
 #include <torch/torch.h>
 
 #include "accelkit/bench.hpp"
-#include "accelkit/device.hpp"
+#include "accelkit/sdk/device.hpp"
 #include "accelkit/runtime.hpp"
-#include "accelkit/step_capture.hpp"
+#include "accelkit/sdk/step_capture.hpp"
 #include "accelkit/step_runner.hpp"
 
 #include "torch_doctest.hpp"
@@ -120,7 +120,7 @@ class FakeCapturedStep final : public CapturedStep {
   }
 
   Status run() noexcept override {
-    return capture("fake step", [&]() -> Status {
+    return guarded("fake step", [&]() -> Status {
       ++runs_;
       if (outcome_ == Outcome::step_error && runs_ > warmup_)
         return Status(StatusCode::internal, "fake step: device reported an illegal address");

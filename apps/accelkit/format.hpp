@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "accelkit/capability.hpp"
-#include "accelkit/precision.hpp"
+#include "accelkit/sdk/capability.hpp"
+#include "accelkit/sdk/precision.hpp"
 #include "accelkit/settings.hpp"
 
 namespace accelkit::cli {

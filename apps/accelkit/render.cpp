@@ -49,7 +49,7 @@ void render_plugins(std::ostream& out, const std::vector<PluginRecord>& plugins,
                p.probe ? std::to_string(p.probe->devices.size()) : "-", p.path});
     if (!p.reason.empty()) t.add_note("reason: " + p.reason);
     if (!p.probe) continue;
-    if (verbose || p.status != PluginStatus::loaded)
+    if (verbose || p.status != PluginStatus::usable)
       for (const auto& r : p.probe->reasons)
         if (r != p.reason) t.add_note("probe: " + r);
     for (const auto& w : p.probe->warnings) t.add_note("warning: " + w);

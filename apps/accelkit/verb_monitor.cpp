@@ -10,7 +10,7 @@
 #include <map>
 #include <thread>
 
-#include "accelkit/monitor.hpp"
+#include "accelkit/sdk/monitor.hpp"
 #include "cli.hpp"
 #include "format.hpp"
 #include "json_out.hpp"

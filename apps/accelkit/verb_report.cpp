@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "accelkit/adamw_choice.hpp"
-#include "accelkit/precision.hpp"
+#include "accelkit/sdk/precision.hpp"
 #include "cli.hpp"
 #include "format.hpp"
 #include "json_out.hpp"

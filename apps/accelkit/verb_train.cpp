@@ -23,8 +23,8 @@
 #include <string>
 
 #include "accelkit/checkpoint.hpp"
-#include "accelkit/device.hpp"
-#include "accelkit/monitor.hpp"
+#include "accelkit/sdk/device.hpp"
+#include "accelkit/sdk/monitor.hpp"
 #include "accelkit/runtime.hpp"
 #include "accelkit/train.hpp"
 #include "cli.hpp"

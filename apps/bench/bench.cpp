@@ -19,10 +19,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include "accelkit/device.hpp"
+#include "accelkit/sdk/device.hpp"
 #include "accelkit/runtime.hpp"
 #include "accelkit/step_runner.hpp"
-#include "accelkit/support/aten_fused_adamw.hpp"
+#include "accelkit/sdk/support/aten_fused_adamw.hpp"
 #include "bench_models.hpp"
 #include "accelkit/device_sync.hpp"
 

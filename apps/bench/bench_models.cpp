@@ -12,7 +12,7 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 
-#include "accelkit/torch_compat.hpp"
+#include "accelkit/sdk/torch_compat.hpp"
 
 namespace accelkit::bench_detail {
 

@@ -14,7 +14,7 @@
 #include <torch/optim/optimizer.h>
 #include <torch/version.h>
 
-#include "accelkit/device.hpp"
+#include "accelkit/sdk/device.hpp"
 #include "accelkit/runtime.hpp"
 #include "accelkit/version.hpp"
 #include "autotune_cache.hpp"

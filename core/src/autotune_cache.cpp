@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "accelkit/atomic_file.hpp"
-#include "accelkit/host_paths.hpp"
+#include "accelkit/sdk/host_paths.hpp"
 
 namespace accelkit {
 

@@ -61,7 +61,7 @@ std::vector<OptimizerContribution> collect_optimizer_contributions(const Discove
                                                                    std::vector<std::string>* declined) {
   std::vector<OptimizerContribution> out;
   for (const auto& rec : discovery.plugins) {
-    if (!rec.plugin || rec.status != PluginStatus::loaded || rec.name == device_plugin) continue;
+    if (!rec.plugin || rec.status != PluginStatus::usable || rec.name == device_plugin) continue;
     auto offered = rec.plugin->optimizer_for(device);
     if (offered.ok() && offered.value()) {
       out.push_back({rec.name, offered.value()});

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "accelkit/loader.hpp"
-#include "accelkit/optimizer.hpp"
+#include "accelkit/sdk/optimizer.hpp"
 
 namespace accelkit {
 

@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <map>
 
-#include "accelkit/plugin.hpp"
+#include "accelkit/sdk/plugin.hpp"
 
 namespace accelkit {
 namespace {

@@ -20,7 +20,7 @@
 #include <boost/dll/shared_library.hpp>
 #include <spdlog/spdlog.h>
 
-#include "accelkit/host_paths.hpp"
+#include "accelkit/sdk/host_paths.hpp"
 #include "elf_facts.hpp"
 #include "accelkit/version.hpp"
 #include "strings.hpp"
@@ -31,7 +31,7 @@ namespace accelkit {
 
 const char* to_string(PluginStatus s) noexcept {
   switch (s) {
-    case PluginStatus::loaded: return "loaded";
+    case PluginStatus::usable: return "usable";
     case PluginStatus::rejected: return "rejected";
     case PluginStatus::unavailable: return "unavailable";
   }
@@ -257,7 +257,7 @@ void probe_plugin(PluginRecord& rec, std::vector<std::string>* trace) {
     rec.reason = rec.probe->reasons.empty() ? "score 0: unusable here" : text::join(rec.probe->reasons, "; ");
     return;
   }
-  rec.status = PluginStatus::loaded;
+  rec.status = PluginStatus::usable;
 }
 
 // Checks, loads and creates the plugin at `path`; then, with `probe`, probes it as a
@@ -283,7 +283,7 @@ PluginRecord load_impl(const std::string& path, bool probe, const NameVeto& veto
   if (probe) {
     probe_plugin(rec, trace);
   } else {
-    rec.status = PluginStatus::loaded;
+    rec.status = PluginStatus::usable;
   }
   return rec;
 }

@@ -23,7 +23,7 @@
 #include <torch/csrc/jit/serialization/import.h>
 
 #include "accelkit/loader.hpp"
-#include "accelkit/torch_compat_aoti.hpp"
+#include "accelkit/sdk/torch_compat_aoti.hpp"
 #include "elf_facts.hpp"
 
 namespace accelkit {

@@ -64,7 +64,7 @@ struct Ask {
 // Why `c` cannot be chosen, with the sentence for people; none when it can.
 std::pair<Exclusion, std::string> exclusion(const PluginRecord& rec, const Candidate& c, const Ask& ask) {
   const DeviceRequest& request = ask.request;
-  if (rec.status != PluginStatus::loaded)
+  if (rec.status != PluginStatus::usable)
     return {Exclusion::plugin_unusable, "plugin " + std::string(to_string(rec.status)) + ": " + rec.reason};
   if (c.device.torch_device.empty())
     return {Exclusion::no_torch_device, "LibTorch in this process cannot drive it"};
@@ -175,7 +175,7 @@ std::vector<std::string> pci_hints(const std::vector<PluginRecord>& plugins, con
     const std::string plugin = gpu.vendor == 0x10de ? "cuda" : "rocm";
     const std::string vendor = gpu.vendor == 0x10de ? "NVIDIA" : "AMD";
     auto it = std::find_if(plugins.begin(), plugins.end(), [&](const PluginRecord& r) { return r.name == plugin; });
-    if (it != plugins.end() && it->status == PluginStatus::loaded) continue;
+    if (it != plugins.end() && it->status == PluginStatus::usable) continue;
     std::string hint = vendor + " GPU on the PCI bus at " + gpu.address + ", but ";
     if (it == plugins.end())
       hint += "no " + plugin + " plugin was found: install the accelkit-plugin-" + plugin +

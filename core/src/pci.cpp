@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "accelkit/host_paths.hpp"
-#include "accelkit/support/host_file.hpp"
+#include "accelkit/sdk/host_paths.hpp"
+#include "accelkit/sdk/support/host_file.hpp"
 
 namespace accelkit {
 

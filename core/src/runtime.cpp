@@ -1,6 +1,6 @@
 #include "accelkit/runtime.hpp"
 
-#include "accelkit/support/adamw_state.hpp"
+#include "accelkit/sdk/support/adamw_state.hpp"
 
 #include <stdexcept>
 
@@ -9,7 +9,7 @@
 #include <torch/optim/adamw.h>
 #include <torch/version.h>
 
-#include "accelkit/device.hpp"
+#include "accelkit/sdk/device.hpp"
 #include "combined_optimizer.hpp"
 
 namespace accelkit {

@@ -6,10 +6,10 @@
 #include <spdlog/spdlog.h>
 
 #include "accelkit/context.hpp"
-#include "accelkit/device.hpp"
+#include "accelkit/sdk/device.hpp"
 #include "accelkit/runtime.hpp"
 #include "accelkit/settings.hpp"
-#include "accelkit/step_capture.hpp"
+#include "accelkit/sdk/step_capture.hpp"
 
 namespace accelkit {
 

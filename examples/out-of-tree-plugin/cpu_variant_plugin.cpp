@@ -1,13 +1,13 @@
 // cpu_variant: a CPU backend variant - the same CPU as the cpu plugin, fp32, with its own
 // AdamW (simple_adamw.hpp). It scores below the cpu plugin, so negotiation picks it only when
 // asked to: `--device cpu_variant`, or `prefer = ["cpu_variant"]` in a config.
-#include <accelkit/host_paths.hpp>
-#include <accelkit/monitor.hpp>
-#include <accelkit/optimizer.hpp>
-#include <accelkit/plugin.hpp>
-#include <accelkit/precision.hpp>
-#include <accelkit/support/adamw_state.hpp>
-#include <accelkit/torch_compat.hpp>
+#include <accelkit/sdk/host_paths.hpp>
+#include <accelkit/sdk/monitor.hpp>
+#include <accelkit/sdk/optimizer.hpp>
+#include <accelkit/sdk/plugin.hpp>
+#include <accelkit/sdk/precision.hpp>
+#include <accelkit/sdk/support/adamw_state.hpp>
+#include <accelkit/sdk/torch_compat.hpp>
 
 #include <ATen/Parallel.h>
 
@@ -48,7 +48,7 @@ std::uint64_t meminfo_bytes(const char* key) {
 class VariantPrecision final : public Precision {
  public:
   Result<PrecisionPlan> plan(const PrecisionRequest& r) noexcept override {
-    return capture("cpu_variant plan", [&]() -> Result<PrecisionPlan> {
+    return guarded("cpu_variant plan", [&]() -> Result<PrecisionPlan> {
       if (r.precision && *r.precision != Dtype::fp32)
         return Status(StatusCode::not_supported, std::string("cpu_variant runs fp32 only, not ") + to_string(*r.precision));
       if (r.tf32 == Toggle::on) return Status(StatusCode::not_supported, "TF32 is not a CPU feature");
@@ -60,7 +60,7 @@ class VariantPrecision final : public Precision {
     });
   }
   Status apply(const PrecisionPlan& p) noexcept override {
-    return capture("cpu_variant apply", [&]() -> Status {
+    return guarded("cpu_variant apply", [&]() -> Status {
       if (p.dtype != Dtype::fp32 || p.tf32) return Status(StatusCode::not_supported, "cpu_variant runs fp32 only");
       if (p.threads > 0) at::set_num_threads(p.threads);
       compat::set_autocast_enabled(at::kCPU, false);
@@ -68,7 +68,7 @@ class VariantPrecision final : public Precision {
     });
   }
   Result<std::vector<AppliedValue>> read_back() noexcept override {
-    return capture("cpu_variant read_back", [] {
+    return guarded("cpu_variant read_back", [] {
       return std::vector<AppliedValue>{
           {"num_threads", std::to_string(at::get_num_threads()), PlanField::threads},
           {"autocast_cpu_enabled", compat::autocast_enabled(at::kCPU) ? "true" : "false", PlanField::autocast}};
@@ -84,7 +84,7 @@ class VariantOptimizer final : public Optimizer {
   Result<std::shared_ptr<torch::optim::Optimizer>> create_adamw(const std::vector<at::Tensor>& params,
                                                                 const AdamWConfig& c) noexcept override {
     if (c.master_weights) return Status(StatusCode::not_supported, "SimpleAdamW keeps no fp32 master weights");
-    return capture("cpu_variant create_adamw", [&]() -> std::shared_ptr<torch::optim::Optimizer> {
+    return guarded("cpu_variant create_adamw", [&]() -> std::shared_ptr<torch::optim::Optimizer> {
       return std::make_shared<SimpleAdamW>(params, support::adamw_options(c), c.maximize);
     });
   }
@@ -94,7 +94,7 @@ class VariantOptimizer final : public Optimizer {
 class VariantMonitor final : public Monitor {
  public:
   Result<std::vector<Reading>> sample() noexcept override {
-    return capture("cpu_variant sample", [&] {
+    return guarded("cpu_variant sample", [&] {
       std::vector<Reading> out;
       const auto total = meminfo_bytes("MemTotal"), avail = meminfo_bytes("MemAvailable");
       Reading used{reading::memory_used_bytes, std::nullopt, "bytes", "/proc/meminfo", ""};
@@ -130,13 +130,13 @@ class VariantDevice final : public Device {
   explicit VariantDevice(DeviceInfo info) : info_(std::move(info)) {}
   const DeviceInfo& info() const noexcept override { return info_; }
   Result<std::shared_ptr<Precision>> precision() noexcept override {
-    return capture("cpu_variant precision", [&]() -> std::shared_ptr<Precision> { return precision_; });
+    return guarded("cpu_variant precision", [&]() -> std::shared_ptr<Precision> { return precision_; });
   }
   Result<std::shared_ptr<Optimizer>> optimizer() noexcept override {
-    return capture("cpu_variant optimizer", [&]() -> std::shared_ptr<Optimizer> { return optimizer_; });
+    return guarded("cpu_variant optimizer", [&]() -> std::shared_ptr<Optimizer> { return optimizer_; });
   }
   Result<std::shared_ptr<Monitor>> monitor() noexcept override {
-    return capture("cpu_variant monitor", [&]() -> std::shared_ptr<Monitor> { return std::make_shared<VariantMonitor>(); });
+    return guarded("cpu_variant monitor", [&]() -> std::shared_ptr<Monitor> { return std::make_shared<VariantMonitor>(); });
   }
 
  private:
@@ -152,7 +152,7 @@ class VariantPlugin final : public Plugin {
   static constexpr const char* kDescription = "CPU variant (out of tree): fp32, its own one-pass AdamW";
 
   Result<ProbeReport> probe() noexcept override {
-    return capture("cpu_variant probe", [&] {
+    return guarded("cpu_variant probe", [&] {
       DeviceInfo d;
       d.id = "cpu_variant:0";
       d.torch_device = "cpu";
@@ -173,7 +173,7 @@ class VariantPlugin final : public Plugin {
     });
   }
   Result<std::shared_ptr<Device>> open(std::size_t index) noexcept override {
-    return capture("cpu_variant open", [&]() -> Result<std::shared_ptr<Device>> {
+    return guarded("cpu_variant open", [&]() -> Result<std::shared_ptr<Device>> {
       if (index != 0) return Status(StatusCode::invalid_argument, "cpu_variant has one device (cpu_variant:0)");
       if (!device_) probe();
       return std::shared_ptr<Device>(std::make_shared<VariantDevice>(*device_));

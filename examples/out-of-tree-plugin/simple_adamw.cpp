@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include <accelkit/torch_compat.hpp>
+#include <accelkit/sdk/torch_compat.hpp>
 
 namespace cpu_variant {
 namespace {

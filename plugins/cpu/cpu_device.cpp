@@ -10,7 +10,7 @@ CpuDevice::CpuDevice(CpuProbe probe, DeviceInfo info)
     : probe_(std::move(probe)), info_(std::move(info)) {}
 
 Result<std::shared_ptr<Precision>> CpuDevice::precision() noexcept {
-  return capture("cpu precision", [&] {
+  return guarded("cpu precision", [&] {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!precision_) precision_ = std::make_shared<CpuPrecision>(probe_);
     return precision_;
@@ -18,11 +18,11 @@ Result<std::shared_ptr<Precision>> CpuDevice::precision() noexcept {
 }
 
 Result<std::shared_ptr<Optimizer>> CpuDevice::optimizer() noexcept {
-  return capture("cpu optimizer", [&]() -> std::shared_ptr<Optimizer> { return std::make_shared<CpuOptimizer>(); });
+  return guarded("cpu optimizer", [&]() -> std::shared_ptr<Optimizer> { return std::make_shared<CpuOptimizer>(); });
 }
 
 Result<std::shared_ptr<Monitor>> CpuDevice::monitor() noexcept {
-  return capture("cpu monitor", [&]() -> std::shared_ptr<Monitor> {
+  return guarded("cpu monitor", [&]() -> std::shared_ptr<Monitor> {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!monitor_) monitor_ = std::make_shared<CpuMonitor>();
     return monitor_;

@@ -4,7 +4,7 @@
 #include <memory>
 #include <mutex>
 
-#include <accelkit/device.hpp>
+#include <accelkit/sdk/device.hpp>
 
 #include "probe.hpp"
 

@@ -1,6 +1,6 @@
 #include "cpu_monitor.hpp"
 
-#include <accelkit/host_paths.hpp>
+#include <accelkit/sdk/host_paths.hpp>
 
 #include "meminfo.hpp"
 
@@ -19,7 +19,7 @@ Result<std::vector<Reading>> CpuMonitor::sample() noexcept {
 }
 
 Result<std::vector<Reading>> CpuMonitor::sample_at(Clock::time_point now) noexcept {
-  return capture("cpu monitor sample", [&] { return sample_unchecked(now); });
+  return guarded("cpu monitor sample", [&] { return sample_unchecked(now); });
 }
 
 std::vector<Reading> CpuMonitor::sample_unchecked(Clock::time_point now) {

@@ -7,9 +7,9 @@
 #include <optional>
 #include <vector>
 
-#include <accelkit/monitor.hpp>
+#include <accelkit/sdk/monitor.hpp>
 
-#include "accelkit/support/host_file.hpp"
+#include "accelkit/sdk/support/host_file.hpp"
 #include "proc_stat.hpp"
 #include "rapl.hpp"
 #include "temperature.hpp"

@@ -1,10 +1,10 @@
 #include "cpu_optimizer.hpp"
 
-#include "accelkit/support/adamw_state.hpp"
+#include "accelkit/sdk/support/adamw_state.hpp"
 
 #include <ATen/Parallel.h>
 
-#include "accelkit/support/aten_fused_adamw.hpp"
+#include "accelkit/sdk/support/aten_fused_adamw.hpp"
 #include "fused_adamw.hpp"
 
 namespace accelkit::cpu {
@@ -45,7 +45,7 @@ Result<std::shared_ptr<torch::optim::Optimizer>> CpuOptimizer::create_adamw(cons
     return Status(StatusCode::not_supported, "at::_fused_adamw_ has CPU kernels from LibTorch 2.4 only");
   if (aten && c.master_weights)
     return Status(StatusCode::not_supported, "at::_fused_adamw_ keeps no fp32 master weights");
-  return capture("cpu fused AdamW", [&]() -> std::shared_ptr<torch::optim::Optimizer> {
+  return guarded("cpu fused AdamW", [&]() -> std::shared_ptr<torch::optim::Optimizer> {
     const auto options = support::adamw_options(c);
     if (aten) return std::make_shared<support::AtenFusedAdamW>(params, options, c.maximize);
     return std::make_shared<FusedAdamW>(params, options, c.maximize, c.master_weights);

@@ -3,7 +3,7 @@
 // host times both and keeps the faster.
 #pragma once
 
-#include "accelkit/optimizer.hpp"
+#include "accelkit/sdk/optimizer.hpp"
 
 namespace accelkit::cpu {
 

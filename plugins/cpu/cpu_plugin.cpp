@@ -1,7 +1,7 @@
 // The CPU plugin: one device, always usable. Entry points are noexcept (CachedProbePlugin).
 #include <ATen/Context.h>
-#include <accelkit/plugin.hpp>
-#include <accelkit/support/cached_probe.hpp>
+#include <accelkit/sdk/plugin.hpp>
+#include <accelkit/sdk/support/cached_probe.hpp>
 
 #include "cpu_device.hpp"
 #include "device_info.hpp"

@@ -1,7 +1,7 @@
 #include "cpu_precision.hpp"
 
 #include <ATen/Parallel.h>
-#include <accelkit/torch_compat.hpp>
+#include <accelkit/sdk/torch_compat.hpp>
 
 #include "openblas_kernels.hpp"
 #include "precision_rules.hpp"
@@ -9,7 +9,7 @@
 namespace accelkit::cpu {
 
 Result<PrecisionPlan> CpuPrecision::plan(const PrecisionRequest& request) noexcept {
-  return capture("cpu precision plan", [&]() -> Result<PrecisionPlan> {
+  return guarded("cpu precision plan", [&]() -> Result<PrecisionPlan> {
     Result<PrecisionPlan> plan = plan_cpu_precision(request, probe_);
     if (!plan.ok()) return plan;
     PrecisionPlan p = plan.value();
@@ -21,7 +21,7 @@ Result<PrecisionPlan> CpuPrecision::plan(const PrecisionRequest& request) noexce
 }
 
 Status CpuPrecision::apply(const PrecisionPlan& plan) noexcept {
-  return capture("cpu precision apply", [&]() -> Status {
+  return guarded("cpu precision apply", [&]() -> Status {
     if (plan.dtype == Dtype::fp16)
       return Status(StatusCode::not_supported, "the CPU device runs fp32 or bf16, not fp16");
     if (plan.tf32)
@@ -40,7 +40,7 @@ Status CpuPrecision::apply(const PrecisionPlan& plan) noexcept {
 }
 
 Result<std::vector<AppliedValue>> CpuPrecision::read_back() noexcept {
-  return capture("cpu precision read_back", [] {
+  return guarded("cpu precision read_back", [] {
     const std::string blas = openblas_current_kernels();
     return std::vector<AppliedValue>{
         {"num_threads", std::to_string(at::get_num_threads()), PlanField::threads},

@@ -2,7 +2,7 @@
 // intra-op threads and CPU autocast, read_back() reads them from LibTorch.
 #pragma once
 
-#include <accelkit/precision.hpp>
+#include <accelkit/sdk/precision.hpp>
 
 #include "probe.hpp"
 

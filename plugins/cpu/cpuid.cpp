@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "accelkit/support/host_file.hpp"
+#include "accelkit/sdk/support/host_file.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>

@@ -3,7 +3,7 @@
 #include <set>
 #include <utility>
 
-#include "accelkit/support/host_file.hpp"
+#include "accelkit/sdk/support/host_file.hpp"
 
 namespace accelkit::cpu {
 

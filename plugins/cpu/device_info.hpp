@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include <accelkit/device.hpp>
+#include <accelkit/sdk/device.hpp>
 
 #include "probe.hpp"
 

@@ -11,8 +11,8 @@
 #include <unordered_set>
 #include <utility>
 
-#include "accelkit/support/adamw_state.hpp"
-#include "accelkit/torch_compat.hpp"
+#include "accelkit/sdk/support/adamw_state.hpp"
+#include "accelkit/sdk/torch_compat.hpp"
 #include "fused_adamw_kernel.hpp"
 
 namespace accelkit::cpu {

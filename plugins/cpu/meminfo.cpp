@@ -4,7 +4,7 @@
 #include <map>
 #include <string>
 
-#include "accelkit/support/host_file.hpp"
+#include "accelkit/sdk/support/host_file.hpp"
 
 namespace accelkit::cpu {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include <accelkit/precision.hpp>
+#include <accelkit/sdk/precision.hpp>
 
 #include "isa.hpp"
 

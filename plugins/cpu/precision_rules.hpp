@@ -3,7 +3,7 @@
 // refused; threads = physical cores unless requested.
 #pragma once
 
-#include <accelkit/precision.hpp>
+#include <accelkit/sdk/precision.hpp>
 
 #include "probe.hpp"
 

@@ -1,7 +1,7 @@
 #include "probe.hpp"
 
 
-#include <accelkit/host_paths.hpp>
+#include <accelkit/sdk/host_paths.hpp>
 
 #include "cpuinfo.hpp"
 #include "meminfo.hpp"

@@ -8,7 +8,7 @@
 
 #include "blas.hpp"
 #include "cpuid.hpp"
-#include "accelkit/support/host_file.hpp"
+#include "accelkit/sdk/support/host_file.hpp"
 #include "isa.hpp"
 
 namespace accelkit::cpu {

@@ -2,7 +2,7 @@
 
 #include <cerrno>
 
-#include <accelkit/host_paths.hpp>
+#include <accelkit/sdk/host_paths.hpp>
 
 namespace accelkit::cpu {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "accelkit/support/host_file.hpp"
+#include "accelkit/sdk/support/host_file.hpp"
 
 namespace accelkit::cpu {
 

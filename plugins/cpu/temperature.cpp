@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include <accelkit/host_paths.hpp>
+#include <accelkit/sdk/host_paths.hpp>
 
 namespace accelkit::cpu {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 #include <utility>
 
-#include <accelkit/host_paths.hpp>
+#include <accelkit/sdk/host_paths.hpp>
 
 namespace accelkit::cpu {
 namespace {

@@ -1,7 +1,7 @@
 // sysfs CPU topology and NUMA nodes (devices/system/cpu, devices/system/node).
 #pragma once
 
-#include "accelkit/support/host_file.hpp"
+#include "accelkit/sdk/support/host_file.hpp"
 
 namespace accelkit::cpu {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include <accelkit/precision.hpp>
+#include <accelkit/sdk/precision.hpp>
 
 namespace accelkit::cuda {
 

@@ -11,7 +11,7 @@ CudaCapturedStep::CudaCapturedStep(int device_index, torch::optim::Optimizer& op
     : device_index_(device_index), graph_(optimizer, std::move(step), warmup) {}
 
 Status CudaCapturedStep::run() noexcept {
-  return capture("cuda training step", [&] {
+  return guarded("cuda training step", [&] {
     c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device_index_));
     graph_.run();
   });

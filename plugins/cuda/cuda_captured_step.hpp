@@ -5,7 +5,7 @@
 #include <functional>
 #include <string>
 
-#include <accelkit/step_capture.hpp>
+#include <accelkit/sdk/step_capture.hpp>
 
 #include "graph_step.hpp"
 

@@ -13,7 +13,7 @@ CudaDevice::CudaDevice(GpuFacts gpu, DeviceInfo info, std::string nvml_note)
     : gpu_(std::move(gpu)), info_(std::move(info)), nvml_note_(std::move(nvml_note)) {}
 
 Result<std::shared_ptr<Precision>> CudaDevice::precision() noexcept {
-  return capture("cuda precision", [&] {
+  return guarded("cuda precision", [&] {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!precision_) precision_ = std::make_shared<CudaPrecision>(ComputeCapability{gpu_.cc_major, gpu_.cc_minor});
     return precision_;
@@ -21,7 +21,7 @@ Result<std::shared_ptr<Precision>> CudaDevice::precision() noexcept {
 }
 
 Result<std::shared_ptr<Optimizer>> CudaDevice::optimizer() noexcept {
-  return capture("cuda optimizer", [&]() -> Result<std::shared_ptr<Optimizer>> {
+  return guarded("cuda optimizer", [&]() -> Result<std::shared_ptr<Optimizer>> {
 #ifdef ACCELKIT_CUDA_TORCH_GLUE
     if (info_.capabilities.has(Capability::fused_adamw))
       return std::shared_ptr<Optimizer>(std::make_shared<CudaOptimizer>(gpu_.ordinal));
@@ -36,7 +36,7 @@ Result<std::shared_ptr<Optimizer>> CudaDevice::optimizer() noexcept {
 }
 
 Result<std::shared_ptr<Monitor>> CudaDevice::monitor() noexcept {
-  return capture("cuda monitor", [&]() -> std::shared_ptr<Monitor> {
+  return guarded("cuda monitor", [&]() -> std::shared_ptr<Monitor> {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!monitor_) monitor_ = std::make_shared<NvmlMonitor>(process_nvml(), gpu_.nvml, nvml_note_);
     return monitor_;
@@ -45,7 +45,7 @@ Result<std::shared_ptr<Monitor>> CudaDevice::monitor() noexcept {
 
 Result<std::shared_ptr<CapturedStep>> CudaDevice::capture_step(torch::optim::Optimizer& optimizer,
                                                                std::function<void()> step, int warmup) noexcept {
-  return capture("cuda capture_step", [&]() -> Result<std::shared_ptr<CapturedStep>> {
+  return guarded("cuda capture_step", [&]() -> Result<std::shared_ptr<CapturedStep>> {
 #ifdef ACCELKIT_CUDA_TORCH_GLUE
     if (!info_.capabilities.has(Capability::graph_capture))
       return Status(StatusCode::not_supported, "LibTorch in this process has no CUDA, so " + info_.id + " captures nothing");

@@ -6,7 +6,7 @@
 #include <memory>
 #include <mutex>
 
-#include <accelkit/device.hpp>
+#include <accelkit/sdk/device.hpp>
 
 #include "cuda_probe.hpp"
 

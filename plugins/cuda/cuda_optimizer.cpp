@@ -1,6 +1,6 @@
 #include "cuda_optimizer.hpp"
 
-#include "accelkit/support/adamw_state.hpp"
+#include "accelkit/sdk/support/adamw_state.hpp"
 
 #include "fused_adamw_cuda.hpp"
 
@@ -14,7 +14,7 @@ Result<std::shared_ptr<torch::optim::Optimizer>> CudaOptimizer::create_adamw(con
                                                                              const AdamWConfig& c) noexcept {
   if (c.master_weights)
     return Status(StatusCode::not_supported, "the CUDA fused AdamW has no fp32 master weights for a bf16 model");
-  return capture("cuda fused AdamW", [&]() -> std::shared_ptr<torch::optim::Optimizer> {
+  return guarded("cuda fused AdamW", [&]() -> std::shared_ptr<torch::optim::Optimizer> {
     for (const auto& p : params)
       TORCH_CHECK(p.is_cuda(), "the CUDA fused AdamW takes CUDA parameters; got one on ", p.device(),
                   " (move the model to the device first)");

@@ -1,7 +1,7 @@
 // The CUDA plugin's Optimizer: FusedAdamWCuda (built only with a CUDA LibTorch).
 #pragma once
 
-#include <accelkit/optimizer.hpp>
+#include <accelkit/sdk/optimizer.hpp>
 
 namespace accelkit::cuda {
 

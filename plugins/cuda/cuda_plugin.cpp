@@ -1,7 +1,7 @@
 // The CUDA plugin: every GPU the driver shows, usable where LibTorch here has CUDA. Loads on
 // any machine (the driver and NVML are dlopen()ed); entry points are noexcept (CachedProbePlugin).
-#include <accelkit/plugin.hpp>
-#include <accelkit/support/cached_probe.hpp>
+#include <accelkit/sdk/plugin.hpp>
+#include <accelkit/sdk/support/cached_probe.hpp>
 
 #include "cuda_device.hpp"
 #include "cuda_probe.hpp"

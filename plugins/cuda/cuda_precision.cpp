@@ -2,16 +2,16 @@
 
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
-#include <accelkit/torch_compat.hpp>
+#include <accelkit/sdk/torch_compat.hpp>
 
 namespace accelkit::cuda {
 
 Result<PrecisionPlan> CudaPrecision::plan(const PrecisionRequest& request) noexcept {
-  return capture("cuda precision plan", [&] { return plan_cuda_precision(request, cc_); });
+  return guarded("cuda precision plan", [&] { return plan_cuda_precision(request, cc_); });
 }
 
 Status CudaPrecision::apply(const PrecisionPlan& plan) noexcept {
-  return capture("cuda precision apply", [&]() -> Status {
+  return guarded("cuda precision apply", [&]() -> Status {
     if (plan.tf32 && cc_.value() < 80)
       return Status(StatusCode::not_supported, "TF32 needs SM 8.0; this device is SM " + cc_.str());
     if (plan.threads < 0) return Status(StatusCode::invalid_argument, "threads must be >= 0");
@@ -27,7 +27,7 @@ Status CudaPrecision::apply(const PrecisionPlan& plan) noexcept {
 }
 
 Result<std::vector<AppliedValue>> CudaPrecision::read_back() noexcept {
-  return capture("cuda precision read_back", [] {
+  return guarded("cuda precision read_back", [] {
     const auto& ctx = at::globalContext();
     std::vector<AppliedValue> out{
         {"allow_tf32_cublas", ctx.allowTF32CuBLAS() ? "true" : "false", PlanField::tf32},

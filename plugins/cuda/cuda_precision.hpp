@@ -3,7 +3,7 @@
 // planned dtype; read_back() reads those back, plus the SDPA backend switches.
 #pragma once
 
-#include <accelkit/precision.hpp>
+#include <accelkit/sdk/precision.hpp>
 
 #include "arch_rules.hpp"
 

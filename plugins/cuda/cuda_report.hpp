@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include <accelkit/device.hpp>
+#include <accelkit/sdk/device.hpp>
 
 #include "arch_rules.hpp"
 #include "cuda_probe.hpp"

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include <accelkit/host_paths.hpp>
+#include <accelkit/sdk/host_paths.hpp>
 
 namespace accelkit::cuda {
 

@@ -8,8 +8,8 @@
 #include <tuple>
 #include <unordered_set>
 
-#include "accelkit/support/adamw_state.hpp"
-#include "accelkit/torch_compat.hpp"
+#include "accelkit/sdk/support/adamw_state.hpp"
+#include "accelkit/sdk/torch_compat.hpp"
 #include "fused_adamw_launch.hpp"
 
 namespace accelkit::cuda {

@@ -6,7 +6,7 @@ NvmlMonitor::NvmlMonitor(const NvmlApi* nvml, NvmlDevice device, std::string una
     : nvml_(nvml), device_(device), unavailable_(std::move(unavailable)) {}
 
 Result<std::vector<Reading>> NvmlMonitor::sample() noexcept {
-  return capture("cuda monitor", [&] { return sample_unchecked(); });
+  return guarded("cuda monitor", [&] { return sample_unchecked(); });
 }
 
 std::vector<Reading> NvmlMonitor::sample_unchecked() const {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include <accelkit/monitor.hpp>
+#include <accelkit/sdk/monitor.hpp>
 
 #include "nvml_api.hpp"
 

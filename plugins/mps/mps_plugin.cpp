@@ -4,10 +4,10 @@
 #include <optional>
 
 #include <ATen/Context.h>
-#include <accelkit/monitor.hpp>
-#include <accelkit/plugin.hpp>
-#include <accelkit/precision.hpp>
-#include <accelkit/torch_compat.hpp>
+#include <accelkit/sdk/monitor.hpp>
+#include <accelkit/sdk/plugin.hpp>
+#include <accelkit/sdk/precision.hpp>
+#include <accelkit/sdk/torch_compat.hpp>
 
 #include "mps_host.hpp"
 #include "mps_rules.hpp"
@@ -31,7 +31,7 @@ class MpsPrecision final : public Precision {
   explicit MpsPrecision(MpsCapabilities caps) : caps_(std::move(caps)) {}
 
   Result<PrecisionPlan> plan(const PrecisionRequest& request) noexcept override {
-    return capture("mps precision plan", [&]() -> Result<PrecisionPlan> {
+    return guarded("mps precision plan", [&]() -> Result<PrecisionPlan> {
       const std::optional<Dtype>& want = request.precision;
       if (request.tf32 == Toggle::on) return Status(StatusCode::not_supported, "TF32 is an NVIDIA feature, not MPS");
       if ((want == Dtype::bf16 && !caps_.bf16) || (want == Dtype::fp16 && !caps_.autocast))
@@ -49,7 +49,7 @@ class MpsPrecision final : public Precision {
     });
   }
   Status apply(const PrecisionPlan& plan) noexcept override {
-    return capture("mps precision apply", [&]() -> Status {
+    return guarded("mps precision apply", [&]() -> Status {
       if (plan.tf32) return Status(StatusCode::not_supported, "TF32 is not an MPS feature");
       const bool on = plan.autocast && plan.dtype != Dtype::fp32;
       if (!compat::autocast_available(c10::DeviceType::MPS))
@@ -61,7 +61,7 @@ class MpsPrecision final : public Precision {
     });
   }
   Result<std::vector<AppliedValue>> read_back() noexcept override {
-    return capture("mps precision read_back", [] {
+    return guarded("mps precision read_back", [] {
       std::vector<AppliedValue> v;
       if (compat::autocast_available(c10::DeviceType::MPS)) {
         v.push_back({"autocast_mps_enabled", compat::autocast_enabled(c10::DeviceType::MPS) ? "true" : "false",
@@ -81,7 +81,7 @@ class MpsMonitor final : public Monitor {
  public:
   explicit MpsMonitor(std::uint64_t memory) : memory_(memory) {}
   Result<std::vector<Reading>> sample() noexcept override {
-    return capture("mps monitor sample", [&] {
+    return guarded("mps monitor sample", [&] {
       std::vector<Reading> out;
       Reading pressure{"thermal_pressure", std::nullopt, "level", "notify com.apple.system.thermalpressurelevel", ""};
       if (auto level = thermal_pressure_level()) {
@@ -107,13 +107,13 @@ class MpsDevice final : public Device {
   MpsDevice(DeviceInfo info, MpsCapabilities caps) : info_(std::move(info)), caps_(std::move(caps)) {}
   const DeviceInfo& info() const noexcept override { return info_; }
   Result<std::shared_ptr<Precision>> precision() noexcept override {
-    return capture("mps precision", [&]() -> std::shared_ptr<Precision> { return std::make_shared<MpsPrecision>(caps_); });
+    return guarded("mps precision", [&]() -> std::shared_ptr<Precision> { return std::make_shared<MpsPrecision>(caps_); });
   }
   Result<std::shared_ptr<Optimizer>> optimizer() noexcept override {
     return Status(StatusCode::not_supported, "the mps plugin has no optimizer of its own; torch::optim::AdamW is used");
   }
   Result<std::shared_ptr<Monitor>> monitor() noexcept override {
-    return capture("mps monitor", [&]() -> std::shared_ptr<Monitor> { return std::make_shared<MpsMonitor>(info_.memory_bytes); });
+    return guarded("mps monitor", [&]() -> std::shared_ptr<Monitor> { return std::make_shared<MpsMonitor>(info_.memory_bytes); });
   }
 
  private:
@@ -130,7 +130,7 @@ class MpsPlugin final : public Plugin {
   static constexpr const char* kDescription = "Apple GPUs (MPS): fp16/bf16 by chip and macOS, thermal pressure";
 
   Result<ProbeReport> probe() noexcept override {
-    return capture("mps probe", [&] {
+    return guarded("mps probe", [&] {
       std::lock_guard<std::mutex> lock(mutex_);
       values_ = probe_values();
       caps_ = mps_capabilities(*values_);
@@ -156,7 +156,7 @@ class MpsPlugin final : public Plugin {
   }
 
   Result<std::shared_ptr<Device>> open(std::size_t index) noexcept override {
-    return capture("mps open", [&]() -> Result<std::shared_ptr<Device>> {
+    return guarded("mps open", [&]() -> Result<std::shared_ptr<Device>> {
       if (index != 0) return Status(StatusCode::invalid_argument, "the mps plugin has one device (mps:0)");
       auto report = probe();
       if (!report.ok()) return report.status();

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include <accelkit/precision.hpp>
+#include <accelkit/sdk/precision.hpp>
 
 #include "gfx_target.hpp"
 

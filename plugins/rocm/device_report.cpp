@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include <accelkit/host_paths.hpp>
+#include <accelkit/sdk/host_paths.hpp>
 
 namespace accelkit::rocm {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include <accelkit/device.hpp>
+#include <accelkit/sdk/device.hpp>
 
 #include "rocm_probe.hpp"
 #include "torch_backend.hpp"

@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <sstream>
 
-#include <accelkit/host_paths.hpp>
+#include <accelkit/sdk/host_paths.hpp>
 
-#include "accelkit/support/host_file.hpp"
+#include "accelkit/sdk/support/host_file.hpp"
 
 namespace accelkit::rocm {
 

@@ -2,7 +2,7 @@
 // Pure; an explicit request the architecture cannot honour is refused, never downgraded.
 #pragma once
 
-#include <accelkit/precision.hpp>
+#include <accelkit/sdk/precision.hpp>
 
 #include "arch_rules.hpp"
 

@@ -1,6 +1,6 @@
 #include "rocm_device.hpp"
 
-#include <accelkit/precision.hpp>
+#include <accelkit/sdk/precision.hpp>
 
 #include "precision_plan.hpp"
 #include "rocm_monitor.hpp"
@@ -15,7 +15,7 @@ class RocmPrecision final : public Precision {
       : rules_(std::move(rules)), device_(std::move(device)), activation_(std::move(activation)) {}
 
   Result<PrecisionPlan> plan(const PrecisionRequest& request) noexcept override {
-    return capture("rocm precision plan", [&]() -> Result<PrecisionPlan> {
+    return guarded("rocm precision plan", [&]() -> Result<PrecisionPlan> {
       auto p = plan_rocm_precision(request, rules_, device_);
       if (p.ok())
         for (const auto& line : activation_) p.value().reasons.push_back("on open: " + line);
@@ -23,10 +23,10 @@ class RocmPrecision final : public Precision {
     });
   }
   Status apply(const PrecisionPlan& plan) noexcept override {
-    return capture("rocm precision apply", [&] { return apply_autocast(plan); });
+    return guarded("rocm precision apply", [&] { return apply_autocast(plan); });
   }
   Result<std::vector<AppliedValue>> read_back() noexcept override {
-    return capture("rocm precision read_back", [&] { return read_back_values(rules_); });
+    return guarded("rocm precision read_back", [&] { return read_back_values(rules_); });
   }
 
  private:
@@ -41,7 +41,7 @@ RocmDevice::RocmDevice(RocmGpu gpu, DeviceInfo info, std::vector<std::string> ac
     : gpu_(std::move(gpu)), info_(std::move(info)), activation_(std::move(activation)), unusable_(std::move(unusable)) {}
 
 Result<std::shared_ptr<Precision>> RocmDevice::precision() noexcept {
-  return capture("rocm precision", [&]() -> Result<std::shared_ptr<Precision>> {
+  return guarded("rocm precision", [&]() -> Result<std::shared_ptr<Precision>> {
     if (!unusable_.empty()) return Status(StatusCode::unavailable, info_.id + ": " + unusable_);
     std::lock_guard<std::mutex> lock(mutex_);
     if (!precision_) precision_ = std::make_shared<RocmPrecision>(gpu_.rules, info_.id + " " + info_.name, activation_);
@@ -54,7 +54,7 @@ Result<std::shared_ptr<Optimizer>> RocmDevice::optimizer() noexcept {
 }
 
 Result<std::shared_ptr<Monitor>> RocmDevice::monitor() noexcept {
-  return capture("rocm monitor", [&]() -> Result<std::shared_ptr<Monitor>> {
+  return guarded("rocm monitor", [&]() -> Result<std::shared_ptr<Monitor>> {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!gpu_.card)
       return Status(StatusCode::unavailable, info_.id + " has no amdgpu sysfs directory to read sensors from");

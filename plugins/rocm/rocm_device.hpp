@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include <accelkit/device.hpp>
+#include <accelkit/sdk/device.hpp>
 
 #include "rocm_probe.hpp"
 

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "accelkit/support/host_file.hpp"
+#include "accelkit/sdk/support/host_file.hpp"
 
 namespace accelkit::rocm {
 
@@ -27,7 +27,7 @@ std::optional<double> current_dpm_mhz(std::string_view text) {
 RocmMonitor::RocmMonitor(AmdgpuCard card) : card_(std::move(card)) {}
 
 Result<std::vector<Reading>> RocmMonitor::sample() noexcept {
-  return capture("rocm monitor sample", [&] { return sample_unchecked(); });
+  return guarded("rocm monitor sample", [&] { return sample_unchecked(); });
 }
 
 std::vector<Reading> RocmMonitor::sample_unchecked() const {

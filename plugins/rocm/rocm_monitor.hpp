@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include <accelkit/monitor.hpp>
+#include <accelkit/sdk/monitor.hpp>
 
 #include "amdgpu_card.hpp"
 

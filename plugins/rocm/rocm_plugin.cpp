@@ -1,8 +1,8 @@
 // The ROCm plugin: AMD GPUs from amdgpu sysfs and the KFD topology, usable when LibTorch here
 // is a ROCm build (which exposes them as device type CUDA); otherwise listed and monitored
 // with score 0. Entry points are noexcept (CachedProbePlugin).
-#include <accelkit/plugin.hpp>
-#include <accelkit/support/cached_probe.hpp>
+#include <accelkit/sdk/plugin.hpp>
+#include <accelkit/sdk/support/cached_probe.hpp>
 
 #include "device_report.hpp"
 #include "rocm_device.hpp"

@@ -1,8 +1,8 @@
 #include "rocm_probe.hpp"
 
-#include <accelkit/host_paths.hpp>
+#include <accelkit/sdk/host_paths.hpp>
 
-#include "accelkit/support/host_file.hpp"
+#include "accelkit/sdk/support/host_file.hpp"
 
 namespace accelkit::rocm {
 

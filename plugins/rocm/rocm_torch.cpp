@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include <accelkit/torch_compat.hpp>
+#include <accelkit/sdk/torch_compat.hpp>
 #include <torch/cuda.h>
 
 // The HIP caching allocator (for the memory fraction) exists only in ROCm builds of LibTorch;

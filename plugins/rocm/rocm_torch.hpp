@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include <accelkit/precision.hpp>
+#include <accelkit/sdk/precision.hpp>
 
 #include "arch_rules.hpp"
 #include "torch_backend.hpp"

@@ -1,6 +1,6 @@
 // The application API: include this one header. Everything a training or inference program
 // uses from accelkit's core is reachable from here; plugin authors include the SDK's headers
-// (accelkit/plugin.hpp and what it names) instead.
+// (accelkit/sdk/plugin.hpp and what it names) instead.
 #pragma once
 
 #include "accelkit/adamw_choice.hpp"

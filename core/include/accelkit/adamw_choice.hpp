@@ -16,7 +16,7 @@
 
 #include <c10/core/Device.h>
 
-#include "accelkit/optimizer.hpp"
+#include "accelkit/sdk/optimizer.hpp"
 
 namespace accelkit {
 

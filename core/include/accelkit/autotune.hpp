@@ -22,8 +22,8 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "accelkit/optimizer.hpp"
-#include "accelkit/precision.hpp"
+#include "accelkit/sdk/optimizer.hpp"
+#include "accelkit/sdk/precision.hpp"
 
 namespace torch::nn { class Module; }
 

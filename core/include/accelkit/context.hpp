@@ -8,7 +8,7 @@
 
 #include "accelkit/loader.hpp"
 #include "accelkit/negotiation.hpp"
-#include "accelkit/precision.hpp"
+#include "accelkit/sdk/precision.hpp"
 #include "accelkit/settings.hpp"
 
 namespace accelkit {

@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "accelkit/plugin.hpp"
+#include "accelkit/sdk/plugin.hpp"
 
 namespace accelkit {
 
 enum class PluginStatus {
-  loaded,       // handshake passed, created and probed with score > 0
+  usable,       // handshake passed, created and probed with score > 0 (shown "usable")
   rejected,     // refused before or at load: insecure, not a plugin, handshake mismatch,
                 // duplicate, disabled, factory failed
   unavailable,  // loaded, but its probe failed or scored 0 (no hardware, no driver, ...)

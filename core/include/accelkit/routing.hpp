@@ -18,7 +18,7 @@
 
 #include <c10/core/Device.h>
 
-#include "accelkit/device.hpp"
+#include "accelkit/sdk/device.hpp"
 #include "accelkit/op_class.hpp"
 #include "accelkit/settings.hpp"
 

@@ -26,11 +26,11 @@
 #include "accelkit/context.hpp"
 #include "accelkit/loss_scaler.hpp"
 #include "accelkit/model_file.hpp"
-#include "accelkit/optimizer.hpp"
-#include "accelkit/precision.hpp"
+#include "accelkit/sdk/optimizer.hpp"
+#include "accelkit/sdk/precision.hpp"
 #include "accelkit/routing.hpp"
 #include "accelkit/step_runner.hpp"
-#include "accelkit/torch_compat.hpp"
+#include "accelkit/sdk/torch_compat.hpp"
 
 namespace torch::nn { class Module; }
 

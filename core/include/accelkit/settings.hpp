@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "accelkit/op_class.hpp"
-#include "accelkit/precision.hpp"
+#include "accelkit/sdk/precision.hpp"
 
 namespace accelkit {
 

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "accelkit/status.hpp"
+#include "accelkit/sdk/status.hpp"
 
 namespace accelkit {
 

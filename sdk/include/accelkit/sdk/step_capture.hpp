@@ -33,7 +33,7 @@
 
 #include <string>
 
-#include "accelkit/status.hpp"
+#include "accelkit/sdk/status.hpp"
 
 namespace accelkit {
 

@@ -18,8 +18,8 @@
 #include <c10/util/Exception.h>
 #include <torch/optim/adamw.h>
 
-#include "accelkit/optimizer.hpp"
-#include "accelkit/torch_compat.hpp"
+#include "accelkit/sdk/optimizer.hpp"
+#include "accelkit/sdk/torch_compat.hpp"
 
 namespace accelkit::support {
 

@@ -16,7 +16,7 @@
 #include <ATen/core/Tensor.h>
 #include <c10/util/Exception.h>
 
-#include "accelkit/torch_compat.hpp"
+#include "accelkit/sdk/torch_compat.hpp"
 
 #if ACCELKIT_TORCH_AT_LEAST(2, 6) && __has_include(<torch/csrc/inductor/aoti_package/model_package_loader.h>)
 #define ACCELKIT_HAS_AOTI_PACKAGE 1

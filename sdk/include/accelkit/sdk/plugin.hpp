@@ -29,9 +29,9 @@
 #include <boost/dll/alias.hpp>
 #include <torch/version.h>
 
-#include "accelkit/abi.h"
-#include "accelkit/device.hpp"
-#include "accelkit/status.hpp"
+#include "accelkit/sdk/abi.h"
+#include "accelkit/sdk/device.hpp"
+#include "accelkit/sdk/status.hpp"
 
 // ---- the C++ ABI tag -----------------------------------------------------------------------
 // Compiler family (Itanium C++ ABI for GCC and Clang, else MSVC), the standard library, and

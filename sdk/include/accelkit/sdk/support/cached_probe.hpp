@@ -1,5 +1,5 @@
 // CachedProbePlugin: the Plugin boilerplate every backend writes - probe() and open() that
-// never throw (capture()), one lock, and the facts of the last probe kept for open() (probing
+// never throw (guarded()), one lock, and the facts of the last probe kept for open() (probing
 // first when the host opens without probing) - so that a plugin writes only what is its own:
 // how to probe, and how to open device `index` from what the probe found.
 //
@@ -25,7 +25,7 @@
 #include <string>
 #include <utility>
 
-#include "accelkit/plugin.hpp"
+#include "accelkit/sdk/plugin.hpp"
 
 namespace accelkit::support {
 
@@ -33,14 +33,14 @@ template <class Facts>
 class CachedProbePlugin : public Plugin {
  public:
   Result<ProbeReport> probe() noexcept final {
-    return capture(probe_label_.c_str(), [&] {
+    return guarded(probe_label_.c_str(), [&] {
       std::lock_guard<std::mutex> lock(mutex_);
       return refresh();
     });
   }
 
   Result<std::shared_ptr<Device>> open(std::size_t index) noexcept final {
-    return capture(open_label_.c_str(), [&]() -> Result<std::shared_ptr<Device>> {
+    return guarded(open_label_.c_str(), [&]() -> Result<std::shared_ptr<Device>> {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!facts_) refresh();
       return open_device(*facts_, index);

@@ -27,7 +27,7 @@
 #include <ATen/ops/zeros_like.h>
 #include <torch/optim/adamw.h>
 
-#include "accelkit/torch_compat.hpp"
+#include "accelkit/sdk/torch_compat.hpp"
 
 namespace accelkit::support {
 

@@ -15,9 +15,9 @@
 #include <utility>
 #include <vector>
 
-#include "accelkit/capability.hpp"
-#include "accelkit/status.hpp"
-#include "accelkit/step_capture.hpp"
+#include "accelkit/sdk/capability.hpp"
+#include "accelkit/sdk/status.hpp"
+#include "accelkit/sdk/step_capture.hpp"
 
 namespace torch::optim { class Optimizer; }
 
@@ -116,7 +116,7 @@ class Device {
     (void)optimizer;
     (void)step;
     (void)warmup;
-    return capture("capture_step", []() -> Result<std::shared_ptr<CapturedStep>> {
+    return guarded("capture_step", []() -> Result<std::shared_ptr<CapturedStep>> {
       return Status(StatusCode::not_supported, "this device's plugin has no whole-step capture");
     });
   }

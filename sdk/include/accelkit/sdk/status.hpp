@@ -1,7 +1,7 @@
 // accelkit::Status and accelkit::Result<T>: how errors cross the plugin boundary.
 //
 // Exceptions never cross it: every plugin entry point is noexcept and reports failure as a
-// Status (or a Result<T> holding one). capture() turns whatever a body throws - c10::Error
+// Status (or a Result<T> holding one). guarded() turns whatever a body throws - c10::Error
 // and every std::exception derive from std::exception; anything else is caught too - into a
 // Status, so a plugin author wraps each entry point's body in it.
 //
@@ -85,7 +85,7 @@ template <class T> struct is_result<Result<T>> : std::true_type {};
 // first line of what() (c10::Error appends a backtrace). body returns void or Status (gives
 // Status), Result<T> (gives Result<T>), or a plain T (gives Result<T>).
 template <class F>
-auto capture(const char* where, F&& body) noexcept {
+auto guarded(const char* where, F&& body) noexcept {
   using R = std::invoke_result_t<F>;
   using Out = std::conditional_t<std::is_same_v<R, void> || std::is_same_v<R, Status>, Status,
                                  std::conditional_t<is_result<R>::value, R, Result<R>>>;

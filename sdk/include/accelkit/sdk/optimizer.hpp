@@ -1,4 +1,4 @@
-// Optimizer: a plugin's own optimizer implementations (fused kernels), created as
+// Optimizer: the factory of a plugin's own optimizer implementations (fused kernels), created as
 // torch::optim::Optimizer objects so training code needs no other type.
 //
 // Ownership: the returned optimizer is owned by the caller; the host keeps the plugin loaded
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "accelkit/status.hpp"
+#include "accelkit/sdk/status.hpp"
 
 namespace at { class Tensor; }
 namespace torch::optim { class Optimizer; }

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "accelkit/status.hpp"
+#include "accelkit/sdk/status.hpp"
 
 namespace accelkit {
 
