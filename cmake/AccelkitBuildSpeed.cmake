@@ -9,6 +9,9 @@
 #   Off with -DACCELKIT_UNITY=OFF.
 # accelkit_test_code(<target>): a test suite's own code at -O1 - its speed does not matter, the
 #   code it tests keeps the build's optimisation.
+# The test suites that parse LibTorch are compiled together, in unity batches, into two
+#   executables (tests/CMakeLists.txt: accelkit_add_test(... GROUP g)); ctest still runs each
+#   suite by name. ACCELKIT_TEST_BATCH sets the batch size.
 #
 # A precompiled <torch/torch.h> was measured too and left out: loading the 570 MB header costs
 # about 6 s a unit on this hardware, as much as it saves for all but the heaviest units.

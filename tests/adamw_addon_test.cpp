@@ -18,6 +18,9 @@
 #include "accelkit/runtime.hpp"
 #include "test_support.hpp"
 
+// Each suite in its own namespace: suites are compiled together in unity batches.
+namespace adamw_addon_suite {
+
 using namespace accelkit;
 using accelkit::test::test_seed;
 
@@ -88,3 +91,5 @@ TEST_CASE("a plugin without devices contributes an AdamW to the cpu plugin's dev
   auto alone = runtime({ACCELKIT_TEST_PLUGIN_DIR}, {{"adamw_implementation", "adamw_addon.simple"}});
   CHECK_THROWS_WITH_AS(alone->make_adamw(q, {}, false), doctest::Contains("adamw_addon.simple"), std::runtime_error);
 }
+
+}  // namespace adamw_addon_suite

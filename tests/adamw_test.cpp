@@ -21,6 +21,9 @@
 #include "fused_adamw.hpp"
 #include "test_support.hpp"
 
+// Each suite in its own namespace: suites are compiled together in unity batches.
+namespace adamw_suite {
+
 namespace {
 
 using accelkit::cpu::AdamWIsa;
@@ -516,3 +519,5 @@ TEST_CASE("other dtypes take the unfused path with the same math") {
   CHECK(torch::equal(p, r));
   CHECK((state_of(fused, p).exp_avg().scalar_type() == torch::kDouble));
 }
+
+}  // namespace adamw_suite

@@ -19,6 +19,9 @@
 #include "accelkit/sdk/support/aten_fused_adamw.hpp"
 #include "test_support.hpp"
 
+// Each suite in its own namespace: suites are compiled together in unity batches.
+namespace aten_adamw_suite {
+
 using namespace accelkit;
 using accelkit::test::test_seed;
 
@@ -249,3 +252,5 @@ TEST_CASE("the CPU plugin offers its kernel, and LibTorch's where LibTorch has o
   CHECK_THROWS_WITH_AS(cpu_runtime({{"adamw_implementation", "no-such"}}).make_adamw(q, {}, false),
                        doctest::Contains("no AdamW implementation 'no-such'"), std::runtime_error);
 }
+
+}  // namespace aten_adamw_suite

@@ -12,6 +12,9 @@
 
 #include "torch_doctest.hpp"
 
+// Each suite in its own namespace: suites are compiled together in unity batches.
+namespace autotune_suite {
+
 using namespace accelkit;
 using accelkit::test::ScopedEnv;
 using accelkit::test::TempDir;
@@ -302,3 +305,5 @@ TEST_CASE("autotune: the trainer tunes under profile auto, then trains with the 
   CHECK(std::isfinite(r.losses.back()));
   CHECK(r.losses.back() < r.losses.front());
 }
+
+}  // namespace autotune_suite

@@ -23,6 +23,9 @@ namespace accelkit::cli {
 int run_bench(const ContextOptions& options, const BenchOptions& bench, bool json);
 }
 
+// Each suite in its own namespace: suites are compiled together in unity batches.
+namespace bench_suite {
+
 namespace {
 
 using accelkit::BenchOptions;
@@ -283,3 +286,5 @@ TEST_CASE("the verb prints a table and JSON") {
   CHECK(j["model"] == "optimizer");
   CHECK(j["baseline"]["threads"].get<int>() > 0);
 }
+
+}  // namespace bench_suite

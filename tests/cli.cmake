@@ -9,12 +9,12 @@ if(NOT TARGET accelkit_fixture_plugins)
   add_subdirectory(fixtures/plugins)
 endif()
 
-accelkit_add_test(cli_test SOURCES cli_test.cpp LINK accelkit::core nlohmann_json::nlohmann_json)
-target_compile_definitions(cli_test PRIVATE
+accelkit_add_test(cli_test SOURCES cli_test.cpp LINK accelkit::core nlohmann_json::nlohmann_json GROUP host)
+target_compile_definitions(${cli_test_target} PRIVATE
   ACCELKIT_CLI_PATH="$<TARGET_FILE:accelkit>"
   ACCELKIT_CPU_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}"
   ACCELKIT_FIXTURE_PLUGIN_DIR="${ACCELKIT_FIXTURE_PLUGIN_DIR}"
   ACCELKIT_CLI_FIXTURES="${CMAKE_CURRENT_SOURCE_DIR}/fixtures/cli")
-target_include_directories(cli_test PRIVATE
+target_include_directories(${cli_test_target} PRIVATE
   "${CMAKE_CURRENT_SOURCE_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}/fixtures/plugins")
-add_dependencies(cli_test accelkit accelkit-plugin-cpu accelkit_fixture_plugins)
+add_dependencies(${cli_test_target} accelkit accelkit-plugin-cpu accelkit_fixture_plugins)

@@ -25,7 +25,11 @@
 #include "fixture_paths.hpp"
 #include "test_support.hpp"
 
-extern char** environ;
+extern char** environ;  // POSIX: declared by no header
+
+// Each suite in its own namespace: suites are compiled together in unity batches.
+namespace cli_suite {
+
 
 namespace {
 
@@ -519,3 +523,5 @@ TEST_CASE("monitor stops cleanly on SIGINT") {
   CHECK(contains(r.out, "time_s"));
   CHECK(contains(r.err, "stopped after"));
 }
+
+}  // namespace cli_suite

@@ -1,4 +1,4 @@
-accelkit_add_test(core_test SOURCES core_test.cpp LINK accelkit_core)
+accelkit_add_test(core_test SOURCES core_test.cpp LINK accelkit_core GROUP host)
 
 # Every LibTorch version condition lives in sdk/include/accelkit/sdk/torch_compat*.hpp.
 add_test(NAME compat_guard COMMAND "${CMAKE_CURRENT_SOURCE_DIR}/compat_guard_test.sh" "${PROJECT_SOURCE_DIR}")

@@ -10,6 +10,9 @@
 #include "accelkit/pci.hpp"
 #include "accelkit/sdk/status.hpp"
 
+// Each suite in its own namespace: suites are compiled together in unity batches.
+namespace core_suite {
+
 using namespace accelkit;
 
 namespace {
@@ -95,3 +98,5 @@ TEST_CASE("GPUs on the bus with no usable plugin give install hints") {
   CHECK(d.hints[0].find("install the accelkit-plugin-cuda package") != std::string::npos);
   CHECK(d.hints[1].find("the rocm plugin is unavailable: LibTorch here has no ROCm") != std::string::npos);
 }
+
+}  // namespace core_suite

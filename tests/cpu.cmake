@@ -10,11 +10,11 @@ accelkit_add_test(cpu_probe_test SOURCES cpu_probe_test.cpp LINK accelkit_cpu_pr
 accelkit_add_test(cpu_monitor_test SOURCES cpu_monitor_test.cpp LINK accelkit_cpu_probe)
 accelkit_add_test(cpu_precision_test SOURCES cpu_precision_test.cpp LINK accelkit_cpu_probe)
 # OpenBLAS kernel sets: the choice, and the live switch checked on LibTorch matmuls.
-accelkit_add_test(cpu_blas_test SOURCES cpu_blas_test.cpp LINK accelkit_cpu_probe accelkit_torch)
+accelkit_add_test(cpu_blas_test SOURCES cpu_blas_test.cpp LINK accelkit_cpu_probe accelkit_torch GROUP runtime)
 
 # The built module, dlopened as the host does; LibTorch only for headers and the ABI flags.
 accelkit_add_test(cpu_plugin_test SOURCES cpu_plugin_test.cpp
-  LINK accelkit::sdk accelkit_torch ${CMAKE_DL_LIBS})
-target_compile_definitions(cpu_plugin_test PRIVATE
+  LINK accelkit::sdk accelkit_torch ${CMAKE_DL_LIBS} GROUP runtime)
+target_compile_definitions(${cpu_plugin_test_target} PRIVATE
   ACCELKIT_CPU_PLUGIN_PATH="$<TARGET_FILE:accelkit-plugin-cpu>")
-add_dependencies(cpu_plugin_test accelkit-plugin-cpu)
+add_dependencies(${cpu_plugin_test_target} accelkit-plugin-cpu)

@@ -13,6 +13,9 @@
 
 #include "openblas_kernels.hpp"
 
+// Each suite in its own namespace: suites are compiled together in unity batches.
+namespace cpu_blas_suite {
+
 using namespace accelkit::cpu;
 using accelkit::BlasKernels;
 
@@ -143,3 +146,5 @@ TEST_CASE("live: an unknown set is refused and nothing changes") {
   CHECK(err.find("no kernel set 'NoSuchCore'") != std::string::npos);
   CHECK(openblas_current_kernels() == before);
 }
+
+}  // namespace cpu_blas_suite

@@ -16,6 +16,9 @@
 #include <accelkit/sdk/plugin.hpp>
 #include <accelkit/sdk/precision.hpp>
 
+// Each suite in its own namespace: suites are compiled together in unity batches.
+namespace cpu_plugin_suite {
+
 using namespace accelkit;
 
 namespace {
@@ -163,3 +166,5 @@ TEST_CASE("monitor: samples this machine") {
     CHECK((r.value.has_value() || !r.note.empty()));
   }
 }
+
+}  // namespace cpu_plugin_suite

@@ -13,6 +13,9 @@
 
 #include "simple_adamw.hpp"
 
+// Each suite in its own namespace: suites are compiled together in unity batches.
+namespace example_adamw_suite {
+
 using torch::optim::AdamW;
 using torch::optim::AdamWOptions;
 using torch::optim::AdamWParamState;
@@ -131,3 +134,5 @@ TEST_CASE("a torch::optim::AdamW checkpoint continues in SimpleAdamW, and back")
     CHECK(rel_err(b.exp_avg(), state_of(simple, ps[i]).exp_avg(), 1.0) == 0);
   }
 }
+
+}  // namespace example_adamw_suite

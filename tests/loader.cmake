@@ -5,14 +5,14 @@ if(NOT TARGET accelkit_fixture_plugins)
   add_subdirectory(fixtures/plugins)
 endif()
 
-accelkit_add_test(loader_test SOURCES loader_test.cpp LINK accelkit::core)
-target_compile_definitions(loader_test PRIVATE
+accelkit_add_test(loader_test SOURCES loader_test.cpp LINK accelkit::core GROUP host)
+target_compile_definitions(${loader_test_target} PRIVATE
   ACCELKIT_FIXTURE_PLUGIN_DIR="${ACCELKIT_FIXTURE_PLUGIN_DIR}")
-target_include_directories(loader_test PRIVATE
+target_include_directories(${loader_test_target} PRIVATE
   "${CMAKE_CURRENT_SOURCE_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}/fixtures/plugins")
-add_dependencies(loader_test accelkit_fixture_plugins)
+add_dependencies(${loader_test_target} accelkit_fixture_plugins)
 # The pre-load ELF reader is internal to the core.
-target_include_directories(loader_test PRIVATE "${PROJECT_SOURCE_DIR}/core/src")
+target_include_directories(${loader_test_target} PRIVATE "${PROJECT_SOURCE_DIR}/core/src")
 
 # Both LibTorch builds on one machine (scripts/setup --all sets ACCELKIT_OTHER_BUILD_DIR to the
 # other build tree): this build's accelkit refuses the other build's plugins from the file,

@@ -17,6 +17,9 @@
 #include "fixture_paths.hpp"
 #include "test_support.hpp"
 
+// Each suite in its own namespace: suites are compiled together in unity batches.
+namespace loader_suite {
+
 using namespace accelkit;
 using namespace accelkit::test;
 
@@ -650,3 +653,5 @@ TEST_CASE("the pre-load reader: a plugin's note and needed libraries, and damage
     CHECK(contains(error, "cannot be read"));
   }
 }
+
+}  // namespace loader_suite

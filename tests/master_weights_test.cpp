@@ -18,6 +18,9 @@
 
 #include "fused_adamw.hpp"
 
+// Each suite in its own namespace: suites are compiled together in unity batches.
+namespace master_weights_suite {
+
 namespace {
 
 using accelkit::cpu::AdamWIsa;
@@ -263,3 +266,5 @@ TEST_CASE("master weights from a checkpoint without them restart from the bf16 p
   for (const auto& p : params) CHECK(torch::equal(with.master_of(p), p.to(torch::kFloat)));
   CHECK(with.state().size() == params.size());  // AdamW's own state did load
 }
+
+}  // namespace master_weights_suite

@@ -4,12 +4,12 @@ if(NOT TARGET accelkit_fixture_plugins)
   add_subdirectory(fixtures/plugins)
 endif()
 set(_accelkit_model_fixtures "${CMAKE_CURRENT_BINARY_DIR}/model-fixtures")
-accelkit_add_test(model_file_test SOURCES model_file_test.cpp LINK accelkit::core)
-target_compile_definitions(model_file_test PRIVATE
+accelkit_add_test(model_file_test SOURCES model_file_test.cpp LINK accelkit::core GROUP runtime)
+target_compile_definitions(${model_file_test_target} PRIVATE
   ACCELKIT_MODEL_FIXTURES="${_accelkit_model_fixtures}"
   ACCELKIT_FIXTURE_PLUGIN_DIR="${ACCELKIT_FIXTURE_PLUGIN_DIR}"
   ACCELKIT_AOTI_MISSING_LIB="$<TARGET_FILE:accelkit-fixture-aoti-missing>")
-add_dependencies(model_file_test accelkit_fixture_plugins)
+add_dependencies(${model_file_test_target} accelkit_fixture_plugins)
 
 # The fixtures are exported at test time by a Python whose torch is this LibTorch's release:
 # ACCELKIT_TORCH_PYTHON, or the venv around a wheel's LibTorch (.../lib/pythonX/site-packages/torch).

@@ -19,6 +19,9 @@
 #include "accelkit/sdk/torch_compat_aoti.hpp"
 #include "test_support.hpp"
 
+// Each suite in its own namespace: suites are compiled together in unity batches.
+namespace model_file_suite {
+
 using namespace accelkit;
 using namespace accelkit::test;
 
@@ -222,3 +225,5 @@ TEST_CASE("models exported by this LibTorch's PyTorch: TorchScript and .pt2 agre
     CHECK(at::allclose(pkg->run({x2})[0], ts->run({x2})[0], 1e-4, 1e-5));
   }
 }
+
+}  // namespace model_file_suite

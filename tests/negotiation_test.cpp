@@ -12,6 +12,9 @@
 #include "fixture_paths.hpp"
 #include "test_support.hpp"
 
+// Each suite in its own namespace: suites are compiled together in unity batches.
+namespace negotiation_suite {
+
 using namespace accelkit;
 using namespace accelkit::test;
 
@@ -553,3 +556,5 @@ TEST_CASE("Context: an explicit request that cannot be had is DeviceUnavailableE
     CHECK(ctx->require_device().device.id == "cpu:0");
   }
 }
+
+}  // namespace negotiation_suite

@@ -12,6 +12,9 @@
 
 #include "test_support.hpp"
 
+// Each suite in its own namespace: suites are compiled together in unity batches.
+namespace routing_suite {
+
 using namespace accelkit;
 using accelkit::test::contains;
 
@@ -167,3 +170,5 @@ TEST_CASE("Runtime::device_for follows the config's [routing] table") {
   CHECK(rt->routes().size() == op_class_names().size());
 }
 #endif
+
+}  // namespace routing_suite

@@ -14,6 +14,9 @@
 #include "config_file.hpp"
 #include "test_support.hpp"
 
+// Each suite in its own namespace: suites are compiled together in unity batches.
+namespace settings_suite {
+
 using namespace accelkit;
 namespace fs = std::filesystem;
 
@@ -461,3 +464,5 @@ TEST_CASE("the README's settings table is the schema's (accelkit help settings)"
                 "README.md's settings table is stale: replace it with the output of `accelkit help settings`");
   for (const auto& spec : settings_schema()) CHECK_MESSAGE(table.find("| `" + spec.key + "` |") != std::string::npos, spec.key);
 }
+
+}  // namespace settings_suite

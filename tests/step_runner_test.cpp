@@ -20,6 +20,9 @@
 
 #include "torch_doctest.hpp"
 
+// Each suite in its own namespace: suites are compiled together in unity batches.
+namespace step_runner_suite {
+
 using namespace accelkit;
 
 namespace {
@@ -414,3 +417,5 @@ TEST_CASE("the bench's accelkit step goes through capture_step and says how it r
     CHECK(contains(run_bench(*rt, o).accelkit.step_mode, "no forward"));
   }
 }
+
+}  // namespace step_runner_suite

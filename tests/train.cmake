@@ -3,8 +3,8 @@ if(NOT TARGET accelkit-plugin-cpu)
   message(STATUS "train_test skipped: needs the CPU plugin")
   return()
 endif()
-accelkit_add_test(train_test SOURCES train_test.cpp LINK accelkit::train)
-target_compile_definitions(train_test PRIVATE
+accelkit_add_test(train_test SOURCES train_test.cpp LINK accelkit::train GROUP runtime)
+target_compile_definitions(${train_test_target} PRIVATE
   ACCELKIT_TEST_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}"
   ACCELKIT_TRAIN_FIXTURES="${CMAKE_CURRENT_SOURCE_DIR}/fixtures/train")
-add_dependencies(train_test accelkit-plugin-cpu)
+add_dependencies(${train_test_target} accelkit-plugin-cpu)

@@ -19,6 +19,9 @@
 
 #include "test_support.hpp"
 
+// Each suite in its own namespace: suites are compiled together in unity batches.
+namespace train_suite {
+
 using namespace accelkit;
 using accelkit::test::contains;
 using accelkit::test::TempDir;
@@ -543,3 +546,5 @@ TEST_CASE("a checkpoint written by a newer LibTorch is refused naming both versi
   set_torch("1.0.0");  // older: LibTorch reads its predecessors' archives
   CHECK_FALSE(CheckpointDir::read(file.string()).empty());
 }
+
+}  // namespace train_suite
