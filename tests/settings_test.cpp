@@ -71,7 +71,8 @@ TEST_CASE("schema: display order, types, env names and options, [routing] and [t
   CHECK(top == std::vector<std::string>{"device", "no_gpu", "precision", "tf32", "compile", "sdpa_backend",
                                         "fused_optimizer", "adamw_implementation", "master_weights", "threads",
                                         "blas_kernels", "batch_size", "profile", "sampler", "autotune",
-                                        "autotune_cache", "log_level", "prefer", "require"});
+                                        "autotune_cache", "log_level", "plugin_scan", "plugin_scan_timeout",
+                                        "plugin_scan_memory", "prefer", "require"});
   CHECK(routing == op_class_names().size());
   CHECK(train == 13);
   for (const auto& spec : schema) {
@@ -197,6 +198,9 @@ TEST_CASE("file layer: every key, with file:line:column") {
   CHECK(s.text("master_weights") == "on");
   CHECK(s.text("blas_kernels") == "library");
   CHECK(s.text("adamw_implementation") == "aten-fused");
+  CHECK_FALSE(*s->plugin_scan);
+  CHECK(*s->plugin_scan_timeout == 30);
+  CHECK(*s->plugin_scan_memory == 1024);
   for (const auto& [key, eff] : s.all()) {
     if (key.find('.') != std::string::npos) continue;  // [routing] and [train]: not in this file
     CHECK_MESSAGE(eff.origin == Origin::file, key);

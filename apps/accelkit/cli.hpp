@@ -38,6 +38,7 @@ struct Invocation {
   std::vector<std::string> plugin_paths;
   // Verb options.
   bool verbose = false;            // plugins -v
+  bool rescan = false;             // plugins --rescan
   bool apply = false;              // report --apply
   double interval = 1.0;           // monitor --interval (seconds)
   std::optional<long long> count;  // monitor --count; unset = until Ctrl-C

@@ -34,7 +34,8 @@ Json plugin_json(const PluginRecord& p) {
          {"version", p.version},
          {"torch_version", p.torch_version},
          {"cxx_abi", p.cxx_abi},
-         {"description", p.description}};
+         {"description", p.description},
+         {"scan", p.scan.empty() ? Json(nullptr) : Json(p.scan)}};
   Json devices = Json::array();
   if (p.probe) {
     for (const auto& d : p.probe->devices) devices.push_back(device_json(d));

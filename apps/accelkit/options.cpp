@@ -20,7 +20,8 @@ struct VerbDoc {
 
 constexpr VerbDoc kVerbs[] = {
     {"info", "info [--json]", "the selected device and why, plugins, devices, settings"},
-    {"plugins", "plugins [-v] [--json]", "every plugin found and what became of it (-v: search path and trace)"},
+    {"plugins", "plugins [-v] [--rescan] [--json]",
+     "every plugin found and what became of it (-v: search path and trace; --rescan: examine them again)"},
     {"report", "report [--apply] [--json]", "decision, settings with provenance, precision plan (--apply: apply and read back)"},
     {"monitor", "monitor [--interval S] [--count N] [--csv | --json]", "sample the selected device's sensors"},
     {"bench", "bench [--model M] [--steps N] [--vs-tuned] [--json]", "time a training step: accelkit vs plain LibTorch"},
@@ -87,6 +88,7 @@ po::options_description verb_options() {
   po::options_description d("Verb options");
   d.add_options()
       ("verbose,v", po::bool_switch(), "plugins: show the search path and every path tried")
+      ("rescan", po::bool_switch(), "plugins: examine every plugin file again in a separate process")
       ("apply", po::bool_switch(), "report: apply the precision plan and read it back from LibTorch")
       ("interval", po::value<double>()->value_name("S"), "monitor: seconds between samples (default 1)")
       ("count", po::value<long long>()->value_name("N"), "monitor: number of samples (default: until Ctrl-C)")
@@ -162,6 +164,7 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   if (vm.count("config")) inv.config = vm["config"].as<std::string>();
   if (vm.count("plugin-path")) inv.plugin_paths = vm["plugin-path"].as<std::vector<std::string>>();
   inv.verbose = flag(vm, "verbose");
+  inv.rescan = flag(vm, "rescan");
   inv.apply = flag(vm, "apply");
   inv.csv = flag(vm, "csv");
   if (vm.count("interval")) inv.interval = vm["interval"].as<double>();
@@ -182,6 +185,7 @@ Invocation parse_command_line(int argc, const char* const* argv) {
     throw UsageError("unexpected argument '" + inv.operands[1] + "'");
 
   only_for(vm, "verbose", inv.verb, "plugins");
+  only_for(vm, "rescan", inv.verb, "plugins");
   only_for(vm, "apply", inv.verb, "report");
   only_for(vm, "interval", inv.verb, "monitor");
   only_for(vm, "count", inv.verb, "monitor");
@@ -209,6 +213,7 @@ ContextOptions Invocation::context_options() const {
   ContextOptions o;
   o.settings = settings_inputs();
   o.loader.cli_paths = plugin_paths;
+  o.loader.rescan = rescan;
   return o;
 }
 

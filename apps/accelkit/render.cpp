@@ -48,6 +48,7 @@ void render_plugins(std::ostream& out, const std::vector<PluginRecord>& plugins,
                p.probe ? std::to_string(p.probe->score) : "-",
                p.probe ? std::to_string(p.probe->devices.size()) : "-", p.path});
     if (!p.reason.empty()) t.add_note("reason: " + p.reason);
+    if (verbose && !p.scan.empty() && p.status != PluginStatus::rejected) t.add_note("scan: " + p.scan);
     if (!p.probe) continue;
     if (verbose || p.status != PluginStatus::usable)
       for (const auto& r : p.probe->reasons)

@@ -10,6 +10,7 @@
 #include <map>
 #include <thread>
 
+#include "accelkit/readings.hpp"
 #include "accelkit/sdk/monitor.hpp"
 #include "cli.hpp"
 #include "format.hpp"
@@ -68,7 +69,7 @@ std::string raw_number(double v) {
 }
 
 std::string human_value(const Reading& r) {
-  if (!r.value) return "n/a";
+  if (!r.value) return r.note.rfind("implausible", 0) == 0 ? "n/a (" + r.note + ")" : "n/a";
   if (r.unit == "bytes") return human_bytes(static_cast<std::uint64_t>(std::max(0.0, *r.value)));
   return fmt("%.1f", *r.value);
 }
@@ -134,6 +135,7 @@ int verb_monitor(const Invocation& inv, const Context& ctx) {
   for (long long i = 0; !inv.count || i < *inv.count; ++i) {
     if (i > 0 && !sleep_until(start + step * i)) break;
     auto sample = monitor.value()->sample();
+    if (sample.ok()) screen_readings(sample.value());
     const double t = std::chrono::duration<double>(Clock::now() - start).count();
     if (!sample.ok()) {
       std::cerr << "accelkit: sampling " << id << " failed: " << sample.status().message() << '\n';

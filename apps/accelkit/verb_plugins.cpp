@@ -1,4 +1,5 @@
 // accelkit plugins [-v]: every plugin found and what became of it.
+#include <algorithm>
 #include <iostream>
 
 #include "cli.hpp"
@@ -13,7 +14,7 @@ namespace accelkit::cli {
 int verb_plugins(const Invocation& inv, const Context& ctx) {
   const Discovery& disc = ctx.discovery();
   if (inv.json) {
-    Json j{{"plugins", plugins_json(disc.plugins)}};
+    Json j{{"plugins", plugins_json(disc.plugins)}, {"scan", disc.scan_note}};
     if (inv.verbose) {
       Json dirs = Json::array();
       for (const auto& dir : disc.dirs) dirs.push_back(Json{{"path", dir.path}, {"origin", dir.origin}});
@@ -38,6 +39,9 @@ int verb_plugins(const Invocation& inv, const Context& ctx) {
     out << '\n';
   }
   render_plugins(out, disc.plugins, inv.verbose);
+  if (inv.verbose || std::any_of(disc.plugins.begin(), disc.plugins.end(),
+                                 [](const PluginRecord& p) { return p.scan.rfind("failed", 0) == 0; }))
+    out << "Scan: " << disc.scan_note << '\n';
   if (inv.verbose) {
     out << "\nTrace:\n";
     if (disc.trace.empty()) out << "  (empty)\n";

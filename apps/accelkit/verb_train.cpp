@@ -24,6 +24,7 @@
 
 #include "accelkit/checkpoint.hpp"
 #include "accelkit/sdk/device.hpp"
+#include "accelkit/readings.hpp"
 #include "accelkit/sdk/monitor.hpp"
 #include "accelkit/runtime.hpp"
 #include "accelkit/train.hpp"
@@ -108,6 +109,7 @@ class Thermometer {
     last_ = now;
     value_.reset();
     auto sample = monitor_->sample();
+    if (sample.ok()) screen_readings(sample.value());
     if (sample.ok())
       for (const auto& r : sample.value())
         if (r.key == reading::temperature_c && r.value) value_ = r.value;

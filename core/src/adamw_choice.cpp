@@ -1,3 +1,4 @@
+#include "plugin_call.hpp"
 #include "accelkit/adamw_choice.hpp"
 
 #include <algorithm>
@@ -108,7 +109,8 @@ double time_step(torch::optim::Optimizer& opt, c10::Device device) {
 }  // namespace
 
 AdamWImplChoice cached_adamw_implementation(const Context& ctx, Optimizer& optimizer, int threads) {
-  const auto impls = optimizer.adamw_implementations();
+  const auto impls = call_plugin(ctx.require_device().plugin + " plugin", "Optimizer::adamw_implementations()",
+                                 [&] { return optimizer.adamw_implementations(); });
   AdamWImplChoice c;
   if (impls.size() == 1) {
     c.name = impls.front().name;
@@ -127,7 +129,8 @@ AdamWImplChoice cached_adamw_implementation(const Context& ctx, Optimizer& optim
 
 AdamWImplChoice choose_adamw_implementation(const Context& ctx, Optimizer& optimizer, c10::Device device,
                                             bool use_cache) {
-  const auto impls = optimizer.adamw_implementations();
+  const auto impls = call_plugin(ctx.require_device().plugin + " plugin", "Optimizer::adamw_implementations()",
+                                 [&] { return optimizer.adamw_implementations(); });
   if (impls.empty()) throw std::runtime_error("the plugin's optimizer offers no AdamW implementation");
   if (impls.size() == 1) return cached_adamw_implementation(ctx, optimizer);
 

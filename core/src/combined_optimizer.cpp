@@ -1,5 +1,7 @@
 #include "combined_optimizer.hpp"
 
+#include "plugin_call.hpp"
+
 #include <utility>
 
 namespace accelkit {
@@ -13,14 +15,17 @@ class CombinedOptimizer final : public Optimizer {
 
   std::string implementation() const override {
     if (own_) return own_->implementation();
-    return contributed_.front().optimizer->implementation() + " (from plugin " + contributed_.front().plugin + ")";
+    const OptimizerContribution& c = contributed_.front();
+    return call_plugin(c.plugin + " plugin", "Optimizer::implementation()", [&] { return c.optimizer->implementation(); }) +
+           " (from plugin " + c.plugin + ")";
   }
 
   std::vector<AdamWImplementation> adamw_implementations() const override {
     std::vector<AdamWImplementation> out;
     if (own_) out = own_->adamw_implementations();
     for (const auto& c : contributed_)
-      for (AdamWImplementation impl : c.optimizer->adamw_implementations()) {
+      for (AdamWImplementation impl : call_plugin(c.plugin + " plugin", "Optimizer::adamw_implementations()",
+                                                  [&] { return c.optimizer->adamw_implementations(); })) {
         impl.name = c.plugin + "." + impl.name;
         impl.description += " (from plugin " + c.plugin + ")";
         out.push_back(std::move(impl));
@@ -38,7 +43,13 @@ class CombinedOptimizer final : public Optimizer {
       theirs.implementation = name.substr(prefix.size());
       // Its first implementation is its default: asked for by "" (a plugin listing only the
       // SDK's "default" entry may not know that name).
-      const auto impls = c.optimizer->adamw_implementations();
+      std::vector<AdamWImplementation> impls;
+      try {
+        impls = call_plugin(c.plugin + " plugin", "Optimizer::adamw_implementations()",
+                            [&] { return c.optimizer->adamw_implementations(); });
+      } catch (const std::exception& e) {
+        return Status(StatusCode::internal, e.what());
+      }
       if (!impls.empty() && impls.front().name == theirs.implementation) theirs.implementation.clear();
       return c.optimizer->create_adamw(params, theirs);
     }

@@ -42,7 +42,12 @@ std::unique_ptr<Context> Context::create(Settings settings, const LoaderOptions&
   std::unique_ptr<Context> ctx(new Context());
   ctx->settings_ = std::move(settings);
   init_logging(*ctx->config().log_level);
-  ctx->discovery_ = discover_plugins(loader);
+  LoaderOptions scan = loader;
+  const Config& c = ctx->config();
+  scan.scan = loader.scan && *c.plugin_scan;
+  scan.scan_timeout_s = *c.plugin_scan_timeout;
+  scan.scan_memory_bytes = static_cast<std::uint64_t>(*c.plugin_scan_memory) << 20;
+  ctx->discovery_ = discover_plugins(scan);
   ctx->pci_ = scan_pci_gpus();
   ctx->decision_ = negotiate(ctx->discovery_.plugins, device_request_from(ctx->config()), ctx->pci_);
   for (const auto& hint : ctx->decision_.hints) spdlog::info("{}", hint);

@@ -21,7 +21,10 @@
 #include <spdlog/spdlog.h>
 
 #include "accelkit/sdk/host_paths.hpp"
+#include "accelkit/sdk/support/plausible.hpp"
+#include "accelkit/autotune.hpp"
 #include "elf_facts.hpp"
+#include "plugin_scan.hpp"
 #include "accelkit/version.hpp"
 #include "strings.hpp"
 
@@ -197,7 +200,14 @@ std::string open_library(const std::string& path, std::shared_ptr<boost::dll::sh
 std::string handshake_problem(boost::dll::shared_library& lib, PluginRecord& rec) {
   if (!lib.has(ACCELKIT_PLUGIN_INFO_SYMBOL)) return "not an accelkit plugin: no '" ACCELKIT_PLUGIN_INFO_SYMBOL "' symbol";
   auto& info_fn = lib.get<const AccelkitPluginInfo*()>(ACCELKIT_PLUGIN_INFO_SYMBOL);
-  const AccelkitPluginInfo* info = info_fn();
+  const AccelkitPluginInfo* info = nullptr;
+  try {  // a C entry point must not throw; a hand-written one may
+    info = info_fn();
+  } catch (const std::exception& e) {
+    return ACCELKIT_PLUGIN_INFO_SYMBOL "() threw (a C entry point must not): " + text::shorten(e.what(), 160);
+  } catch (...) {
+    return ACCELKIT_PLUGIN_INFO_SYMBOL "() threw a non-standard exception (a C entry point must not)";
+  }
   if (!info) return ACCELKIT_PLUGIN_INFO_SYMBOL "() returned NULL";
   if (info->struct_size < ACCELKIT_PLUGIN_INFO_MIN_SIZE)
     return "handshake: AccelkitPluginInfo.struct_size found " + std::to_string(info->struct_size) +
@@ -228,7 +238,14 @@ std::string create_plugin(const std::shared_ptr<boost::dll::shared_library>& lib
     return "no '" ACCELKIT_PLUGIN_FACTORY_ALIAS "' factory (use ACCELKIT_PLUGIN(Class))";
   auto& factory = lib->get_alias<PluginFactory>(ACCELKIT_PLUGIN_FACTORY_ALIAS);
   Status err;
-  Plugin* raw = factory(&err);
+  Plugin* raw = nullptr;
+  try {  // ACCELKIT_PLUGIN's factory catches; a hand-written one may not
+    raw = factory(&err);
+  } catch (const std::exception& e) {
+    return "factory threw (it must return null with a Status instead): " + text::shorten(e.what(), 160);
+  } catch (...) {
+    return "factory threw a non-standard exception (it must return null with a Status instead)";
+  }
   if (!raw) return "factory failed: " + (err.message().empty() ? std::string("returned null") : err.message());
   rec.plugin = std::shared_ptr<Plugin>(raw, [lib](Plugin* p) { delete p; });
   return {};
@@ -250,8 +267,16 @@ void probe_plugin(PluginRecord& rec, std::vector<std::string>* trace) {
     return;
   }
   rec.probe = std::move(report).value();
-  for (std::size_t i = 0; i < rec.probe->devices.size(); ++i)
-    if (rec.probe->devices[i].id.empty()) rec.probe->devices[i].id = rec.name + ":" + std::to_string(i);
+  for (std::size_t i = 0; i < rec.probe->devices.size(); ++i) {
+    DeviceInfo& d = rec.probe->devices[i];
+    if (d.id.empty()) d.id = rec.name + ":" + std::to_string(i);
+    // A fact the host acts on must be physically possible (sdk/support/plausible.hpp).
+    if (!plausible::memory_bytes(d.memory_bytes)) {
+      d.warnings.push_back("memory reported as " + std::to_string(d.memory_bytes) +
+                           " bytes is implausible (above 64 TiB); treated as unknown");
+      d.memory_bytes = 0;
+    }
+  }
   if (rec.probe->score <= 0) {
     rec.status = PluginStatus::unavailable;
     rec.reason = rec.probe->reasons.empty() ? "score 0: unusable here" : text::join(rec.probe->reasons, "; ");
@@ -262,8 +287,8 @@ void probe_plugin(PluginRecord& rec, std::vector<std::string>* trace) {
 
 // Checks, loads and creates the plugin at `path`; then, with `probe`, probes it as a
 // separate step. A refusal at any step is the record's reason.
-PluginRecord load_impl(const std::string& path, bool probe, const NameVeto& veto,
-                       std::vector<std::string>* trace) {
+PluginRecord load_steps(const std::string& path, bool probe, const NameVeto& veto,
+                        std::vector<std::string>* trace) {
   PluginRecord rec;
   rec.path = path;
   rec.name = name_from_file(path);
@@ -286,6 +311,25 @@ PluginRecord load_impl(const std::string& path, bool probe, const NameVeto& veto
     rec.status = PluginStatus::usable;
   }
   return rec;
+}
+
+// load_steps(), with anything a step throws (Boost.DLL, the file system) as the refusal.
+PluginRecord load_impl(const std::string& path, bool probe, const NameVeto& veto, std::vector<std::string>* trace) {
+  auto refused = [&](std::string why) {
+    PluginRecord rec;
+    rec.path = path;
+    rec.name = name_from_file(path);
+    rec.status = PluginStatus::rejected;
+    rec.reason = std::move(why);
+    return rec;
+  };
+  try {
+    return load_steps(path, probe, veto, trace);
+  } catch (const std::exception& e) {
+    return refused("loading it failed: " + text::shorten(e.what(), 200));
+  } catch (...) {
+    return refused("loading it failed: a non-standard exception");
+  }
 }
 
 std::string executable_dir() {
@@ -364,8 +408,76 @@ std::vector<SearchDir> plugin_search_dirs(const LoaderOptions& options) {
 
 PluginRecord load_plugin_file(const std::string& path, bool probe) { return load_impl(path, probe, {}, nullptr); }
 
+namespace {
+
+// The out-of-process examination of one candidate: "" to go on loading it here, else why it
+// is refused. Fills rec.scan.
+class Examiner {
+ public:
+  explicit Examiner(const LoaderOptions& options) : options_(options) {
+    if (!options.scan) {
+      note_ = "plugins are examined in this process (plugin_scan = false): a crashing or hanging plugin takes the "
+              "process with it";
+      return;
+    }
+    std::string looked;
+    scanner_ = scan::find_scanner(&looked);
+    if (scanner_.empty()) {
+      note_ = "no plugin scanner found, so plugins are examined in this process (a crashing plugin takes it "
+              "down); looked: " + looked;
+      spdlog::warn("{}", note_);
+      return;
+    }
+    registry_.emplace(options.cache_dir ? *options.cache_dir : autotune_cache_dir());
+    note_ = "each new plugin file is examined first in a separate process (" + scanner_ + ")";
+    if (!registry_->path().empty()) note_ += "; verdicts kept in " + registry_->path();
+    else note_ += "; no cache directory, so nothing is kept between runs";
+    if (!registry_->problem().empty())
+      spdlog::warn("plugin registry {} not used: {}; examining every plugin again", registry_->path(), registry_->problem());
+  }
+  ~Examiner() {
+    if (!registry_) return;
+    if (std::string why = registry_->save(); !why.empty())
+      spdlog::warn("cannot write the plugin registry {}: {}", registry_->path(), why);
+  }
+  const std::string& note() const noexcept { return note_; }
+
+  std::string examine(const std::string& path, PluginRecord& rec, std::vector<std::string>& trace) {
+    if (scanner_.empty()) return {};
+    PluginRecord probe_only;  // the cheap checks first: what the file alone refuses needs no child
+    if (!file_problem(path, probe_only).empty()) return {};
+    std::optional<scan::Verdict> v = options_.rescan ? std::nullopt : registry_->lookup(path);
+    const bool recorded = v.has_value();
+    if (!v) {
+      v = scan::scan_in_child(scanner_, path, {options_.scan_timeout_s, options_.scan_memory_bytes});
+      registry_->record(path, *v);
+    }
+    char ms[32];
+    std::snprintf(ms, sizeof ms, "%.0f ms", v->ms);
+    const std::string when = recorded ? "recorded " + v->scanned : std::string("examined now in ") + ms;
+    trace.push_back("  " + path + ": out-of-process scan " + (v->passed ? "passed" : "failed") + " (" + when + ")");
+    if (v->passed) {
+      rec.scan = "passed (" + when + ")";
+      return {};
+    }
+    rec.scan = "failed (" + when + "): " + v->reason;
+    return "examined in a separate process, it " + v->reason +
+           "; refused until the file changes (accelkit plugins --rescan examines it again)";
+  }
+
+ private:
+  const LoaderOptions& options_;
+  std::string scanner_;
+  std::string note_;
+  std::optional<scan::Registry> registry_;
+};
+
+}  // namespace
+
 Discovery discover_plugins(const LoaderOptions& options) {
   Discovery out;
+  Examiner examiner(options);
+  out.scan_note = examiner.note();
   std::vector<std::string> globs = options.disable_globs;
   if (options.read_environment) {
     for (auto& g : split(env_or_empty("ACCELKIT_PLUGINS_DISABLE"), ',')) globs.push_back(g);
@@ -412,7 +524,17 @@ Discovery discover_plugins(const LoaderOptions& options) {
             return "disabled by ACCELKIT_PLUGINS_DISABLE ('" + h.front() + "')";
           return {};
         };
-        rec = load_impl(path, options.probe, veto, &out.trace);
+        PluginRecord scanned;
+        if (std::string why = examiner.examine(path, scanned, out.trace); !why.empty()) {
+          rec = std::move(scanned);
+          rec.path = path;
+          rec.name = name_from_file(path);
+          rec.status = PluginStatus::rejected;
+          rec.reason = std::move(why);
+        } else {
+          rec = load_impl(path, options.probe, veto, &out.trace);
+          rec.scan = std::move(scanned.scan);
+        }
         if (rec.plugin) seen_name.emplace(rec.name, path);
       }
       out.trace.push_back("  " + path + ": " + to_string(rec.status) + (rec.reason.empty() ? "" : " - " + rec.reason));

@@ -1,3 +1,4 @@
+#include "plugin_call.hpp"
 #include "accelkit/runtime.hpp"
 
 #include "accelkit/sdk/support/adamw_state.hpp"
@@ -64,7 +65,8 @@ void Runtime::attach_optimizers() {
                                                      &declined);
   for (const auto& line : declined) spdlog::warn("{}", line);
   for (const auto& c : contributed)
-    spdlog::info("optimizer: plugin {} contributes AdamW to {}: {}", c.plugin, info.id, c.optimizer->implementation());
+    spdlog::info("optimizer: plugin {} contributes AdamW to {}: {}", c.plugin, info.id,
+                 call_plugin(c.plugin + " plugin", "Optimizer::implementation()", [&] { return c.optimizer->implementation(); }));
   if (!contributed.empty()) optimizers_ = combine_optimizers(optimizers_, std::move(contributed));
 }
 
@@ -165,12 +167,15 @@ OptimizerChoice Runtime::make_adamw_as(const std::vector<at::Tensor>& params, co
   if (fused != Toggle::off && optimizers_) {
     // Among several implementations the measured fastest; master weights only the plugin's
     // default (the first) keeps.
-    std::string impl = optimizers_->implementation(), chosen_why;
+    const std::string who = context_->require_device().plugin + " plugin";
+    std::string impl = call_plugin(who, "Optimizer::implementation()", [&] { return optimizers_->implementation(); });
+    std::string chosen_why;
     if (c.implementation.empty() && asked != "auto") {
       // A name the user gave: that one or a loud failure (the plugin lists what it offers).
       c.implementation = asked;
       chosen_why = "; adamw_implementation = " + asked + " (from " + s.adamw_implementation.from() + ")";
-      for (const auto& i : optimizers_->adamw_implementations())
+      for (const auto& i : call_plugin(who, "Optimizer::adamw_implementations()",
+                                       [&] { return optimizers_->adamw_implementations(); }))
         if (i.name == asked) impl = i.description;
     } else if (c.implementation.empty() && !c.master_weights) {
       if (!adamw_choice_)

@@ -388,6 +388,16 @@ std::vector<SettingSpec> make_schema() {
   s.back().option_turns_off = true;
   s.push_back(enum_spec<LogLevel>("log_level", LogLevel::warn, "ACCELKIT_LOG_LEVEL", "log level",
                                   store_enum<LogLevel>(ACCELKIT_FIELD(log_level))));
+  s.push_back(flag_spec("plugin_scan", true, "ACCELKIT_PLUGIN_SCAN",
+                        "examine each new plugin file in a separate process first (off: in this one, e.g. under a "
+                        "debugger)",
+                        store_as<bool>(ACCELKIT_FIELD(plugin_scan))));
+  s.push_back(int_spec("plugin_scan_timeout", 10, 1, 600, "ACCELKIT_PLUGIN_SCAN_TIMEOUT",
+                       "seconds a plugin may take to be examined before it is killed and refused",
+                       store_as<int>(ACCELKIT_FIELD(plugin_scan_timeout))));
+  s.push_back(int_spec("plugin_scan_memory", 4096, 0, INT32_MAX, "ACCELKIT_PLUGIN_SCAN_MEMORY",
+                       "MiB of data the examining process may allocate (0 = no limit)",
+                       store_as<std::int64_t>(ACCELKIT_FIELD(plugin_scan_memory))));
   s.push_back(list_spec("prefer", "ACCELKIT_PREFER", "plugins to prefer, in order", check_plugins,
                         store_as<std::vector<std::string>>(ACCELKIT_FIELD(prefer))));
   s.push_back(list_spec("require", "ACCELKIT_REQUIRE", "capabilities the device must have", check_capabilities,

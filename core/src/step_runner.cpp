@@ -1,3 +1,4 @@
+#include "plugin_call.hpp"
 #include "accelkit/step_runner.hpp"
 
 #include <stdexcept>
@@ -35,7 +36,7 @@ void StepRunner::run() {
     captured_ = true;
     return;
   }
-  std::string why = plugin_->fallback_reason();
+  std::string why = call_plugin(where_, "CapturedStep::fallback_reason()", [&] { return plugin_->fallback_reason(); });
   if (why.empty()) return;
   // Falling back is final (step_capture.hpp): the plugin runs the step eagerly from now on.
   fell_back_ = true;
@@ -67,7 +68,9 @@ std::unique_ptr<StepRunner> make_step_runner(Device& device, const Setting<Compi
   if (!captured.ok()) return eager(id + " cannot capture the step: " + captured.status().message());
   if (!captured.value()) return eager(id + " returned no captured step");
   // A refusal known before the first step (an optimizer it cannot record) counts as one.
-  if (std::string why = captured.value()->fallback_reason(); !why.empty())
+  if (std::string why = call_plugin(id, "CapturedStep::fallback_reason()",
+                                    [&] { return captured.value()->fallback_reason(); });
+      !why.empty())
     return eager(id + " cannot capture the step: " + why);
   return std::make_unique<StepRunner>(std::move(captured).value(), id + " (" + asked + ")");
 }

@@ -7,13 +7,14 @@
 #include <accelkit/sdk/plugin.hpp>
 #include <accelkit/sdk/precision.hpp>
 #include <accelkit/sdk/support/adamw_state.hpp>
+#include <accelkit/sdk/support/host_file.hpp>
+#include <accelkit/sdk/support/plausible.hpp>
 #include <accelkit/sdk/torch_compat.hpp>
 
 #include <ATen/Parallel.h>
 
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
 #include <iterator>
 #include <numeric>
 #include <optional>
@@ -29,8 +30,10 @@ namespace cpu_variant {
 using namespace accelkit;
 
 // The rest of the first line of a /proc file that starts with `key`, less a ':' separator.
+// Read through the SDK's bounded reader: a FIFO or a huge file there never blocks the plugin.
 std::string proc_field(const char* file, const std::string& key) {
-  std::ifstream in(procfs_path(file));
+  const host::ReadResult r = host::read_file(procfs_path(file));
+  std::istringstream in(r.ok() ? r.text : std::string());
   for (std::string line; std::getline(in, line);)
     if (line.compare(0, key.size(), key) == 0) {
       auto value = line.substr(key.size());
@@ -41,8 +44,12 @@ std::string proc_field(const char* file, const std::string& key) {
   return {};
 }
 
+// A /proc/meminfo figure in bytes; 0 (unknown) when it is missing or cannot be memory.
 std::uint64_t meminfo_bytes(const char* key) {
-  return std::strtoull(proc_field("meminfo", std::string(key) + ":").c_str(), nullptr, 10) * 1024;
+  const std::string field = proc_field("meminfo", std::string(key) + ":");  // "24682416 kB"
+  const auto kib = host::parse_int(field.substr(0, field.find(' ')));
+  if (!kib || *kib < 0) return 0;
+  return plausible::kib_to_bytes(static_cast<std::uint64_t>(*kib)).value_or(0);
 }
 
 class VariantPrecision final : public Precision {

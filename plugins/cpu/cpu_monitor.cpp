@@ -76,9 +76,10 @@ std::vector<Reading> CpuMonitor::sample_unchecked(Clock::time_point now) {
     else
       used.note = "n/a: no MemAvailable/MemFree in " + meminfo_path;
   } else {
-    std::string why = mem.ok() ? "no MemTotal in " + meminfo_path
-                               : "cannot read " + meminfo_path + ": " + host::error_text(mem.error);
-    used.note = total.note = "n/a: " + why;
+    std::string why = !mem.ok()              ? "n/a: cannot read " + meminfo_path + ": " + host::error_text(mem.error)
+                      : !m.implausible.empty() ? m.implausible + " in " + meminfo_path
+                                               : "n/a: no MemTotal in " + meminfo_path;
+    used.note = total.note = why;
   }
   out.push_back(std::move(used));
   out.push_back(std::move(total));

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace accelkit::cpu {
@@ -11,6 +12,9 @@ struct MemInfo {
   std::uint64_t total_bytes = 0;  // MemTotal; 0 = not found
   // MemAvailable, or MemFree + Buffers + Cached on kernels older than 3.14.
   std::optional<std::uint64_t> available_bytes;
+  // A figure that cannot be memory (kB x 1024 wraps, or above 64 TiB), as found:
+  // "implausible: MemTotal 18014398509481985 kB". Such a figure is left out above.
+  std::string implausible;
 };
 
 MemInfo parse_meminfo(std::string_view text);

@@ -45,7 +45,12 @@ CpuProbe probe_cpu(const CpuidSnapshot& cpuid, const host::FileReader& read) {
   p.numa_nodes = count_numa_nodes();
 
   host::ReadResult meminfo = read(procfs_path("meminfo"));
-  if (meminfo.ok()) p.memory_bytes = parse_meminfo(meminfo.text).total_bytes;
+  if (meminfo.ok()) {
+    const MemInfo m = parse_meminfo(meminfo.text);
+    p.memory_bytes = m.total_bytes;
+    if (m.total_bytes == 0 && !m.implausible.empty())
+      p.notes.push_back("memory unknown: " + m.implausible + " in " + procfs_path("meminfo"));
+  }
 
   p.blas = detect_blas();
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +29,9 @@ struct PluginRecord {
   std::string torch_version;
   std::string cxx_abi;
   std::string description;
+  // How the out-of-process scan judged the file: "" when it was not scanned (scan off, or
+  // refused before), else "passed ..." or "failed: <why>", and when.
+  std::string scan;
   std::optional<ProbeReport> probe;  // set once probe() ran successfully
   std::shared_ptr<Plugin> plugin;    // set when created; keeps the library loaded
 };
@@ -47,12 +51,25 @@ struct LoaderOptions {
   bool read_environment = true;  // ACCELKIT_PLUGIN_PATH, ACCELKIT_ADD_PLUGIN_PATH, ..._DISABLE
   bool include_default_dirs = true;  // build-time and executable-relative directories
   bool probe = true;                 // call probe() on every loaded plugin
+  // The out-of-process scan (core/src/plugin_scan.hpp): before a plugin file is loaded here,
+  // its handshake and probe run in a child process, once per file version; a plugin that
+  // crashed, hung, aborted or exited there is refused with the reason, and stays refused until
+  // its file changes. Off: plugins are examined in this process (for a debugger).
+  bool scan = true;
+  bool rescan = false;                  // examine every file again, whatever the registry says
+  int scan_timeout_s = 10;              // then the child is killed
+  std::uint64_t scan_memory_bytes = std::uint64_t{4} << 30;  // the child's data limit; 0 = none
+  // The registry's cache directory; nullopt = the default (autotune_cache_dir()), "" = none.
+  std::optional<std::string> cache_dir;
 };
 
 struct Discovery {
   std::vector<SearchDir> dirs;         // in search order
   std::vector<PluginRecord> plugins;   // every candidate file, in search order
   std::vector<std::string> trace;      // every path tried and what became of it (plugins -v)
+  // How plugins were examined: out of process (with the scanner and the registry's path), or
+  // in this process and why. One line for `accelkit plugins`.
+  std::string scan_note;
 };
 
 // The directories the loader will search, in order.
@@ -62,8 +79,8 @@ std::vector<SearchDir> plugin_search_dirs(const LoaderOptions& options);
 // each one's fate is in its record.
 Discovery discover_plugins(const LoaderOptions& options);
 
-// Loads one plugin file (absolute path) through the same checks. Used by discover_plugins
-// and by tests.
+// Loads one plugin file (absolute path) through the same checks, in this process (no
+// out-of-process scan). Used by discover_plugins, the scanner, and tests.
 PluginRecord load_plugin_file(const std::string& path, bool probe = true);
 
 // The host's own handshake expectations, for messages and tests.

@@ -110,6 +110,9 @@ struct Config {
   Setting<bool> autotune;
   Setting<bool> autotune_cache;
   Setting<LogLevel> log_level;
+  Setting<bool> plugin_scan;                  // examine new plugin files in a separate process
+  Setting<int> plugin_scan_timeout;           // seconds
+  Setting<std::int64_t> plugin_scan_memory;   // MiB the examining process may allocate; 0 = no limit
   Setting<std::vector<std::string>> prefer;   // plugin names
   Setting<std::vector<std::string>> require;  // capability names
   std::array<Setting<RouteTarget>, kOpClassCount> routing;  // by OpClass, in kOpClassNames order

@@ -1,0 +1,327 @@
+// The out-of-process plugin scan (plugin_scan.hpp): the child, its verdict, the registry.
+#include "plugin_scan.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <torch/version.h>
+
+#include "accelkit/atomic_file.hpp"
+#include "accelkit/loader.hpp"
+#include "accelkit/sdk/abi.h"
+#include "accelkit/sdk/host_paths.hpp"
+#include "accelkit/version.hpp"
+#include "autotune_cache.hpp"
+#include "strings.hpp"
+
+extern char** environ;  // POSIX: declared by no header
+
+namespace accelkit::scan {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr const char* kScannerName = "accelkit-plugin-scanner";
+constexpr std::size_t kKeptOutput = 4096;  // the child's last output kept for the reason
+
+std::string executable_dir() {
+  std::error_code ec;
+  auto exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : exe.parent_path().string();
+}
+
+// "was killed by SIGSEGV (Segmentation fault)".
+std::string signal_text(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  const char* desc = strsignal(sig);
+  return std::string("was killed by ") + (abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig)) +
+         (desc ? std::string(" (") + desc + ")" : "");
+}
+
+// What the child's output says about an exception that reached std::terminate, or "".
+std::string terminate_text(const std::string& output) {
+  const auto at = output.find("terminate called after throwing an instance of '");
+  if (at == std::string::npos) return {};
+  const auto begin = at + std::strlen("terminate called after throwing an instance of '");
+  const auto end = output.find('\'', begin);
+  std::string what = output.substr(begin, end == std::string::npos ? 60 : end - begin);
+  if (auto w = output.find("what():", begin); w != std::string::npos) {
+    std::string text = output.substr(w + 7);
+    text = text.substr(0, text.find('\n'));
+    while (!text.empty() && text.front() == ' ') text.erase(0, 1);
+    what += ": " + text;
+  }
+  return "an exception (" + text::shorten(what, 120) + ") escaped a noexcept entry point, so std::terminate ended it";
+}
+
+// The last non-empty line of the child's output, shortened; "" when it printed nothing.
+std::string last_line(const std::string& output) {
+  std::istringstream in(output);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
+  return last.empty() ? std::string() : text::shorten(last, 160);
+}
+
+// Reads what is ready on `fd` into `into` (keeping the last `keep` bytes); false at EOF.
+bool drain(int fd, std::string& into, std::size_t keep) {
+  char buf[4096];
+  const ssize_t n = ::read(fd, buf, sizeof buf);
+  if (n > 0) {
+    into.append(buf, static_cast<std::size_t>(n));
+    if (into.size() > keep) into.erase(0, into.size() - keep);
+    return true;
+  }
+  return n < 0 && (errno == EINTR || errno == EAGAIN);
+}
+
+struct Child {
+  pid_t pid = -1;
+  int result_fd = -1;
+  int output_fd = -1;
+};
+
+// Starts `scanner --scan <plugin> [--memory N]` in a process group of its own, its result on
+// kResultFd and its stdout and stderr on one pipe. "" or why it could not.
+std::string spawn(const std::string& scanner, const std::string& plugin, const ScanLimits& limits, Child& child) {
+  int result[2], output[2];
+  if (::pipe2(result, O_CLOEXEC) != 0) return std::string("pipe: ") + std::strerror(errno);
+  if (::pipe2(output, O_CLOEXEC) != 0) {
+    ::close(result[0]);
+    ::close(result[1]);
+    return std::string("pipe: ") + std::strerror(errno);
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, result[1], kResultFd);
+  posix_spawn_file_actions_adddup2(&actions, output[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, output[1], STDERR_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  const std::string memory = std::to_string(limits.memory_bytes);
+  std::vector<char*> argv = {const_cast<char*>(scanner.c_str()), const_cast<char*>("--scan"),
+                             const_cast<char*>(plugin.c_str()), const_cast<char*>("--memory"),
+                             const_cast<char*>(memory.c_str()), nullptr};
+  const int rc = ::posix_spawn(&child.pid, scanner.c_str(), &actions, &attr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  ::close(result[1]);
+  ::close(output[1]);
+  if (rc != 0) {
+    ::close(result[0]);
+    ::close(output[0]);
+    return "cannot start " + scanner + ": " + std::strerror(rc);
+  }
+  child.result_fd = result[0];
+  child.output_fd = output[0];
+  return {};
+}
+
+// Collects the child's result and output until both pipes close or the deadline passes.
+bool collect(const Child& child, Clock::time_point deadline, std::string& result, std::string& output) {
+  bool result_open = true, output_open = true;
+  while (result_open || output_open) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return false;
+    pollfd fds[2] = {{result_open ? child.result_fd : -1, POLLIN, 0}, {output_open ? child.output_fd : -1, POLLIN, 0}};
+    const int n = ::poll(fds, 2, static_cast<int>(std::min<long long>(left, 1000)));
+    if (n < 0 && errno != EINTR) return false;
+    if (n <= 0) continue;
+    if (result_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) result_open = drain(child.result_fd, result, 64 * 1024);
+    if (output_open && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) output_open = drain(child.output_fd, output, kKeptOutput);
+  }
+  return true;
+}
+
+// Waits for the child to end, at most until `deadline`; false when it did not.
+bool reap(pid_t pid, Clock::time_point deadline, int& status) {
+  for (;;) {
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) return true;
+    if (r < 0 && errno != EINTR) return false;
+    if (Clock::now() >= deadline) return false;
+    ::usleep(2000);
+  }
+}
+
+}  // namespace
+
+std::string find_scanner(std::string* looked) {
+  std::vector<std::pair<std::string, std::string>> candidates;  // path, where from
+  if (const char* env = secure_env("ACCELKIT_PLUGIN_SCANNER"); env && *env)
+    candidates.emplace_back(env, "ACCELKIT_PLUGIN_SCANNER");
+  if (const std::string exe = executable_dir(); !exe.empty()) {
+    candidates.emplace_back(exe + "/" + kScannerName, "next to the executable");
+    candidates.emplace_back(exe + "/../" ACCELKIT_INSTALL_LIBEXECDIR_RELATIVE "/accelkit/" + kScannerName,
+                            "executable-relative");
+  }
+  candidates.emplace_back(std::string(ACCELKIT_INSTALL_LIBEXEC_DIR) + "/" + kScannerName, "installed");
+  candidates.emplace_back(std::string(ACCELKIT_PACKAGE_LIBEXEC_DIR) + "/" + kScannerName, "package");
+  std::string tried;
+  for (const auto& [path, from] : candidates) {
+    std::error_code ec;
+    const bool exists = fs::is_regular_file(path, ec) && ::access(path.c_str(), X_OK) == 0;
+    std::string why = !exists ? "not there" : insecure_path_reason(fs::absolute(path).string());
+    if (exists && why.empty()) return fs::absolute(path).lexically_normal().string();
+    tried += (tried.empty() ? "" : "; ") + path + " (" + from + "): " + (exists ? "refused as insecure: " + why : why);
+  }
+  if (looked) *looked = tried;
+  return {};
+}
+
+Verdict scan_in_child(const std::string& scanner, const std::string& plugin, const ScanLimits& limits) {
+  Verdict v;
+  v.scanned = autotune_detail::utc_now();
+  const auto start = Clock::now();
+  Child child;
+  if (std::string why = spawn(scanner, plugin, limits, child); !why.empty()) {
+    v.reason = "could not be examined: " + why;
+    return v;
+  }
+  const int timeout = limits.timeout_s > 0 ? limits.timeout_s : 10;
+  const auto deadline = start + std::chrono::seconds(timeout);
+  std::string result, output;
+  const bool finished = collect(child, deadline, result, output);
+  int status = 0;
+  const bool ended = finished && reap(child.pid, deadline, status);
+  if (!ended) {
+    ::kill(-child.pid, SIGKILL);  // the whole group: whatever the plugin started goes too
+    ::kill(child.pid, SIGKILL);
+    ::waitpid(child.pid, &status, 0);
+  }
+  ::close(child.result_fd);
+  ::close(child.output_fd);
+  v.ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  const std::string said = last_line(output);
+  const std::string tail = said.empty() ? "" : " (its last output: " + said + ")";
+  if (!ended) {
+    v.reason = "did not finish within " + std::to_string(timeout) + " s (plugin_scan_timeout) and was killed" + tail;
+  } else if (WIFSIGNALED(status)) {
+    const std::string why = terminate_text(output);
+    v.reason = signal_text(WTERMSIG(status)) + (why.empty() ? tail : ": " + why);
+  } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+    v.reason = "ended the process with exit status " + std::to_string(WEXITSTATUS(status)) + tail;
+  } else if (result.compare(0, std::strlen(kPassedLine), kPassedLine) != 0) {
+    v.reason = "ended the process (exit status 0) before the examination finished: a plugin must never end it" + tail;
+  } else {
+    v.passed = true;
+  }
+  return v;
+}
+
+// ---- the registry --------------------------------------------------------------------------
+
+std::string host_fingerprint() {
+  return std::string("accelkit ") + ACCELKIT_VERSION_STRING + "; LibTorch " + TORCH_VERSION + "; ABI " +
+         std::to_string(ACCELKIT_ABI_MAJOR) + "." + std::to_string(ACCELKIT_ABI_MINOR);
+}
+
+namespace {
+
+constexpr int kFormat = 1;
+
+bool file_stamp(const std::string& path, std::uint64_t& size, std::int64_t& mtime_ns) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;
+  size = static_cast<std::uint64_t>(st.st_size);
+  mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  return true;
+}
+
+}  // namespace
+
+Registry::Registry(std::string cache_dir) {
+  if (cache_dir.empty()) return;
+  path_ = (fs::path(cache_dir) / "plugins" / "registry.json").string();
+  std::ifstream in(path_, std::ios::binary);
+  if (!in) return;  // none yet
+  try {
+    const auto j = nlohmann::json::parse(in);
+    if (j.at("format").get<int>() != kFormat) {
+      problem_ = "format " + std::to_string(j.at("format").get<int>()) + ", expected " + std::to_string(kFormat);
+      return;
+    }
+    if (j.at("host").get<std::string>() != host_fingerprint()) {
+      problem_ = "written by another host (" + text::shorten(j.at("host").get<std::string>(), 120) + ")";
+      return;
+    }
+    for (const auto& [plugin, e] : j.at("plugins").items()) {
+      Entry entry;
+      entry.size = e.at("size").get<std::uint64_t>();
+      entry.mtime_ns = e.at("mtime_ns").get<std::int64_t>();
+      entry.verdict.passed = e.at("passed").get<bool>();
+      entry.verdict.reason = e.at("reason").get<std::string>();
+      entry.verdict.scanned = e.at("scanned").get<std::string>();
+      entry.verdict.ms = e.at("ms").get<double>();
+      entries_[plugin] = std::move(entry);
+    }
+  } catch (const std::exception& e) {
+    entries_.clear();
+    problem_ = std::string("unreadable (") + text::shorten(e.what(), 120) + ")";
+  }
+}
+
+std::optional<Verdict> Registry::lookup(const std::string& plugin) const {
+  auto it = entries_.find(plugin);
+  if (it == entries_.end()) return std::nullopt;
+  std::uint64_t size = 0;
+  std::int64_t mtime = 0;
+  if (!file_stamp(plugin, size, mtime) || size != it->second.size || mtime != it->second.mtime_ns) return std::nullopt;
+  return it->second.verdict;
+}
+
+void Registry::record(const std::string& plugin, const Verdict& verdict) {
+  Entry e;
+  if (!file_stamp(plugin, e.size, e.mtime_ns)) return;
+  e.verdict = verdict;
+  entries_[plugin] = std::move(e);
+  dirty_ = true;
+}
+
+std::string Registry::save() {
+  if (!dirty_ || path_.empty()) return {};
+  for (auto it = entries_.begin(); it != entries_.end();) {  // files gone since: forgotten
+    std::error_code ec;
+    it = fs::exists(it->first, ec) ? std::next(it) : entries_.erase(it);
+  }
+  nlohmann::json plugins = nlohmann::json::object();
+  for (const auto& [plugin, e] : entries_)
+    plugins[plugin] = {{"size", e.size},         {"mtime_ns", e.mtime_ns},          {"passed", e.verdict.passed},
+                       {"reason", e.verdict.reason}, {"scanned", e.verdict.scanned}, {"ms", e.verdict.ms}};
+  const nlohmann::json j = {{"format", kFormat}, {"host", host_fingerprint()}, {"plugins", std::move(plugins)}};
+  try {
+    std::error_code ec;
+    fs::create_directories(fs::path(path_).parent_path(), ec);
+    write_file_atomically(path_, j.dump(2) + "\n");
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  dirty_ = false;
+  return {};
+}
+
+}  // namespace accelkit::scan

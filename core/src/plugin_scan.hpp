@@ -1,0 +1,74 @@
+// The out-of-process plugin scan: a plugin file's handshake and probe run first in a child
+// process (the accelkit-plugin-scanner helper), so a plugin that crashes, hangs, aborts or
+// exits while being examined costs the host nothing but a refusal with the reason. The
+// verdict is kept in a registry under the cache directory, keyed by the file's path, size and
+// modification time and the host's versions; the host then loads only plugins whose scan
+// passed, and a failed one stays refused until its file changes (or a rescan is asked for).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace accelkit::scan {
+
+// How a child is run.
+struct ScanLimits {
+  int timeout_s = 10;                 // wall-clock, then SIGKILL
+  std::uint64_t memory_bytes = 0;     // the child's data limit (RLIMIT_DATA); 0 = none
+};
+
+// One scan's outcome.
+struct Verdict {
+  bool passed = false;   // the child finished the handshake and probe and said so
+  std::string reason;    // when not, what it did: "was killed by SIGSEGV (...)", "did not finish within 10 s ..."
+  std::string scanned;   // UTC, ISO 8601
+  double ms = 0;         // how long the child ran
+};
+
+// The scanner helper to run, found as the loader finds plugins (scanner_search_paths()):
+// "" when there is none, with where it looked in `looked`.
+std::string find_scanner(std::string* looked);
+
+// Runs `scanner --scan <plugin>` and judges how it ended. Never throws for the plugin's
+// behaviour; a failure to start the child is a verdict too ("cannot start the scanner: ...").
+Verdict scan_in_child(const std::string& scanner, const std::string& plugin, const ScanLimits& limits);
+
+// What the scanner prints on its result descriptor when the scan passed (the first line).
+inline constexpr const char* kPassedLine = "accelkit-plugin-scan passed";
+// The descriptor the child writes its result to (not its stdout: a plugin may print there).
+inline constexpr int kResultFd = 3;
+
+// The registry of verdicts: <cache dir>/plugins/registry.json. A file that cannot be read,
+// is of another format or another host is rebuilt (the reason in `problem`), never trusted.
+class Registry {
+ public:
+  // Loads the registry under `cache_dir` ("" = no registry: nothing is kept).
+  explicit Registry(std::string cache_dir);
+  const std::string& path() const noexcept { return path_; }
+  // Why the file on disk was not used, when it was not ("" otherwise).
+  const std::string& problem() const noexcept { return problem_; }
+  // The verdict recorded for `plugin` as its file is now; nullopt when there is none or the
+  // file changed since.
+  std::optional<Verdict> lookup(const std::string& plugin) const;
+  void record(const std::string& plugin, const Verdict& verdict);
+  // Writes the registry when anything was recorded (atomically). Returns "" or why it could not.
+  std::string save();
+
+ private:
+  struct Entry {
+    std::uint64_t size = 0;
+    std::int64_t mtime_ns = 0;
+    Verdict verdict;
+  };
+  std::string path_;
+  std::string problem_;
+  std::map<std::string, Entry> entries_;
+  bool dirty_ = false;
+};
+
+// The host's fingerprint a registry is valid for: accelkit, LibTorch and ABI versions.
+std::string host_fingerprint();
+
+}  // namespace accelkit::scan
