@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -31,22 +32,28 @@ namespace accelkit::test {
 
 inline const std::string kCli = ACCELKIT_CLI_PATH;
 
-// The CPU plugin's directory; copied to a private one when the build tree is group/other
-// writable (the loader would refuse it, and this suite tests the CLI, not the umask).
-// A private directory holding only the built CPU plugin (the build's plugin directory also
-// holds the cuda and rocm plugins, whose names the fake plugins here use).
+// A private directory (mode 0755, files 0644) holding copies of the named built plugins, so the
+// loader never refuses them for the build tree's permissions. Made once per set of names.
+inline std::string private_plugin_dir(const std::vector<std::string>& names) {
+  static std::map<std::vector<std::string>, std::string> made;
+  if (auto it = made.find(names); it != made.end()) return it->second;
+  static std::vector<std::unique_ptr<TempDir>> dirs;
+  dirs.push_back(std::make_unique<TempDir>("accelkit-cli-plugins"));
+  const fs::path to = dirs.back()->path() / "plugins";
+  fs::create_directories(to);
+  set_mode(to, 0755);
+  for (const auto& name : names) {
+    const fs::path so = to / ("libaccelkit-" + name + ".so");
+    fs::copy_file(fs::path(ACCELKIT_CPU_PLUGIN_DIR) / so.filename(), so);
+    set_mode(so, 0644);
+  }
+  return made[names] = to.string();
+}
+
+// The same with only the CPU plugin (the build's plugin directory also holds the cuda and
+// rocm plugins, whose names the fake plugins use).
 inline const std::string& cpu_plugin_dir() {
-  static const std::string dir = [] {
-    const std::string built = ACCELKIT_CPU_PLUGIN_DIR;
-    static TempDir copy("accelkit-cli-plugins");
-    const fs::path to = copy.path() / "plugins";
-    fs::create_directories(to);
-    accelkit::test::set_mode(to, 0755);
-    const fs::path so = to / "libaccelkit-cpu.so";
-    fs::copy_file(fs::path(built) / "libaccelkit-cpu.so", so);
-    accelkit::test::set_mode(so, 0644);
-    return to.string();
-  }();
+  static const std::string dir = private_plugin_dir({"cpu"});
   return dir;
 }
 

@@ -8,11 +8,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <chrono>
 #include <fstream>
 #include <string>
 
 #include "accelkit/sdk/support/host_file.hpp"
+#include "accelkit/sdk/support/plausible.hpp"
 #include "test_support.hpp"
 
 using namespace accelkit;
@@ -105,4 +107,48 @@ TEST_CASE("list_dir: sorted names without . and ..") {
   CHECK(host::list_dir(dir.str() + "/missing").empty());
   CHECK(host::exists(dir.str() + "/a"));
   CHECK_FALSE(host::exists(dir.str() + "/missing"));
+}
+
+TEST_CASE("refusal(): what is worth telling names the file and what it is; an absent file is not") {
+  TempDir dir;
+  const std::string fifo = dir.str() + "/fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  const host::ReadResult r = host::read_file(fifo);
+  CHECK(r.error == host::kNotRegular);
+  CHECK(host::refusal(fifo, r) == "cannot read " + fifo + ": not a regular file (a FIFO)");
+  CHECK(host::refusal(dir.str(), host::read_file(dir.str())) ==
+        "cannot read " + dir.str() + ": not a regular file (a directory)");
+  CHECK(host::refusal(dir.str() + "/missing", host::read_file(dir.str() + "/missing")).empty());
+  write(dir.str() + "/ok", "1\n");
+  CHECK(host::refusal(dir.str() + "/ok", host::read_file(dir.str() + "/ok")).empty());
+}
+
+TEST_CASE("plausible: each unit's limits, kB that wrap, counters that go back") {
+  using namespace accelkit::plausible;
+  // Inclusive limits; just outside each is refused with the raw value.
+  CHECK(check(150, "C").empty());
+  CHECK(check(-40, "C").empty());
+  CHECK(check(150.5, "C") == "implausible: 150.5 C (outside -40..150 C)");
+  CHECK(check(-40.5, "C") == "implausible: -40.5 C (outside -40..150 C)");
+  CHECK(check(1e7, "C") == "implausible: 1e+07 C (outside -40..150 C)");
+  CHECK(check(2000, "W").empty());
+  CHECK_FALSE(check(2000.1, "W").empty());
+  CHECK_FALSE(check(-1, "W").empty());
+  CHECK(check(10000, "MHz").empty());
+  CHECK_FALSE(check(10001, "MHz").empty());
+  CHECK(check(100, "%").empty());
+  CHECK_FALSE(check(101, "%").empty());
+  CHECK(check(static_cast<double>(kMaxMemoryBytes), "bytes").empty());
+  CHECK_FALSE(check(static_cast<double>(kMaxMemoryBytes) * 2, "bytes").empty());
+  CHECK_FALSE(check(std::nan(""), "").empty());     // not finite, whatever the unit
+  CHECK_FALSE(check(INFINITY, "things").empty());
+  CHECK(check(1e300, "things").empty());            // no range for an unknown unit
+  // kB x 1024 never wraps: 18014398509481985 kB would be 1024 bytes modulo 2^64.
+  CHECK(kib_to_bytes(65536000) == std::optional<std::uint64_t>(std::uint64_t{65536000} * 1024));
+  CHECK_FALSE(kib_to_bytes(18014398509481985ull));
+  CHECK_FALSE(kib_to_bytes(18446744073709551615ull));
+  CHECK(kib_to_bytes(kMaxMemoryBytes / 1024) == std::optional<std::uint64_t>(kMaxMemoryBytes));
+  CHECK_FALSE(kib_to_bytes(kMaxMemoryBytes / 1024 + 1));
+  CHECK(counter_step(10, 15) == std::optional<std::uint64_t>(5));
+  CHECK_FALSE(counter_step(15, 10));
 }

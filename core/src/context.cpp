@@ -48,7 +48,9 @@ std::unique_ptr<Context> Context::create(Settings settings, const LoaderOptions&
   scan.scan_timeout_s = *c.plugin_scan_timeout;
   scan.scan_memory_bytes = static_cast<std::uint64_t>(*c.plugin_scan_memory) << 20;
   ctx->discovery_ = discover_plugins(scan);
-  ctx->pci_ = scan_pci_gpus();
+  std::vector<std::string> pci_problems;
+  ctx->pci_ = scan_pci_gpus(&pci_problems);
+  for (const auto& p : pci_problems) spdlog::warn("PCI scan: {}", p);
   ctx->decision_ = negotiate(ctx->discovery_.plugins, device_request_from(ctx->config()), ctx->pci_);
   for (const auto& hint : ctx->decision_.hints) spdlog::info("{}", hint);
   return ctx;

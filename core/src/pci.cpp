@@ -7,13 +7,18 @@
 
 namespace accelkit {
 
-std::vector<PciGpu> scan_pci_gpus() {
+std::vector<PciGpu> scan_pci_gpus(std::vector<std::string>* problems) {
   std::vector<PciGpu> out;
   const std::string root = sysfs_path("bus/pci/devices");
+  auto hex = [&](const std::string& path) -> std::optional<std::uint32_t> {
+    const host::ReadResult r = host::read_file(path);
+    if (auto why = host::refusal(path, r); !why.empty() && problems) problems->push_back(why);
+    return r.ok() ? host::parse_hex32(host::first_line(r.text)) : std::nullopt;
+  };
   for (const std::string& address : host::list_dir(root)) {
     const std::string dir = root + "/" + address;
-    auto vendor = host::read_hex32(dir + "/vendor");
-    auto pci_class = host::read_hex32(dir + "/class");
+    auto vendor = hex(dir + "/vendor");
+    auto pci_class = hex(dir + "/class");
     if (!vendor || !pci_class) continue;
     PciGpu gpu;
     gpu.address = address;

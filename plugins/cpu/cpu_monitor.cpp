@@ -54,7 +54,7 @@ std::vector<Reading> CpuMonitor::sample_unchecked(Clock::time_point now) {
   std::optional<CpuTicks> ticks = stat.ok() ? parse_proc_stat(stat.text) : std::nullopt;
   if (!ticks) {
     util.note = stat.ok() ? "n/a: no aggregate cpu line in " + stat_path
-                          : "n/a: cannot read " + stat_path + ": " + host::error_text(stat.error);
+                          : "n/a: cannot read " + stat_path + ": " + host::failure(stat);
   } else if (!previous_ticks_) {
     util.note = "n/a: first sample (utilisation is the tick delta between samples)";
   } else {
@@ -76,7 +76,7 @@ std::vector<Reading> CpuMonitor::sample_unchecked(Clock::time_point now) {
     else
       used.note = "n/a: no MemAvailable/MemFree in " + meminfo_path;
   } else {
-    std::string why = !mem.ok()              ? "n/a: cannot read " + meminfo_path + ": " + host::error_text(mem.error)
+    std::string why = !mem.ok()              ? "n/a: cannot read " + meminfo_path + ": " + host::failure(mem)
                       : !m.implausible.empty() ? m.implausible + " in " + meminfo_path
                                                : "n/a: no MemTotal in " + meminfo_path;
     used.note = total.note = why;

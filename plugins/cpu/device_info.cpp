@@ -70,6 +70,10 @@ CpuReport make_cpu_report(const CpuProbe& p) {
     d.warnings.push_back(p.blas.warning);
     r.warnings.push_back(p.blas.warning);
   }
+  for (const std::string& w : p.warnings) {
+    d.warnings.push_back(w);
+    r.warnings.push_back(w);
+  }
   return r;
 }
 

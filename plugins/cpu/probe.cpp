@@ -16,6 +16,7 @@ CpuProbe probe_cpu(const CpuidSnapshot& cpuid, const host::FileReader& read) {
   CpuProbe p;
 
   host::ReadResult cpuinfo_file = read(procfs_path("cpuinfo"));
+  if (auto why = host::refusal(procfs_path("cpuinfo"), cpuinfo_file); !why.empty()) p.warnings.push_back(why);
   CpuinfoSummary ci = cpuinfo_file.ok() ? parse_cpuinfo(cpuinfo_file.text) : CpuinfoSummary{};
   p.vendor = vendor_name(!ci.vendor_id.empty() ? ci.vendor_id : cpuid.vendor_id);
   p.model = !ci.model_name.empty() ? ci.model_name : cpuid.brand;
@@ -45,6 +46,7 @@ CpuProbe probe_cpu(const CpuidSnapshot& cpuid, const host::FileReader& read) {
   p.numa_nodes = count_numa_nodes();
 
   host::ReadResult meminfo = read(procfs_path("meminfo"));
+  if (auto why = host::refusal(procfs_path("meminfo"), meminfo); !why.empty()) p.warnings.push_back(why);
   if (meminfo.ok()) {
     const MemInfo m = parse_meminfo(meminfo.text);
     p.memory_bytes = m.total_bytes;

@@ -32,6 +32,7 @@ struct CpuProbe {
   BlasInfo blas;
   CpuSensors sensors;
   std::vector<std::string> notes;  // facts worth showing (where a value came from, ISA caveats)
+  std::vector<std::string> warnings;  // host files that could not be read, and why
 };
 
 // Probes with the given cpuid values and file reader (for tests); files come from

@@ -18,9 +18,10 @@ std::vector<RaplDomain> find_rapl_domains(const host::FileReader& read) {
     d.name = host::read_line(read, d.dir + "/name").value_or(name);
     if (auto range = host::read_int(read, d.dir + "/max_energy_range_uj"); range && *range > 0)
       d.max_energy_range_uj = static_cast<std::uint64_t>(*range);
-    // A domain without an energy counter file is not a power sensor (EACCES still is one).
+    // A domain without an energy counter file is not a power sensor; one whose file cannot be
+    // read (EACCES: root-only; not a regular file) still is, and its readings say why.
     host::ReadResult r = read(d.dir + "/energy_uj");
-    if (r.ok() || r.error == EACCES || r.error == EPERM) out.push_back(std::move(d));
+    if (r.error != ENOENT && r.error != ENOTDIR) out.push_back(std::move(d));
   }
   return out;
 }
@@ -58,7 +59,7 @@ RaplMeter::Sample RaplMeter::read(Clock::time_point now) {
         s.note = "n/a: permission denied reading " + path +
                  " (RAPL energy is root-only since Linux 5.10; run as root or grant read access)";
       else
-        s.note = "n/a: cannot read " + path + ": " + host::error_text(r.error);
+        s.note = "n/a: cannot read " + path + ": " + host::failure(r);
       previous_.clear();
       previous_time_.reset();
       return s;

@@ -116,7 +116,7 @@ TemperatureValue read_temperature(const TemperatureSource& source, const host::F
   for (const std::string& path : source.inputs) {
     host::ReadResult r = read(path);
     if (!r.ok()) {
-      out.error = "cannot read " + path + ": " + host::error_text(r.error);
+      out.error = "cannot read " + path + ": " + host::failure(r);  // kept when no input gives a value
       continue;
     }
     auto milli = host::parse_int(r.text);

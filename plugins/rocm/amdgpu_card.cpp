@@ -61,11 +61,13 @@ std::optional<AmdgpuCard> read_amdgpu_card(const std::string& card, const std::s
   return c;
 }
 
-std::vector<AmdgpuCard> find_amdgpu_cards() {
+std::vector<AmdgpuCard> find_amdgpu_cards(std::vector<std::string>* problems) {
   std::vector<AmdgpuCard> out;
   const std::string drm = sysfs_path("class/drm");
   for (const std::string& name : host::list_dir(drm)) {
     if (!is_card_entry(name)) continue;
+    const std::string vendor = drm + "/" + name + "/device/vendor";
+    if (auto why = host::refusal(vendor, host::read_file(vendor)); !why.empty() && problems) problems->push_back(why);
     if (auto c = read_amdgpu_card(name, drm + "/" + name + "/device")) out.push_back(std::move(*c));
   }
   return out;

@@ -28,7 +28,9 @@ struct AmdgpuCard {
 };
 
 // Every card0..N whose device/vendor is 0x1002 (connector entries like card0-DP-1 skipped).
-std::vector<AmdgpuCard> find_amdgpu_cards();
+// Every amdgpu card under class/drm; a card whose vendor file exists but cannot be read is
+// skipped, and said in `problems` when given.
+std::vector<AmdgpuCard> find_amdgpu_cards(std::vector<std::string>* problems = nullptr);
 
 // Reads one card's device directory.
 std::optional<AmdgpuCard> read_amdgpu_card(const std::string& card, const std::string& device_dir);

@@ -35,7 +35,9 @@ RocmProbe probe_rocm(const ProbeOptions& options) {
   RocmProbe p;
   KfdTopology topo = read_kfd_topology();
   p.kfd_present = topo.present;
-  std::vector<AmdgpuCard> cards = find_amdgpu_cards();
+  std::vector<std::string> unreadable;
+  std::vector<AmdgpuCard> cards = find_amdgpu_cards(&unreadable);
+  for (auto& why : unreadable) p.warnings.push_back(std::move(why));
   std::vector<bool> card_used(cards.size(), false);
 
   int hsa_index = 0;

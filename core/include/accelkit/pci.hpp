@@ -14,7 +14,9 @@ struct PciGpu {
   unsigned pci_class = 0; // 0x030000 VGA, 0x030200 3D, 0x038000 display
 };
 
-// Display-class devices of vendors accelkit has plugins for (NVIDIA, AMD).
-std::vector<PciGpu> scan_pci_gpus();
+// Display-class devices of vendors accelkit has plugins for (NVIDIA, AMD). A device file that
+// exists but cannot be read (not a regular file, permission) is skipped, and said in
+// `problems` ("cannot read .../vendor: not a regular file (a FIFO)") when given.
+std::vector<PciGpu> scan_pci_gpus(std::vector<std::string>* problems = nullptr);
 
 }  // namespace accelkit

@@ -43,6 +43,9 @@ struct ReadResult {
   std::string text;
   int error = 0;           // errno of the failed open/read, kNotRegular, or 0 = ok
   bool truncated = false;  // the file held more than the limit; text has the first `limit` bytes
+  // With kNotRegular: what it is instead ("a FIFO", "a socket", "a device", "a directory").
+  // Since ABI 5.0.
+  const char* not_regular = "";
   bool ok() const noexcept { return error == 0; }
 };
 
@@ -71,6 +74,11 @@ inline ReadResult read_file_upto(const std::string& path, std::size_t limit) {
     out.error = errno;
   } else if (!S_ISREG(st.st_mode)) {
     out.error = kNotRegular;
+    out.not_regular = S_ISFIFO(st.st_mode)                          ? "a FIFO"
+                      : S_ISSOCK(st.st_mode)                        ? "a socket"
+                      : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)  ? "a device"
+                      : S_ISDIR(st.st_mode)                         ? "a directory"
+                                                                    : "not a plain file";
   } else {
     char buf[4096];
     while (out.text.size() <= limit) {
@@ -93,6 +101,22 @@ inline ReadResult read_file_upto(const std::string& path, std::size_t limit) {
   }
   ::close(fd);
   return out;
+}
+
+// Why a read failed: error_text(), and for a file that is not regular what it is instead
+// ("not a regular file (a FIFO)").
+inline std::string failure(const ReadResult& r) {
+  std::string why = error_text(r.error);
+  if (r.error == kNotRegular && *r.not_regular) why += std::string(" (") + r.not_regular + ")";
+  return why;
+}
+
+// Why `path` could not be read, when that is worth telling someone: "cannot read <path>: not a
+// regular file (a FIFO)", "cannot read <path>: Permission denied". "" when it was read, and
+// when it is simply not there (ENOENT, ENOTDIR: a sensor this machine does not have).
+inline std::string refusal(const std::string& path, const ReadResult& r) {
+  if (r.ok() || r.error == ENOENT || r.error == ENOTDIR) return {};
+  return "cannot read " + path + ": " + failure(r);
 }
 
 // The file's first kDefaultLimit bytes. One parameter, so it converts to a FileReader.
