@@ -16,6 +16,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include <boost/dll/shared_library.hpp>
 #include <spdlog/spdlog.h>
@@ -442,12 +443,40 @@ class Examiner {
   }
   const std::string& note() const noexcept { return note_; }
 
+  // Examines every file of `paths` that has no recorded verdict, several children at a time
+  // (as many as there are CPUs): a cold start pays for the slowest, not for all of them.
+  void prescan(const std::vector<std::string>& paths) {
+    if (scanner_.empty()) return;
+    std::vector<std::string> todo;
+    for (const auto& path : paths) {
+      PluginRecord probe_only;
+      if (!file_problem(path, probe_only).empty()) continue;
+      if (options_.rescan || !registry_->lookup(path)) todo.push_back(path);
+    }
+    if (todo.empty()) return;
+    std::vector<scan::Verdict> verdicts(todo.size());
+    const std::size_t width = std::max(1u, std::thread::hardware_concurrency());
+    for (std::size_t begin = 0; begin < todo.size(); begin += width) {
+      std::vector<std::thread> children;
+      for (std::size_t i = begin; i < std::min(todo.size(), begin + width); ++i)
+        children.emplace_back([&, i] {
+          verdicts[i] = scan::scan_in_child(scanner_, todo[i], {options_.scan_timeout_s, options_.scan_memory_bytes});
+        });
+      for (auto& t : children) t.join();
+    }
+    for (std::size_t i = 0; i < todo.size(); ++i) {
+      registry_->record(todo[i], verdicts[i]);
+      fresh_.insert(todo[i]);
+    }
+  }
+
   std::string examine(const std::string& path, PluginRecord& rec, std::vector<std::string>& trace) {
     if (scanner_.empty()) return {};
     PluginRecord probe_only;  // the cheap checks first: what the file alone refuses needs no child
     if (!file_problem(path, probe_only).empty()) return {};
-    std::optional<scan::Verdict> v = options_.rescan ? std::nullopt : registry_->lookup(path);
-    const bool recorded = v.has_value();
+    const bool fresh = fresh_.count(path) > 0;  // examined by prescan() just now
+    std::optional<scan::Verdict> v = options_.rescan && !fresh ? std::nullopt : registry_->lookup(path);
+    const bool recorded = v.has_value() && !fresh;
     if (!v) {
       v = scan::scan_in_child(scanner_, path, {options_.scan_timeout_s, options_.scan_memory_bytes});
       registry_->record(path, *v);
@@ -470,17 +499,42 @@ class Examiner {
   std::string scanner_;
   std::string note_;
   std::optional<scan::Registry> registry_;
+  std::set<std::string> fresh_;
 };
+
+// The plugin files of every search directory, in search order (what discover_plugins visits).
+std::vector<std::string> candidate_files(const std::vector<SearchDir>& dirs) {
+  std::vector<std::string> out;
+  for (const auto& dir : dirs) {
+    std::error_code ec;
+    if (!fs::path(dir.path).is_absolute() || !fs::is_directory(dir.path, ec)) continue;
+    std::vector<std::string> files;
+    for (const auto& entry : fs::directory_iterator(dir.path, ec))
+      if (is_plugin_file_name(entry.path().filename().string())) files.push_back(entry.path().string());
+    std::sort(files.begin(), files.end());
+    out.insert(out.end(), files.begin(), files.end());
+  }
+  return out;
+}
 
 }  // namespace
 
 Discovery discover_plugins(const LoaderOptions& options) {
   Discovery out;
-  Examiner examiner(options);
-  out.scan_note = examiner.note();
   std::vector<std::string> globs = options.disable_globs;
   if (options.read_environment) {
     for (auto& g : split(env_or_empty("ACCELKIT_PLUGINS_DISABLE"), ',')) globs.push_back(g);
+  }
+  Examiner examiner(options);
+  out.scan_note = examiner.note();
+  {  // disabled plugins are never run, not even in a child
+    std::vector<std::string> files = candidate_files(plugin_search_dirs(options));
+    files.erase(std::remove_if(files.begin(), files.end(),
+                               [&](const std::string& f) {
+                                 return !match_globs(globs, name_from_file(f), fs::path(f).filename().string()).empty();
+                               }),
+                files.end());
+    examiner.prescan(files);
   }
   std::set<std::string> seen_real;
   std::map<std::string, std::string> seen_name;  // name -> path
