@@ -2,6 +2,10 @@
 // writes the library's two exports.
 //
 // Life of a plugin, as the host runs it:
+//   0. The first time this version of the file is seen, steps 1-3 run in a separate process
+//      (the host's plugin scanner) with a timeout and a memory limit; a plugin that crashes,
+//      hangs, exits or lets an exception out there is refused with what it did, until its file
+//      changes. Only then does the host itself load it.
 //   1. dlopen(RTLD_NOW | RTLD_LOCAL); accelkit_plugin_info() is read and checked (abi.h).
 //   2. Only then the factory (Boost.DLL alias "accelkit_create_plugin") is called, once.
 //   3. probe() is called once, on the host's main thread. It reports devices, capabilities,
