@@ -306,4 +306,22 @@ TEST_CASE("autotune: the trainer tunes under profile auto, then trains with the 
   CHECK(r.losses.back() < r.losses.front());
 }
 
+TEST_CASE("starting accelkit, making its AdamW and tuning leave the program's random stream as it was") {
+  TempDir cache;
+  ScopedEnv env("ACCELKIT_CACHE_DIR", cache.str());
+  // What the program builds (and draws for) before: made first, so that only accelkit's own
+  // work lies between the seed and the draw below.
+  auto setup = start();
+  Problem prob(*setup);
+  torch::nn::Linear lin(8, 8);
+
+  torch::manual_seed(1234);
+  const at::Tensor expected = torch::randn({8});
+  torch::manual_seed(1234);
+  auto rt = start({{"autotune_cache", "false"}});           // profile auto: tuning on
+  rt->make_adamw(lin->parameters(), {});                     // measures the AdamW implementations
+  rt->autotune(prob.p, quick());                             // times every candidate
+  CHECK(torch::equal(torch::randn({8}), expected));
+}
+
 }  // namespace autotune_suite
