@@ -80,12 +80,7 @@ std::string env_or_empty(const char* name) {
   return v ? std::string(v) : std::string();
 }
 
-std::string major_minor(const std::string& version) {
-  auto first = version.find('.');
-  if (first == std::string::npos) return version;
-  auto second = version.find('.', first + 1);
-  return version.substr(0, second);
-}
+using text::major_minor;
 
 std::string mode_string(mode_t mode) {
   char buf[8];

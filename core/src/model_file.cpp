@@ -25,6 +25,7 @@
 #include "accelkit/loader.hpp"
 #include "accelkit/sdk/torch_compat_aoti.hpp"
 #include "elf_facts.hpp"
+#include "strings.hpp"
 
 namespace accelkit {
 namespace {
@@ -35,16 +36,10 @@ constexpr std::size_t kMaxMessage = 300;
 
 // LibTorch's messages carry C++ backtraces and source positions: the first line, capped.
 std::string short_message(const std::string& what) {
-  std::string line = what.substr(0, what.find('\n'));
-  if (auto pos = line.find(" (Triggered internally"); pos != std::string::npos) line.resize(pos);
-  if (line.size() > kMaxMessage) line = line.substr(0, kMaxMessage) + "...";
-  return line;
+  return text::torch_error_line(what, kMaxMessage);
 }
 
-std::string major_minor(const std::string& v) {
-  const auto first = v.find('.');
-  return first == std::string::npos ? v : v.substr(0, v.find('.', first + 1));
-}
+using text::major_minor;
 
 std::string record_text(caffe2::serialize::PyTorchStreamReader& reader, const std::string& name) {
   auto [data, size] = reader.getRecord(name);

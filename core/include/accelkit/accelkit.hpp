@@ -7,6 +7,7 @@
 #include "accelkit/atomic_file.hpp"
 #include "accelkit/autotune.hpp"
 #include "accelkit/context.hpp"
+#include "accelkit/inference.hpp"
 #include "accelkit/loader.hpp"
 #include "accelkit/log.hpp"
 #include "accelkit/loss_scaler.hpp"

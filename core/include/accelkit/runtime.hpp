@@ -24,6 +24,7 @@
 #include "accelkit/adamw_choice.hpp"
 #include "accelkit/autotune.hpp"
 #include "accelkit/context.hpp"
+#include "accelkit/inference.hpp"
 #include "accelkit/loss_scaler.hpp"
 #include "accelkit/model_file.hpp"
 #include "accelkit/sdk/optimizer.hpp"
@@ -59,6 +60,14 @@ class Runtime {
 
   // Moves the module's parameters and buffers to the device.
   void prepare(torch::nn::Module& module) const;
+  void prepare(torch::jit::Module& module) const;
+
+  // The user's TorchScript module made fast for inference here (inference.hpp): candidates
+  // timed on `example_inputs` and checked against the module's own fp32 outputs; the fastest
+  // within tolerance is returned, its decision() saying what was applied and why. Cached.
+  std::unique_ptr<OptimizedModule> optimize_for_inference(const torch::jit::Module& module,
+                                                          const std::vector<at::Tensor>& example_inputs,
+                                                          const InferenceOptions& options = {});
 
   // Autocast with the negotiated dtype for this scope (off when the plan says fp32).
   compat::AutocastGuard autocast() const {

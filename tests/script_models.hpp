@@ -1,0 +1,74 @@
+// Small TorchScript modules made in C++ (torch::jit::Module::define) for the suites that take a
+// user's model: a Linear stack, a small CNN, and a module with two inputs. Each is built from a
+// seed, so the same seed gives the same weights.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <ATen/ATen.h>
+#include <torch/csrc/jit/api/module.h>
+
+namespace accelkit::test {
+
+// `layers` x (Linear(width, width) + ReLU): the dense layers of aten::linear a scripted
+// torch.nn.Linear compiles to.
+inline torch::jit::Module script_linear_stack(int width, int layers, std::uint64_t seed) {
+  at::manual_seed(seed);
+  torch::jit::Module m("LinearStack");
+  std::string body = "def forward(self, x):\n";
+  const double bound = 1.0 / std::sqrt(static_cast<double>(width));
+  for (int i = 0; i < layers; ++i) {
+    const std::string n = std::to_string(i);
+    m.register_parameter("w" + n, at::rand({width, width}).mul_(2 * bound).sub_(bound), false);
+    m.register_parameter("b" + n, at::rand({width}).mul_(2 * bound).sub_(bound), false);
+    body += "    x = torch.relu(torch.linear(x, self.w" + n + ", self.b" + n + "))\n";
+  }
+  body += "    return x\n";
+  m.define(body);
+  return m;
+}
+
+// Conv(3->16, 3x3) + BatchNorm + ReLU + MaxPool, Conv(16->32) + ReLU + MaxPool, Linear to 10:
+// images [N, 3, 32, 32].
+inline torch::jit::Module script_cnn(std::uint64_t seed) {
+  at::manual_seed(seed);
+  torch::jit::Module m("SmallCnn");
+  m.register_parameter("c1w", at::randn({16, 3, 3, 3}).mul_(0.2), false);
+  m.register_parameter("c1b", at::randn({16}).mul_(0.1), false);
+  m.register_buffer("bn_mean", at::randn({16}).mul_(0.1));
+  m.register_buffer("bn_var", at::rand({16}).add_(0.5));
+  m.register_parameter("bn_w", at::rand({16}).add_(0.5), false);
+  m.register_parameter("bn_b", at::randn({16}).mul_(0.1), false);
+  m.register_parameter("c2w", at::randn({32, 16, 3, 3}).mul_(0.08), false);
+  m.register_parameter("c2b", at::randn({32}).mul_(0.1), false);
+  m.register_parameter("fw", at::randn({10, 32 * 8 * 8}).mul_(0.02), false);
+  m.register_parameter("fb", at::randn({10}).mul_(0.1), false);
+  m.define(R"(
+def forward(self, x):
+    x = torch.conv2d(x, self.c1w, self.c1b, [1, 1], [1, 1])
+    x = torch.batch_norm(x, self.bn_w, self.bn_b, self.bn_mean, self.bn_var, False, 0.1, 1e-5, False)
+    x = torch.max_pool2d(torch.relu(x), [2, 2])
+    x = torch.conv2d(x, self.c2w, self.c2b, [1, 1], [1, 1])
+    x = torch.max_pool2d(torch.relu(x), [2, 2])
+    return torch.linear(torch.flatten(x, 1), self.fw, self.fb)
+)");
+  return m;
+}
+
+// Two inputs, two outputs: (relu(x W1^T + b1) + y W2^T, y.sum(1)).
+inline torch::jit::Module script_two_inputs(std::uint64_t seed) {
+  at::manual_seed(seed);
+  torch::jit::Module m("TwoInputs");
+  m.register_parameter("w1", at::randn({32, 24}).mul_(0.2), false);
+  m.register_parameter("b1", at::randn({32}).mul_(0.1), false);
+  m.register_parameter("w2", at::randn({32, 16}).mul_(0.2), false);
+  m.define(R"(
+def forward(self, x, y):
+    h = torch.relu(torch.linear(x, self.w1, self.b1)) + torch.matmul(y, self.w2.t())
+    return h, y.sum(1)
+)");
+  return m;
+}
+
+}  // namespace accelkit::test
