@@ -18,6 +18,8 @@
 
 #include "accelkit/bench.hpp"
 #include "accelkit/runtime.hpp"
+#include "script_models.hpp"
+#include "test_support.hpp"
 
 namespace accelkit::cli {
 int run_bench(const ContextOptions& options, const BenchOptions& bench, bool json);
@@ -63,6 +65,15 @@ void check_stats(const accelkit::BenchVariant& v, int steps) {
   CHECK(v.threads > 0);
   CHECK(!v.optimizer.empty());
   CHECK(!v.check.empty());
+}
+
+// A model file's variants: no optimizer check values in inference (one output comparison).
+void check_stats_file(const accelkit::BenchVariant& v, int steps) {
+  INFO(v.name);
+  CHECK(v.time.samples_ms.size() == static_cast<std::size_t>(steps));
+  for (double s : v.time.samples_ms) CHECK((std::isfinite(s) && s > 0));
+  CHECK(v.time.min_ms <= v.time.median_ms);
+  CHECK(v.threads > 0);
 }
 
 // Runs the verb with std::cout captured.
@@ -251,7 +262,7 @@ TEST_CASE("bad options are refused with a clear message") {
     return std::string("(accepted)");
   };
   BenchOptions o = tiny("resnet");
-  CHECK(message(o) == "bench: unknown model 'resnet' (expected mlp, transformer, cnn or optimizer)");
+  CHECK(message(o) == "bench: unknown model 'resnet' (expected mlp, transformer, cnn, optimizer or a TorchScript file)");
   CHECK_THROWS_AS(accelkit::run_bench(runtime(), o), std::invalid_argument);
   o = tiny("mlp");
   o.steps = 0;
@@ -285,6 +296,95 @@ TEST_CASE("the verb prints a table and JSON") {
   const auto j = nlohmann::json::parse(out);
   CHECK(j["model"] == "optimizer");
   CHECK(j["baseline"]["threads"].get<int>() > 0);
+}
+
+TEST_CASE("a model file: inference and training, the outputs and losses checked, timings for every variant") {
+  accelkit::test::TempDir tmp("accelkit-bench-file");
+  const std::string mlp = (tmp.path() / "mlp.pt").string(), cnn = (tmp.path() / "cnn.pt").string(),
+                    two = (tmp.path() / "two.pt").string();
+  accelkit::test::script_linear_stack(64, 3, 1).save(mlp);
+  accelkit::test::script_cnn(2).save(cnn);
+  accelkit::test::script_two_inputs(3).save(two);
+  struct Case {
+    std::string file;
+    std::vector<std::string> inputs;
+  };
+  for (const Case& c : {Case{mlp, {"8x64"}}, Case{cnn, {"4x3x32x32"}}, Case{two, {"4x24", "4x16"}}}) {
+    for (const char* mode : {"infer", "train"}) {
+      CAPTURE(c.file);
+      CAPTURE(mode);
+      BenchOptions o = tiny("mlp");
+      o.model = c.file;
+      o.width = 0;
+      o.inputs = c.inputs;
+      o.mode = mode;
+      o.vs_tuned = true;
+      const BenchResult r = accelkit::run_bench(runtime(), o);
+      CHECK(r.mode == mode);
+      CHECK(r.model == c.file);
+      CHECK(r.params > 0);
+      check_stats_file(r.baseline, o.steps);
+      check_stats_file(r.accelkit, o.steps);
+      REQUIRE(r.tuned);
+      check_stats_file(*r.tuned, o.steps);
+      CHECK(r.accuracy.ok);
+      CHECK(r.accuracy.rel_diff <= r.accuracy.tolerance);
+      CHECK(r.speedup == doctest::Approx(r.baseline.time.median_ms / r.accelkit.time.median_ms));
+      if (std::string(mode) == "infer") {
+        REQUIRE(r.inference);
+        CHECK_FALSE(r.inference->chosen.empty());
+        CHECK(r.accuracy.compared == "outputs");
+        REQUIRE(r.accuracy.cosine);
+        CHECK(*r.accuracy.cosine >= 0.999);
+        const auto j = nlohmann::json::parse(accelkit::bench_json(r));
+        CHECK(j["mode"] == "infer");
+        CHECK(j["inference"]["chosen"] == r.inference->chosen);
+      } else {
+        CHECK(r.accuracy.compared == "loss");
+        CHECK_FALSE(r.inference);
+      }
+    }
+  }
+}
+
+TEST_CASE("a model file that is missing, not TorchScript, or refuses its inputs: one clear line, exit 2") {
+  accelkit::test::TempDir tmp("accelkit-bench-file-bad");
+  const std::string mlp = (tmp.path() / "mlp.pt").string();
+  accelkit::test::script_linear_stack(64, 1, 1).save(mlp);
+  accelkit::test::write_file(tmp.path() / "text.pt", "not a model\n");
+  auto refusal = [&](const std::string& model, std::vector<std::string> inputs) {
+    BenchOptions o = tiny("mlp");
+    o.model = model;
+    o.width = 0;
+    o.inputs = std::move(inputs);
+    try {
+      accelkit::run_bench(runtime(), o);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  const std::string missing = refusal((tmp.path() / "nope.pt").string(), {"8x64"});
+  CHECK(missing.find("no such file") != std::string::npos);
+  const std::string text = refusal((tmp.path() / "text.pt").string(), {"8x64"});
+  CHECK(text.find("not a TorchScript file") != std::string::npos);
+  const std::string shape = refusal(mlp, {"8x63"});
+  CHECK(shape.find("refuses --input 8x63") != std::string::npos);
+  CHECK(shape.find("cannot be multiplied") != std::string::npos);
+  CHECK(shape.find('\n') == std::string::npos);
+  CHECK(refusal(mlp, {"8xx64"}).find("'' is not a size") != std::string::npos);
+  CHECK(refusal(mlp, {"8x64,complex"}).find("unknown dtype") != std::string::npos);
+
+  BenchOptions o = tiny("mlp");
+  o.model = mlp;
+  o.width = 0;
+  CHECK_THROWS_WITH_AS(accelkit::validate(o), doctest::Contains("needs --input"), std::invalid_argument);
+  o.inputs = {"8x63"};
+  std::string out;
+  CHECK(run_verb(o, false, out) == 2);  // the CLI's usage/input error
+  o.model = "mlp";
+  o.inputs = {"8x64"};
+  CHECK_THROWS_WITH_AS(accelkit::validate(o), doctest::Contains("--input is for a model file"), std::invalid_argument);
 }
 
 }  // namespace bench_suite

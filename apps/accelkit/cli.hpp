@@ -50,6 +50,8 @@ struct Invocation {
   int batch = 0;                   // bench --batch (0 = the model's default)
   int width = 0;                   // bench --width (0 = the model's default)
   bool vs_tuned = false;           // bench --vs-tuned
+  std::vector<std::string> inputs; // bench --input (a model file's)
+  std::string mode;                // bench --mode infer|train
 
   SettingsInputs settings_inputs() const;
   ContextOptions context_options() const;

@@ -90,6 +90,8 @@ int verb_bench(const Invocation& inv) {
   b.batch = inv.batch;
   b.width = inv.width;
   b.vs_tuned = inv.vs_tuned;
+  b.inputs = inv.inputs;
+  b.mode = inv.mode;
   return run_bench(inv.context_options(), b, inv.json);
 }
 

@@ -24,7 +24,8 @@ constexpr VerbDoc kVerbs[] = {
      "every plugin found and what became of it (-v: search path and trace; --rescan: examine them again)"},
     {"report", "report [--apply] [--json]", "decision, settings with provenance, precision plan (--apply: apply and read back)"},
     {"monitor", "monitor [--interval S] [--count N] [--csv | --json]", "sample the selected device's sensors"},
-    {"bench", "bench [--model M] [--steps N] [--vs-tuned] [--json]", "time a training step: accelkit vs plain LibTorch"},
+    {"bench", "bench [--model M|FILE --input SHAPE...] [--mode infer|train] [--steps N] [--vs-tuned] [--json]",
+     "time a training step or your model: accelkit vs plain LibTorch"},
     {"train", "train --config FILE [--resume] [--json]", "train the example model ([train] table in FILE)"},
     {"help", "help [VERB | settings]", "this text, one verb's, or every setting as a table"},
 };
@@ -93,7 +94,12 @@ po::options_description verb_options() {
       ("interval", po::value<double>()->value_name("S"), "monitor: seconds between samples (default 1)")
       ("count", po::value<long long>()->value_name("N"), "monitor: number of samples (default: until Ctrl-C)")
       ("csv", po::bool_switch(), "monitor: CSV output (header + one row per sample)")
-      ("model", po::value<std::string>()->value_name("M"), "bench: mlp | transformer | cnn | optimizer (default mlp)")
+      ("model", po::value<std::string>()->value_name("M"),
+       "bench: mlp | transformer | cnn | optimizer (default mlp), or a TorchScript file (with --input)")
+      ("input", po::value<std::vector<std::string>>()->composing()->value_name("SHAPE"),
+       "bench: an input of the model file, DIMxDIMx...[,dtype], one per argument of its forward")
+      ("mode", po::value<std::string>()->value_name("MODE"),
+       "bench: infer (a model file's default: forward without autograd) or train")
       ("steps", po::value<int>()->value_name("N"), "bench: timed steps per variant (default 20)")
       ("warmup", po::value<int>()->value_name("N"), "bench: untimed warm-up steps per variant (default 3)")
       ("batch", po::value<int>()->value_name("B"), "bench: batch size (default: the model's)")
@@ -172,6 +178,8 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   inv.resume = flag(vm, "resume");
   inv.vs_tuned = flag(vm, "vs-tuned");
   if (vm.count("model")) inv.model = vm["model"].as<std::string>();
+  if (vm.count("input")) inv.inputs = vm["input"].as<std::vector<std::string>>();
+  if (vm.count("mode")) inv.mode = vm["mode"].as<std::string>();
   if (vm.count("steps")) inv.steps = vm["steps"].as<int>();
   if (vm.count("warmup")) inv.warmup = vm["warmup"].as<int>();
   if (vm.count("batch")) inv.batch = vm["batch"].as<int>();
@@ -190,7 +198,8 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   only_for(vm, "interval", inv.verb, "monitor");
   only_for(vm, "count", inv.verb, "monitor");
   only_for(vm, "csv", inv.verb, "monitor");
-  for (const char* o : {"model", "steps", "warmup", "batch", "width", "vs-tuned"}) only_for(vm, o, inv.verb, "bench");
+  for (const char* o : {"model", "input", "mode", "steps", "warmup", "batch", "width", "vs-tuned"})
+    only_for(vm, o, inv.verb, "bench");
   only_for(vm, "resume", inv.verb, "train");
   if (inv.csv && inv.json) throw UsageError("--csv and --json cannot be combined");
   if (!(std::isfinite(inv.interval) && inv.interval > 0 && inv.interval <= 86400))

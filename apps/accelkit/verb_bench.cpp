@@ -49,9 +49,14 @@ void add_variant(Table& t, const BenchVariant& v, double baseline_ms, bool phase
 
 void render_check(std::ostream& out, const BenchResult& r) {
   const BenchAccuracy& a = r.accuracy;
-  out << "accuracy: " << a.compared << " after " << a.steps << " steps from identical weights and data, accelkit vs "
-      << "baseline: " << sci(a.rel_diff) << " relative (tolerance " << sci(a.tolerance) << ": "
-      << (a.ok ? "ok" : "FAILED") << ")";
+  if (r.mode == "infer")
+    out << "accuracy: outputs on the same inputs, accelkit vs baseline: " << sci(a.rel_diff) << " relative"
+        << (a.cosine ? ", cosine " + fixed(*a.cosine, 5) : std::string()) << " (tolerance " << sci(a.tolerance) << ": "
+        << (a.ok ? "ok" : "FAILED") << ")";
+  else
+    out << "accuracy: " << a.compared << " after " << a.steps << " steps from identical weights and data, accelkit vs "
+        << "baseline: " << sci(a.rel_diff) << " relative (tolerance " << sci(a.tolerance) << ": "
+        << (a.ok ? "ok" : "FAILED") << ")";
   if (a.tuned_rel_diff) out << "; tuned vs baseline " << sci(*a.tuned_rel_diff);
   out << "\n  why this tolerance: " << a.why << '\n';
 }
@@ -62,7 +67,7 @@ void render(std::ostream& out, const BenchResult& r) {
       << r.warmup << " warm-up, variants alternating every round; load average " << load_text(r.load_before)
       << " -> " << load_text(r.load_after) << "\n\n";
   // Phases (medians): zero_grad + forward + loss, backward, optimizer step.
-  const bool phases = r.model != "optimizer";
+  const bool phases = r.model != "optimizer" && r.mode == "train";
   // BLAS kernels: a column when the device reports them (CPU with OpenBLAS).
   const bool blas = !r.baseline.blas.empty() || !r.accelkit.blas.empty();
   std::vector<std::string> headers{"variant", "threads", "dtype"};
@@ -101,6 +106,22 @@ void render(std::ostream& out, const BenchResult& r) {
         << ")\n\n";
   }
   if (r.autotune) render_autotune(out, *r.autotune);
+  if (r.inference) {
+    const InferenceDecision& d = *r.inference;
+    out << "optimize_for_inference: " << d.chosen << " - " << d.description << " (" << d.origin
+        << (d.cache_file.empty() ? "" : " " + d.cache_file) << ")\n  why: " << d.why << '\n';
+    if (!d.trials.empty()) {
+      Table c({"candidate", "ms", "rel. error", "cosine", "result"});
+      c.right_align(1).right_align(2).right_align(3);
+      for (const auto& trial : d.trials) {
+        const bool ran = trial.median_ms > 0;
+        c.add_row({trial.candidate, ran ? fixed(trial.median_ms, 2) : "-", ran ? sci(trial.rel_error) : "-",
+                   ran ? fixed(trial.cosine, 5) : "-", trial.note});
+      }
+      c.print(out);
+    }
+    out << '\n';
+  }
   render_decisions(out, r.decisions);
   render_check(out, r);
 }
@@ -162,6 +183,9 @@ int run_bench(const ContextOptions& options, const BenchOptions& bench_in, bool 
   } catch (const DeviceUnavailableError& e) {  // compile = graph set explicitly, no graph capture here
     std::cerr << "accelkit: device unavailable: " << e.what() << '\n';
     return kExitUnavailable;
+  } catch (const std::invalid_argument& e) {  // a model file that is not one, inputs it refuses
+    std::cerr << "accelkit: " << e.what() << '\n';
+    return kExitUsage;
   }
   if (json) std::cout << bench_json(result) << '\n';
   else render(std::cout, result);

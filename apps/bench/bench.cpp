@@ -23,6 +23,7 @@
 #include "accelkit/runtime.hpp"
 #include "accelkit/step_runner.hpp"
 #include "accelkit/sdk/support/aten_fused_adamw.hpp"
+#include "bench_common.hpp"
 #include "bench_models.hpp"
 #include "accelkit/device_sync.hpp"
 
@@ -30,11 +31,26 @@ namespace accelkit {
 
 using bench_detail::ModelSpec;
 using bench_detail::Net;
+using namespace bench_detail;  // the helpers bench_common.hpp shares with bench_infer.cpp
+
+std::string bench_mode(const BenchOptions& o) {
+  if (!o.mode.empty()) return o.mode;
+  return bench_detail::is_builtin_model(o.model) ? "train" : "infer";
+}
 
 void validate(const BenchOptions& o) {
   auto bad = [](const std::string& what) { throw std::invalid_argument("bench: " + what); };
-  if (o.model != "mlp" && o.model != "transformer" && o.model != "cnn" && o.model != "optimizer")
-    bad("unknown model '" + o.model + "' (expected mlp, transformer, cnn or optimizer)");
+  const bool file = !bench_detail::is_builtin_model(o.model);
+  if (file && o.model.find('/') == std::string::npos && o.model.find('.') == std::string::npos)
+    bad("unknown model '" + o.model.substr(0, 60) + "' (expected mlp, transformer, cnn, optimizer or a TorchScript file)");
+  if (file && o.inputs.empty())
+    bad("--model " + o.model.substr(0, 200) + " needs --input for each argument of its forward (e.g. --input 32x3x224x224)");
+  if (!file && !o.inputs.empty()) bad("--input is for a model file; the " + o.model + " model makes its own inputs");
+  if (!o.mode.empty() && o.mode != "infer" && o.mode != "train")
+    bad("--mode must be infer or train, got '" + o.mode.substr(0, 40) + "'");
+  if (!file && o.mode == "infer") bad("--mode infer is for a model file; the built-in models train");
+  if (file && (o.batch > 0 || o.width > 0)) bad("--batch and --width mean nothing to a model file: --input gives the shapes");
+  for (const auto& in : o.inputs) bench_detail::parse_input(in);
   if (o.model == "cnn" && o.width > 0) bad("--width means nothing to the cnn model (MNIST's 28 x 28 images)");
   if (o.steps < 1) bad("--steps must be at least 1, got " + std::to_string(o.steps));
   if (o.warmup < 0) bad("--warmup must be 0 or more, got " + std::to_string(o.warmup));
@@ -49,80 +65,6 @@ void validate(const BenchOptions& o) {
 }
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-using detail::synchronize;
-
-BenchStats stats_of(std::vector<double> samples) {
-  BenchStats s;
-  s.samples_ms = samples;
-  std::sort(samples.begin(), samples.end());
-  const std::size_t n = samples.size();
-  s.min_ms = samples.front();
-  s.max_ms = samples.back();
-  s.median_ms = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
-  return s;
-}
-
-double median_of(std::vector<double> v) { return stats_of(std::move(v)).median_ms; }
-
-double load_average() {
-  double l[1];
-  return getloadavg(l, 1) == 1 ? l[0] : -1;
-}
-
-void set_threads(int n) {
-  if (n > 0 && at::get_num_threads() != n) at::set_num_threads(n);
-}
-
-// Puts each variant's process-wide settings (threads, TF32, host BLAS kernels) in place before
-// it runs, through the device's Precision::apply, and the accelkit plan back when run_bench
-// returns or throws. Re-applies only when another variant ran in between.
-class PlanSwitch {
- public:
-  explicit PlanSwitch(Runtime& rt) : rt_(rt) {}
-  ~PlanSwitch() {
-    try {
-      rt_.apply_precision(rt_.precision());
-    } catch (const std::exception& e) {
-      spdlog::warn("bench: restoring the accelkit precision plan failed: {}", e.what());
-    }
-  }
-  PlanSwitch(const PlanSwitch&) = delete;
-  PlanSwitch& operator=(const PlanSwitch&) = delete;
-
-  void to(const std::string& who, const PrecisionPlan& plan) {
-    if (who == current_) return;
-    rt_.apply_precision(plan);
-    current_ = who;
-  }
-
- private:
-  Runtime& rt_;
-  std::string current_;
-};
-
-// A value as the device's Precision reads it back after apply ("" when it reads none such).
-std::string applied_value(const Runtime& rt, PlanField field) {
-  auto precision = rt.device_handle()->precision();
-  if (!precision.ok() || !precision.value()) return {};
-  auto values = precision.value()->read_back();
-  if (!values.ok()) return {};
-  for (const auto& v : values.value())
-    if (v.field == field) return v.value;
-  return {};
-}
-
-int physical_cores(const Runtime& rt) {
-  const std::uint32_t cores = rt.device_handle()->info().cores;
-  if (cores > 0 && cores <= 65536) return static_cast<int>(cores);
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
 
 const char* dtype_name(at::ScalarType t) {
   switch (t) {
@@ -208,7 +150,7 @@ struct Runner {
       phases[i] += ms_since(t0);
       t0 = Clock::now();
     };
-    if (!net.module) {
+    if (!net.forward) {
       opt->step();
       if (hook) {
         at::NoGradGuard no_grad;
@@ -248,7 +190,7 @@ struct Runner {
   double final_value(const at::Tensor& x, const at::Tensor& target) {
     enter();
     at::NoGradGuard no_grad;
-    if (net.module) return loss(x, target).item<double>();
+    if (net.forward) return loss(x, target).item<double>();
     double sq = 0;
     for (const auto& p : params) sq += p.to(at::kDouble).pow(2).sum().item<double>();
     return std::sqrt(sq);
@@ -340,23 +282,28 @@ std::string tolerance_why(const BenchOptions& o, const ModelSpec& spec, const Ru
          "it by 10% or more. 2e-2 = about 10x bf16's roundoff separates the two";
 }
 
-void report(const BenchProgressFn& progress, const std::string& model, const char* phase, int done, int total) {
-  if (progress) progress(BenchProgress{model, phase, done, total});
-}
 
 }  // namespace
 
 BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn& progress) {
   validate(o);
+  const bool file = !bench_detail::is_builtin_model(o.model);
+  if (file) bench_detail::check_model_file(o.model);
+  if (file && bench_mode(o) == "infer") return bench_detail::run_infer_bench(rt, o, progress);
   const c10::Device device = rt.device();
   const bool gpu = !device.is_cpu();
-  const ModelSpec spec = bench_detail::make_spec(o.model, o.batch, o.width, gpu);
+  ModelSpec spec = bench_detail::make_spec(file ? "file" : o.model, o.batch, o.width, gpu);
+  if (file) {
+    spec.file = o.model;
+    for (const auto& in : o.inputs) spec.inputs.push_back(bench_detail::parse_input(in));
+  }
   const bool optimizer_only = spec.model == "optimizer";
 
   const int baseline_threads = o.baseline_threads > 0 ? o.baseline_threads : at::intraop_default_num_threads();
 
+  const std::string label = file ? o.model : spec.model;  // in progress and results
   BenchResult r;
-  r.model = spec.model;
+  r.model = label;
   r.shape = bench_detail::describe(spec);
   r.device = rt.device_handle()->info().id;
   r.torch_device = device.str();
@@ -374,15 +321,22 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
     at::manual_seed(o.seed + 1);
     x = bench_detail::make_input(spec, device);
     Net teacher = bench_detail::make_net(spec, o.seed + 2);
-    teacher.module->to(device);
+    teacher.to(device);
     at::NoGradGuard no_grad;
     // In fp32 whatever the plan applied to this thread: the target is the reference.
     compat::AutocastGuard fp32(device.type(), false, compat::autocast_dtype(device.type()));
-    target = teacher.forward(x).detach();
+    if (file) {
+      // A user's model is its own teacher: the target is random, of its output's shape.
+      at::Tensor y = bench_detail::forward_or_explain(teacher, x, o);
+      if (!y.is_floating_point()) throw std::invalid_argument("bench: --mode train needs a floating-point output");
+      target = at::randn(y.sizes(), y.options().dtype(at::kFloat));
+    } else {
+      target = teacher.forward(x).detach();
+    }
   }
 
   // Profile auto: tune on this very model and data (from the cache when it has the answer).
-  if (!optimizer_only && *rt.context().config().autotune) {
+  if (!optimizer_only && !file && *rt.context().config().autotune) {
     Net net = bench_detail::make_net(spec, o.seed);
     rt.prepare(*net.module);
     TuneProblem problem;
@@ -393,7 +347,7 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
     problem.input = x;
     problem.target = target;
     TuneOptions tune;
-    tune.progress = [&](const TuneProgress& tp) { report(progress, spec.model, "autotune", tp.done, tp.total); };
+    tune.progress = [&](const TuneProgress& tp) { report(progress, label, "autotune", tp.done, tp.total); };
     r.autotune = rt.autotune(problem, tune);
   }
   r.decisions = rt.context().decisions();
@@ -401,12 +355,6 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
   PlanSwitch plans(rt);
   // The plain-LibTorch variants: the device's settings as LibTorch has them unconfigured - no
   // TF32, the BLAS library's own kernels - at their thread counts (autocast comes from Runner).
-  auto plain_plan = [](int threads) {
-    PrecisionPlan p;
-    p.threads = threads;
-    return p;
-  };
-
   const AdamWConfig adamw;
   // Hand-tuned LibTorch uses LibTorch's own fused AdamW where it has one for this device.
   const bool tuned_fused = support::AtenFusedAdamW::available(device.type());
@@ -419,9 +367,10 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
       run.params = bench_detail::make_optimizer_params(spec, o.seed, device);
     } else {
       run.net = bench_detail::make_net(spec, o.seed);
-      if (accelkit) rt.prepare(*run.net.module);
-      else run.net.module->to(device);
-      run.params = run.net.module->parameters();
+      if (accelkit && run.net.module) rt.prepare(*run.net.module);
+      else if (accelkit) rt.prepare(*run.net.script);
+      else run.net.to(device);
+      run.params = run.net.parameters();
     }
     run.info.name = name;
     run.info.threads = threads;
@@ -483,7 +432,7 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
 
   // Accuracy check: a few steps from identical weights and data, before anything is timed.
   for (std::size_t i = 0; i < runners.size(); ++i) {
-    report(progress, spec.model, "check", static_cast<int>(i), static_cast<int>(runners.size()));
+    report(progress, label, "check", static_cast<int>(i), static_cast<int>(runners.size()));
     Runner& run = runners[i];
     for (int s = 0; s < o.check_steps; ++s) {
       at::Tensor l = run.step(x, target);
@@ -533,8 +482,8 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
   }
 
   // Floors: machine rates measured now, at accelkit's thread count.
-  if (o.floors) {
-    report(progress, spec.model, "floors", 0, 2);
+  if (o.floors && !file) {
+    report(progress, label, "floors", 0, 2);
     runners[1].enter();
     BenchFloor& f = r.floor;
     const std::int64_t copy_bytes = o.floor_copy_bytes ? o.floor_copy_bytes : (gpu ? (1LL << 30) : (512LL << 20));
@@ -545,7 +494,7 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
     f.optimizer_ms = f.optimizer_bytes / f.copy_gbps / 1e6;
     f.optimizer_inplace_ms = f.optimizer_bytes / f.inplace_gbps / 1e6;
     if (!optimizer_only) {
-      report(progress, spec.model, "floors", 1, 2);
+      report(progress, label, "floors", 1, 2);
       // The rate of accelkit's own dtype and of the other one of fp32 / bf16, at accelkit's
       // settings: the floor takes the faster, so a slow choice of dtype cannot lower the bar.
       f.matmul_n = o.floor_matmul_n ? o.floor_matmul_n : (gpu ? 8192 : 2048);
@@ -574,7 +523,7 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
 
   // Warm-up, then alternate: one timed step of each variant per round.
   for (int w = 0; w < o.warmup; ++w) {
-    report(progress, spec.model, "warmup", w, o.warmup);
+    report(progress, label, "warmup", w, o.warmup);
     for (Runner& run : runners) run.step(x, target);
   }
   std::vector<std::vector<double>> samples(runners.size());
@@ -583,7 +532,7 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::mt19937_64 rng(o.seed);
   for (int round = 0; round < o.steps; ++round) {
-    report(progress, spec.model, "timing", round, o.steps);
+    report(progress, label, "timing", round, o.steps);
     // A fresh (seeded) order every round, so no variant always runs right after another one
     // (the step after a 1-thread phase starts its second core cold).
     std::shuffle(order.begin(), order.end(), rng);
@@ -593,7 +542,7 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
       for (int p = 0; p < 3; ++p) phases[i][p].push_back(ph[p]);
     }
   }
-  report(progress, spec.model, "timing", o.steps, o.steps);
+  report(progress, label, "timing", o.steps, o.steps);
 
   auto finish = [&](BenchVariant& v, std::size_t i) {
     if (runners[i].graph) v.step_mode = runners[i].graph->mode();  // a fallback while timing shows

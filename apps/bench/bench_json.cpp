@@ -163,6 +163,7 @@ std::string bench_json(const BenchResult& r, int indent) {
   Writer w(indent);
   w.open()
       .field("model", r.model)
+      .field("mode", r.mode)
       .field("shape", r.shape)
       .field("device", r.device)
       .field("torch_device", r.torch_device)
@@ -211,7 +212,21 @@ std::string bench_json(const BenchResult& r, int indent) {
       .field("tolerance", a.tolerance)
       .field("ok", a.ok);
   if (a.tuned_rel_diff) w.field("tuned_rel_diff", *a.tuned_rel_diff);
+  if (a.cosine) w.field("cosine", *a.cosine);
   w.field("why", a.why).close();
+
+  if (r.inference) {
+    const InferenceDecision& d = *r.inference;
+    w.open("inference").field("chosen", d.chosen).field("description", d.description).field("why", d.why)
+        .field("origin", d.origin).field("cache_file", d.cache_file);
+    w.open_array("trials");
+    for (const InferenceTrial& t : d.trials)
+      w.open().field("candidate", t.candidate).field("median_ms", t.median_ms).field("rel_error", t.rel_error)
+          .field("cosine", t.cosine).field("accepted", t.accepted).field("note", t.note).close();
+    w.close().close();
+  } else {
+    w.null("inference");
+  }
 
   if (r.autotune) autotune(w, *r.autotune);
   else w.null("autotune");

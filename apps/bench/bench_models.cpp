@@ -11,6 +11,8 @@
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
+#include <torch/csrc/jit/serialization/import.h>
+#include <torch/csrc/jit/api/module.h>
 
 #include "accelkit/sdk/torch_compat.hpp"
 
@@ -92,6 +94,59 @@ class MnistCnn : public torch::nn::Module {
 
 }  // namespace
 
+bool is_builtin_model(const std::string& model) {
+  return model == "mlp" || model == "transformer" || model == "cnn" || model == "optimizer";
+}
+
+InputSpec parse_input(const std::string& text) {
+  auto bad = [&](const std::string& why) {
+    throw std::invalid_argument("bench: --input '" + text.substr(0, 80) + "': " + why +
+                                " (expected DIMxDIMx...[,dtype], e.g. 32x3x224x224 or 16x128,int64)");
+  };
+  InputSpec in;
+  in.text = text;
+  const auto comma = text.find(',');
+  const std::string dims = text.substr(0, comma);
+  if (comma != std::string::npos) {
+    static const std::pair<const char*, c10::ScalarType> kTypes[] = {
+        {"float32", c10::ScalarType::Float}, {"float", c10::ScalarType::Float},   {"float16", c10::ScalarType::Half},
+        {"bfloat16", c10::ScalarType::BFloat16}, {"float64", c10::ScalarType::Double}, {"int64", c10::ScalarType::Long},
+        {"int32", c10::ScalarType::Int},   {"bool", c10::ScalarType::Bool}};
+    const std::string name = text.substr(comma + 1);
+    bool known = false;
+    for (const auto& [n, t] : kTypes)
+      if (name == n) {
+        in.dtype = t;
+        known = true;
+      }
+    if (!known) bad("unknown dtype '" + name.substr(0, 20) + "' (float32, float16, bfloat16, float64, int64, int32, bool)");
+  }
+  std::size_t pos = 0;
+  std::int64_t elements = 1;
+  while (pos <= dims.size()) {
+    const auto x = dims.find('x', pos);
+    const std::string d = dims.substr(pos, x == std::string::npos ? std::string::npos : x - pos);
+    if (d.empty() || d.size() > 9 || d.find_first_not_of("0123456789") != std::string::npos) bad("'" + d + "' is not a size");
+    const std::int64_t n = std::stoll(d);
+    if (n < 1) bad("sizes must be at least 1");
+    in.shape.push_back(n);
+    elements *= n;
+    if (elements > (std::int64_t{1} << 32)) bad("more than 2^32 elements");
+    if (x == std::string::npos) break;
+    pos = x + 1;
+  }
+  if (in.shape.empty() || in.shape.size() > 8) bad("1 to 8 dimensions");
+  return in;
+}
+
+at::Tensor make_tensor(const InputSpec& in, c10::Device device) {
+  at::Tensor t;
+  if (in.dtype == c10::ScalarType::Bool) t = at::randint(0, 2, in.shape).to(at::kBool);
+  else if (c10::isIntegralType(in.dtype, false)) t = at::randint(0, 16, in.shape, at::TensorOptions().dtype(in.dtype));
+  else t = at::randn(in.shape).to(in.dtype);
+  return t.to(device);
+}
+
 ModelSpec make_spec(const std::string& model, int batch, int width, bool gpu) {
   ModelSpec s;
   s.model = model;
@@ -113,6 +168,8 @@ ModelSpec make_spec(const std::string& model, int batch, int width, bool gpu) {
     s.width = width ? width : 2048;  // 4 x 2048^2 = 16.8M parameters
     s.batch = 0;
     s.layers = 4;
+  } else if (model == "file") {
+    s.batch = 0;  // the caller sets file and inputs
   } else {
     throw std::invalid_argument("unknown bench model '" + model + "'");
   }
@@ -130,6 +187,11 @@ std::string describe(const ModelSpec& s) {
   if (s.model == "cnn")
     return "MNIST CNN (pytorch/examples cpp/mnist): conv 1->10 5x5, pool, conv 10->20 5x5, pool, fc 320->50->10, "
            "MSE, batch " + std::to_string(s.batch) + " of 1 x 28 x 28";
+  if (s.model == "file") {
+    std::string out = "TorchScript " + s.file + ", inputs";
+    for (const auto& in : s.inputs) out += " " + in.text;
+    return out;
+  }
   return "AdamW step on " + std::to_string(s.layers) + " x [" + w + ", " + w + "] fp32";
 }
 
@@ -169,13 +231,46 @@ Net make_net(const ModelSpec& s, std::uint64_t seed) {
     auto cnn = std::make_shared<MnistCnn>();
     net.module = cnn;
     net.forward = [cnn](const at::Tensor& x) { return cnn->forward(x); };
+  } else if (s.model == "file") {
+    auto script = std::make_shared<torch::jit::Module>(torch::jit::load(s.file));
+    script->train();
+    for (at::Tensor p : script->parameters())  // trained here, whatever the file recorded
+      if (p.is_floating_point()) p.requires_grad_(true);
+    // The other inputs: fixed, the same for every Net of this spec.
+    at::manual_seed(seed ^ 0x5eed);
+    std::vector<at::Tensor> extra;
+    for (std::size_t i = 1; i < s.inputs.size(); ++i) extra.push_back(make_tensor(s.inputs[i], c10::kCPU));
+    net.script = script;
+    net.forward = [script, extra](const at::Tensor& x) {
+      std::vector<c10::IValue> args{x};
+      for (const auto& e : extra) args.emplace_back(e.device() == x.device() ? e : e.to(x.device()));
+      const c10::IValue out = script->forward(args);
+      if (out.isTensor()) return out.toTensor();
+      if (out.isTuple() && !out.toTupleRef().elements().empty() && out.toTupleRef().elements()[0].isTensor())
+        return out.toTupleRef().elements()[0].toTensor();
+      throw std::invalid_argument("bench: the model's output is not a tensor (nor a tuple starting with one)");
+    };
   } else {
     throw std::invalid_argument("bench model '" + s.model + "' has no network");
   }
   return net;
 }
 
+std::vector<at::Tensor> Net::parameters() const {
+  if (module) return module->parameters();
+  std::vector<at::Tensor> out;
+  if (script)
+    for (const at::Tensor& p : script->parameters()) out.push_back(p);
+  return out;
+}
+
+void Net::to(c10::Device device) const {
+  if (module) module->to(device);
+  if (script) script->to(device);
+}
+
 at::Tensor make_input(const ModelSpec& s, c10::Device device) {
+  if (s.model == "file") return make_tensor(s.inputs.front(), device);
   auto opts = at::TensorOptions().dtype(at::kFloat);
   at::Tensor x = s.model == "transformer" ? at::randn({s.batch, s.seq, s.width}, opts)
                  : s.model == "cnn"       ? at::randn({s.batch, 1, s.width, s.width}, opts)

@@ -57,6 +57,8 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 // else why not. Inductor names a set as words, each a feature group the code was compiled with:
 // "AVX2", "AVX512" (F, BW, VL, DQ), "AVX512 AVX512_VNNI", "AVX512 AVX512_VNNI AMX_TILE";
 // "DEFAULT" needs nothing. An unknown word is refused: nothing can say the CPU runs it.
+std::string torch_error_summary(const std::string& what, std::size_t max) { return text::torch_error_line(what, max); }
+
 std::string cpu_isa_problem(const std::string& isa) {
 #if defined(__x86_64__) || defined(__i386__)
   auto amx = [] {

@@ -52,6 +52,10 @@ struct ModelFileFacts {
 // archive (tensors, not a model), an archive of another kind.
 ModelFileFacts inspect_model_file(const std::string& path);
 
+// The line of a LibTorch error message that says what went wrong (c10::Error's first line,
+// the TorchScript interpreter's last), shortened to one line of at most `max` characters.
+std::string torch_error_summary(const std::string& what, std::size_t max = 300);
+
 // Whether this CPU runs a package compiled for AOTInductor's instruction set `isa` (words such
 // as "AVX2", "AVX512 AVX512_VNNI", "AVX512 AVX512_VNNI AMX_TILE"): "" when it does, else why
 // not (the missing words, or a word it cannot check).

@@ -26,13 +26,22 @@
 
 #include "accelkit/autotune.hpp"
 #include "accelkit/context.hpp"
+#include "accelkit/inference.hpp"
 
 namespace accelkit {
 
 class Runtime;
 
 struct BenchOptions {
-  std::string model = "mlp";  // mlp | transformer | cnn | optimizer
+  // mlp | transformer | cnn | optimizer, or the path of the user's TorchScript file (then
+  // `inputs` are required and `mode` says what is timed).
+  std::string model = "mlp";
+  // A model file's inputs, one per argument of its forward: "32x3x224x224[,dtype]".
+  std::vector<std::string> inputs;
+  // A model file: "infer" (default: a forward without autograd; accelkit's variant is
+  // Runtime::optimize_for_inference) or "train" (forward, MSE against a random target of the
+  // first output's shape, backward, AdamW). The built-in models train.
+  std::string mode;
   int steps = 20;             // timed steps per variant, one per round
   int warmup = 3;             // untimed steps per variant before the first round
   int batch = 0;              // 0 = the model's default for the device type
@@ -112,17 +121,19 @@ struct BenchFloor {
 };
 
 struct BenchAccuracy {
-  std::string compared;   // "loss" | "parameters"
+  std::string compared;   // "loss" | "parameters" | "outputs" (inference)
   int steps = 0;
   double tolerance = 0;
   double rel_diff = 0;    // accelkit vs baseline, max over the check steps
   std::optional<double> tuned_rel_diff;
+  std::optional<double> cosine;  // inference: cosine similarity of accelkit's outputs to the baseline's
   bool ok = false;
   std::string why;        // why this tolerance
 };
 
 struct BenchResult {
-  std::string model;
+  std::string model;       // mlp | transformer | cnn | optimizer | the model file's path
+  std::string mode = "train";  // train | infer
   std::string shape;       // "3 x Linear(2048), batch 256"
   std::string device;      // accelkit id, "cpu:0"
   std::string torch_device;
@@ -143,6 +154,9 @@ struct BenchResult {
   // With the `autotune` setting (profile auto): how the accelkit variant's settings were
   // chosen, on this model, before the check (mlp, transformer; the optimizer model has no loss).
   std::optional<TuneDecision> autotune;
+  // Inference on a model file: what Runtime::optimize_for_inference chose for the accelkit
+  // variant, with every candidate it timed.
+  std::optional<InferenceDecision> inference;
   // What the runtime decided beside the settings (the auto-tuner's choice, a profile's request
   // the device cannot honour), as Context::decisions() held them when the run ended.
   std::vector<RuntimeDecision> decisions;
@@ -170,6 +184,9 @@ struct BenchProgress {
   int total = 0;
 };
 using BenchProgressFn = std::function<void(const BenchProgress&)>;
+
+// The mode `o` runs: "train" or "infer" (see BenchOptions::mode).
+std::string bench_mode(const BenchOptions& o);
 
 // Runs the benchmark on the runtime's device. Throws std::invalid_argument for bad options,
 // BenchCheckError when the accuracy check fails.

@@ -1,0 +1,119 @@
+// What the bench's two runners (training steps: bench.cpp; inference: bench_infer.cpp) share:
+// timing, statistics, the per-variant plan switch, facts read back from the device.
+#pragma once
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <ATen/Parallel.h>
+#include <spdlog/spdlog.h>
+
+#include "accelkit/bench.hpp"
+#include "accelkit/device_sync.hpp"
+#include "accelkit/runtime.hpp"
+#include "bench_models.hpp"
+
+namespace accelkit::bench_detail {
+
+using Clock = std::chrono::steady_clock;
+
+inline double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+using detail::synchronize;
+
+inline BenchStats stats_of(std::vector<double> samples) {
+  BenchStats s;
+  s.samples_ms = samples;
+  std::sort(samples.begin(), samples.end());
+  const std::size_t n = samples.size();
+  s.min_ms = samples.front();
+  s.max_ms = samples.back();
+  s.median_ms = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+  return s;
+}
+
+inline double median_of(std::vector<double> v) { return stats_of(std::move(v)).median_ms; }
+
+inline double load_average() {
+  double l[1];
+  return getloadavg(l, 1) == 1 ? l[0] : -1;
+}
+
+inline void set_threads(int n) {
+  if (n > 0 && at::get_num_threads() != n) at::set_num_threads(n);
+}
+
+// Puts each variant's process-wide settings (threads, TF32, host BLAS kernels) in place before
+// it runs, through the device's Precision::apply, and the accelkit plan back when run_bench
+// returns or throws. Re-applies only when another variant ran in between.
+class PlanSwitch {
+ public:
+  explicit PlanSwitch(Runtime& rt) : rt_(rt) {}
+  ~PlanSwitch() {
+    try {
+      rt_.apply_precision(rt_.precision());
+    } catch (const std::exception& e) {
+      spdlog::warn("bench: restoring the accelkit precision plan failed: {}", e.what());
+    }
+  }
+  PlanSwitch(const PlanSwitch&) = delete;
+  PlanSwitch& operator=(const PlanSwitch&) = delete;
+
+  void to(const std::string& who, const PrecisionPlan& plan) {
+    if (who == current_) return;
+    rt_.apply_precision(plan);
+    current_ = who;
+  }
+
+ private:
+  Runtime& rt_;
+  std::string current_;
+};
+
+// A value as the device's Precision reads it back after apply ("" when it reads none such).
+inline std::string applied_value(const Runtime& rt, PlanField field) {
+  auto precision = rt.device_handle()->precision();
+  if (!precision.ok() || !precision.value()) return {};
+  auto values = precision.value()->read_back();
+  if (!values.ok()) return {};
+  for (const auto& v : values.value())
+    if (v.field == field) return v.value;
+  return {};
+}
+
+inline int physical_cores(const Runtime& rt) {
+  const std::uint32_t cores = rt.device_handle()->info().cores;
+  if (cores > 0 && cores <= 65536) return static_cast<int>(cores);
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+
+// A plan with nothing but a thread count: how plain LibTorch runs - no TF32, the BLAS
+// library's own kernels, no autocast.
+inline PrecisionPlan plain_plan(int threads) {
+  PrecisionPlan p;
+  p.threads = threads;
+  return p;
+}
+
+// A model file the bench can time, or std::invalid_argument saying why not (missing, not a
+// PyTorch archive, a .pt2 package: bench times TorchScript).
+void check_model_file(const std::string& path);
+
+// net.forward(x), or std::invalid_argument naming the file, the --input shapes and LibTorch's
+// reason when the model refuses them.
+at::Tensor forward_or_explain(const Net& net, const at::Tensor& x, const BenchOptions& o);
+
+// `accelkit bench --model FILE` in inference mode (bench_infer.cpp).
+BenchResult run_infer_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn& progress);
+
+inline void report(const BenchProgressFn& progress, const std::string& model, const char* phase, int done, int total) {
+  if (progress) progress(BenchProgress{model, phase, done, total});
+}
+
+}  // namespace accelkit::bench_detail

@@ -1,0 +1,257 @@
+// accelkit bench --model FILE --input ... [--mode infer]: the user's TorchScript model, one
+// forward without autograd, timed three ways in one process, alternating every round:
+//   baseline  plain LibTorch: the module as loaded, eval, NoGradGuard, LibTorch's default
+//             threads, fp32;
+//   accelkit  Runtime::optimize_for_inference under the negotiated plan (threads): the
+//             fastest of its candidates within tolerance, measured on these inputs;
+//   tuned     (vs_tuned) hand-tuned LibTorch: all physical cores, the module frozen, channels-
+//             last for 4-D inputs, fp32.
+// Before timing, accelkit's outputs are compared with the baseline's (relative error and
+// cosine similarity; the tolerance follows the precision the chosen candidate runs in).
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+#include <ATen/ATen.h>
+#include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/serialization/import.h>
+#include <torch/version.h>
+
+#include "accelkit/model_file.hpp"
+#include "bench_common.hpp"
+
+namespace accelkit::bench_detail {
+
+void check_model_file(const std::string& path) {
+  ModelFileFacts facts;
+  try {
+    facts = inspect_model_file(path);
+  } catch (const ModelFileError& e) {
+    throw std::invalid_argument(std::string("bench: ") + e.what());
+  }
+  if (facts.format != ModelFormat::torchscript)
+    throw std::invalid_argument("bench: " + path + " is a " + to_string(facts.format) +
+                                ": bench --model times TorchScript files (torch.jit.save); run a .pt2 package with "
+                                "Runtime::load_model");
+}
+
+namespace {
+
+std::string input_list(const BenchOptions& o) {
+  std::string out;
+  for (const auto& in : o.inputs) out += (out.empty() ? "--input " : " --input ") + in;
+  return out;
+}
+
+[[noreturn]] void refused(const BenchOptions& o, const std::exception& e) {
+  throw std::invalid_argument("bench: " + o.model + " refuses " + input_list(o) + ": " + torch_error_summary(e.what()));
+}
+
+// ||a - b|| / ||b|| and cosine similarity over every output, in double.
+std::pair<double, double> compare(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  if (a.size() != b.size()) return {INFINITY, 0};
+  double num = 0, den = 0, dot = 0, na = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i].sizes() != b[i].sizes()) return {INFINITY, 0};
+    const at::Tensor x = a[i].detach().to(at::kCPU, at::kDouble).flatten();
+    const at::Tensor y = b[i].detach().to(at::kCPU, at::kDouble).flatten();
+    num += (x - y).pow(2).sum().item<double>();
+    den += y.pow(2).sum().item<double>();
+    dot += (x * y).sum().item<double>();
+    na += x.pow(2).sum().item<double>();
+  }
+  const double rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  return {std::isfinite(rel) ? rel : INFINITY, na > 0 && den > 0 ? dot / std::sqrt(na * den) : (num == 0 ? 1.0 : 0.0)};
+}
+
+BenchVariant variant_info(const std::string& name, const std::string& description, int threads, const char* dtype) {
+  BenchVariant v;
+  v.name = name;
+  v.description = description;
+  v.threads = threads;
+  v.dtype = dtype;
+  v.optimizer = "-";
+  v.step_mode = "inference";
+  return v;
+}
+
+// One way of running the model, with its plan.
+struct Variant {
+  BenchVariant info;
+  PrecisionPlan plan;
+  std::function<std::vector<at::Tensor>()> run;
+  std::vector<double> samples;
+};
+
+}  // namespace
+
+at::Tensor forward_or_explain(const Net& net, const at::Tensor& x, const BenchOptions& o) {
+  try {
+    return net.forward(x);
+  } catch (const std::invalid_argument&) {
+    throw;
+  } catch (const std::exception& e) {
+    refused(o, e);
+  }
+}
+
+BenchResult run_infer_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn& progress) {
+  const c10::Device device = rt.device();
+  BenchResult r;
+  r.model = o.model;
+  r.mode = "infer";
+  r.device = rt.device_handle()->info().id;
+  r.torch_device = device.str();
+  r.torch_version = TORCH_VERSION;
+  r.steps = o.steps;
+  r.warmup = o.warmup;
+  r.load_before = load_average();
+  ModelSpec spec = make_spec("file", 0, 0, !device.is_cpu());
+  spec.file = o.model;
+  for (const auto& in : o.inputs) spec.inputs.push_back(parse_input(in));
+  r.shape = describe(spec);
+
+  at::manual_seed(o.seed + 1);
+  std::vector<at::Tensor> inputs;
+  for (const auto& in : spec.inputs) inputs.push_back(make_tensor(in, device));
+  const std::vector<c10::IValue> args(inputs.begin(), inputs.end());
+  torch::jit::Module module = torch::jit::load(o.model, device);
+  module.eval();
+  for (const at::Tensor& p : module.parameters()) r.params += p.numel();
+  // fp32 whatever the negotiated plan set on this thread: plain LibTorch has no autocast.
+  compat::AutocastGuard fp32(device.type(), false, compat::autocast_dtype(device.type()));
+
+  PlanSwitch plans(rt);
+  const int baseline_threads = o.baseline_threads > 0 ? o.baseline_threads : at::intraop_default_num_threads();
+  std::vector<Variant> variants;
+  auto plain = [&module, &args] {
+    at::NoGradGuard no_grad;
+    return flatten_outputs(module.forward(args));
+  };
+  variants.push_back({variant_info("baseline", "plain LibTorch: the module as loaded, no autograd, default threads, fp32",
+                                    baseline_threads, "fp32"),
+                      plain_plan(baseline_threads), plain, {}});
+  plans.to("baseline", variants.back().plan);
+  std::vector<at::Tensor> reference;
+  try {
+    reference = plain();
+  } catch (const std::exception& e) {
+    refused(o, e);
+  }
+
+  report(progress, o.model, "optimize", 0, 1);
+  plans.to("accelkit", rt.precision());
+  InferenceOptions io;
+  io.progress = [&](int done, int total, const std::string&) { report(progress, o.model, "optimize", done, total); };
+  std::shared_ptr<OptimizedModule> fast = rt.optimize_for_inference(module, inputs, io);
+  r.inference = fast->decision();
+  const bool reduced = r.inference->chosen.rfind("bf16", 0) == 0;
+  const int accel_threads = rt.precision().threads > 0 ? rt.precision().threads : at::get_num_threads();
+  variants.push_back({variant_info("accelkit", "accelkit: Runtime::optimize_for_inference - " + r.inference->description,
+                                    accel_threads, reduced ? "bf16" : "fp32"),
+                      rt.precision(), [fast, inputs] { return fast->run(inputs); }, {}});
+  if (o.vs_tuned) {
+    // Frozen without autocast: the accelkit plan just turned it on for this thread, and
+    // freezing would bake its casts into the graph.
+    plans.to("tuned", plain_plan(physical_cores(rt)));
+    const bool four_d = std::any_of(inputs.begin(), inputs.end(), [](const at::Tensor& x) { return x.dim() == 4; });
+    auto tuned = std::make_shared<torch::jit::Module>(module.deepcopy());
+    if (four_d) {
+      at::NoGradGuard no_grad;
+      for (at::Tensor p : tuned->parameters())
+        if (p.dim() == 4) p.set_data(p.data().contiguous(at::MemoryFormat::ChannelsLast));
+    }
+    *tuned = torch::jit::freeze(*tuned);
+    std::vector<c10::IValue> tuned_args;
+    for (const auto& x : inputs)
+      tuned_args.emplace_back(four_d && x.dim() == 4 ? x.contiguous(at::MemoryFormat::ChannelsLast) : x);
+    variants.push_back({variant_info("tuned",
+                                      std::string("hand-tuned LibTorch: frozen, all physical cores, fp32") +
+                                          (four_d ? ", channels-last" : ""),
+                                      physical_cores(rt), "fp32"),
+                        plain_plan(physical_cores(rt)),
+                        [tuned, tuned_args] {
+                          at::NoGradGuard no_grad;
+                          return flatten_outputs(tuned->forward(tuned_args));
+                        },
+                        {}});
+  }
+
+  // Accuracy: every variant's outputs against the baseline's, before anything is timed.
+  BenchAccuracy& acc = r.accuracy;
+  acc.compared = "outputs";
+  acc.steps = 1;
+  acc.tolerance = reduced ? 5e-2 : 1e-4;
+  acc.why = reduced ? "accelkit runs the model in bf16 (8 significant bits, unit roundoff 2^-9 ~ 2e-3, through every "
+                      "layer): the outputs must keep a cosine similarity >= 0.999 with fp32's and a relative error "
+                      "<= 5e-2; a wrong kernel or cast moves them far more"
+                    : "both fp32: only the order of floating-point sums differs (fused or folded kernels)";
+  auto run_variant = [&](Variant& v) {
+    plans.to(v.info.name, v.plan);
+    set_threads(v.info.threads);
+    return v.run();
+  };
+  for (std::size_t i = 1; i < variants.size(); ++i) {
+    report(progress, o.model, "check", static_cast<int>(i), static_cast<int>(variants.size()));
+    const auto [rel, cos] = compare(run_variant(variants[i]), reference);
+    if (variants[i].info.name == "accelkit") {
+      acc.rel_diff = rel;
+      acc.cosine = cos;
+    } else {
+      acc.tuned_rel_diff = rel;
+    }
+  }
+  acc.ok = acc.rel_diff <= acc.tolerance && (!reduced || acc.cosine.value_or(0) >= 0.999);
+  if (!acc.ok) {
+    std::ostringstream msg;
+    msg << "accuracy check: accelkit's outputs differ from the baseline's by " << acc.rel_diff
+        << " relative, cosine " << acc.cosine.value_or(0) << " (tolerance " << acc.tolerance << ")";
+    r.error = msg.str();
+    r.baseline = variants[0].info;
+    r.accelkit = variants[1].info;
+    throw BenchCheckError(r.error, r);
+  }
+
+  // Warm-up, then alternate in a fresh seeded order every round.
+  for (int w = 0; w < o.warmup; ++w) {
+    report(progress, o.model, "warmup", w, o.warmup);
+    for (Variant& v : variants) run_variant(v);
+  }
+  std::vector<std::size_t> order(variants.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::mt19937_64 rng(o.seed);
+  for (int round = 0; round < o.steps; ++round) {
+    report(progress, o.model, "timing", round, o.steps);
+    std::shuffle(order.begin(), order.end(), rng);
+    for (std::size_t i : order) {
+      Variant& v = variants[i];
+      plans.to(v.info.name, v.plan);
+      set_threads(v.info.threads);
+      synchronize(device);
+      const auto t0 = Clock::now();
+      v.run();
+      synchronize(device);
+      v.samples.push_back(ms_since(t0));
+    }
+  }
+  report(progress, o.model, "timing", o.steps, o.steps);
+  for (Variant& v : variants) {
+    v.info.time = stats_of(v.samples);
+    v.info.forward_ms = v.info.time.median_ms;
+  }
+  r.baseline = variants[0].info;
+  r.accelkit = variants[1].info;
+  if (o.vs_tuned) {
+    r.tuned = variants[2].info;
+    r.speedup_vs_tuned = r.tuned->time.median_ms / r.accelkit.time.median_ms;
+  }
+  r.speedup = r.baseline.time.median_ms / r.accelkit.time.median_ms;
+  r.speedup_min = r.baseline.time.min_ms / r.accelkit.time.min_ms;
+  r.decisions = rt.context().decisions();
+  r.load_after = load_average();
+  return r;
+}
+
+}  // namespace accelkit::bench_detail
