@@ -187,8 +187,14 @@ TEST_CASE("bench_json has the documented fields") {
   const BenchResult r = accelkit::run_bench(runtime(), o);
   const auto j = nlohmann::json::parse(accelkit::bench_json(r));
   for (const char* key : {"model", "shape", "device", "torch_version", "params", "baseline", "accelkit", "tuned",
-                          "speedup", "speedup_vs_tuned", "floor", "accuracy", "load_average"})
+                          "speedup", "speedup_vs_tuned", "floor", "accuracy", "load_average", "machine"})
     CHECK_MESSAGE(j.contains(key), key);
+  for (const char* key : {"logical_cores", "threads_used", "other_cores_before", "other_cores_during", "busy", "note", "waited"})
+    CHECK_MESSAGE(j["machine"].contains(key), key);
+  CHECK(j["machine"]["logical_cores"].get<int>() >= 1);
+  CHECK(j["machine"]["threads_used"].get<int>() == std::max({r.baseline.threads, r.accelkit.threads, r.tuned->threads}));
+  CHECK(j["machine"]["other_cores_before"].get<double>() >= 0);  // this machine has /proc/stat
+  CHECK(j["machine"]["busy"].get<bool>() == !j["machine"]["note"].get<std::string>().empty());
   for (const char* v : {"baseline", "accelkit", "tuned"})
     for (const char* key : {"median_ms", "min_ms", "max_ms", "threads", "dtype", "blas", "optimizer", "samples_ms"})
       CHECK_MESSAGE(j[v].contains(key), (std::string(v) + "." + key));
@@ -276,6 +282,11 @@ TEST_CASE("bad options are refused with a clear message") {
   o = tiny("optimizer");
   o.batch = 8;
   CHECK(message(o).find("--batch") != std::string::npos);
+  o = tiny("mlp");
+  o.wait_quiet_s = -1;
+  CHECK(message(o) == "bench: --wait-quiet must be between 0 and 3600 seconds");
+  o.wait_quiet_s = std::numeric_limits<double>::quiet_NaN();
+  CHECK(message(o).find("--wait-quiet") != std::string::npos);
   CHECK(message(tiny("transformer")) == "(accepted)");
 
   std::string out;

@@ -52,6 +52,7 @@ struct Invocation {
   bool vs_tuned = false;           // bench --vs-tuned
   std::vector<std::string> inputs; // bench --input (a model file's)
   std::string mode;                // bench --mode infer|train
+  double wait_quiet = 0;           // bench --wait-quiet[=S]
 
   SettingsInputs settings_inputs() const;
   ContextOptions context_options() const;

@@ -92,6 +92,7 @@ int verb_bench(const Invocation& inv) {
   b.vs_tuned = inv.vs_tuned;
   b.inputs = inv.inputs;
   b.mode = inv.mode;
+  b.wait_quiet_s = inv.wait_quiet;
   return run_bench(inv.context_options(), b, inv.json);
 }
 

@@ -84,6 +84,8 @@ void render(std::ostream& out, const BenchResult& r) {
   if (r.tuned) add_variant(t, *r.tuned, base, phases, blas);
   t.print(out);
   out << "\naccelkit step: " << r.accelkit.step_mode << '\n';
+  if (!r.machine.waited.empty()) out << "\nwarning: --wait-quiet: " << r.machine.waited << '\n';
+  if (r.machine.busy) out << "\nwarning: " << r.machine.note << '\n';
   out << "\naccelkit is " << fixed(r.speedup, 2) << "x the baseline";
   if (r.speedup_vs_tuned) out << ", " << fixed(*r.speedup_vs_tuned, 2) << "x hand-tuned LibTorch";
   out << " (medians; fastest steps: " << fixed(r.speedup_min, 2) << "x the baseline)\n\n";
@@ -129,20 +131,25 @@ void render(std::ostream& out, const BenchResult& r) {
 void show_progress(const BenchProgress& p) {
   static const bool tty = isatty(STDERR_FILENO) == 1;
   static std::string last_phase;
+  static std::string last_line;  // without a terminal, a line said once
   const bool phase_change = p.phase != last_phase;
   last_phase = p.phase;
   std::ostringstream line;
   line << "bench " << p.model << ": ";
   if (p.phase == "autotune") line << "auto-tune, " << (p.done < p.total ? "candidate " + std::to_string(p.done + 1) + '/' + std::to_string(p.total) : "done");
   else if (p.phase == "check") line << "accuracy check, variant " << p.done + 1 << '/' << p.total;
+  else if (p.phase == "quiet") line << "waiting for a quiet machine, " << p.done << '/' << p.total << " s";
   else if (p.phase == "floors") line << "measuring floors " << p.done + 1 << '/' << p.total;
   else if (p.phase == "warmup") line << "warm-up " << p.done + 1 << '/' << p.total;
   else line << "round " << std::min(p.done + 1, p.total) << '/' << p.total;
   const bool finished = p.phase == "timing" && p.done == p.total;
   if (tty) {
     std::cerr << '\r' << line.str() << "\033[K" << (finished ? "\r\033[K" : "") << std::flush;
-  } else if (!finished && (phase_change || p.phase != "timing" || p.done % std::max(1, p.total / 10) == 0)) {
+  } else if (!finished && line.str() != last_line &&
+             (phase_change || (p.phase != "timing" && p.phase != "quiet") ||
+              p.done % (p.phase == "quiet" ? 10 : std::max(1, p.total / 10)) == 0)) {
     std::cerr << line.str() << '\n';
+    last_line = line.str();
   }
 }
 

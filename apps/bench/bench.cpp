@@ -62,6 +62,7 @@ void validate(const BenchOptions& o) {
     bad("tolerance must be a finite number >= 0 (0 = the model's default)");
   if (o.baseline_threads < 0) bad("baseline threads must be >= 0, got " + std::to_string(o.baseline_threads));
   if (o.floor_copy_bytes < 0 || o.floor_matmul_n < 0) bad("floor sizes must be >= 0 (0 = default)");
+  if (!(o.wait_quiet_s >= 0 && o.wait_quiet_s <= 3600)) bad("--wait-quiet must be between 0 and 3600 seconds");
 }
 
 namespace {
@@ -313,6 +314,7 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
   r.steps = o.steps;
   r.warmup = o.warmup;
   r.load_before = load_average();
+  machine_before(r.machine, o, label, progress);
 
   // Data: identical for every variant. The target is a fixed random teacher's output, so the
   // loss depends on the whole model output (not on the target's own variance).
@@ -531,6 +533,7 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
   std::vector<std::size_t> order(runners.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::mt19937_64 rng(o.seed);
+  const std::optional<CpuSample> timing_start = sample_cpu();
   for (int round = 0; round < o.steps; ++round) {
     report(progress, label, "timing", round, o.steps);
     // A fresh (seeded) order every round, so no variant always runs right after another one
@@ -543,6 +546,9 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
     }
   }
   report(progress, label, "timing", o.steps, o.steps);
+  int most_threads = 0;
+  for (const Runner& run : runners) most_threads = std::max(most_threads, run.info.threads);
+  machine_after(r.machine, timing_start, most_threads);
 
   auto finish = [&](BenchVariant& v, std::size_t i) {
     if (runners[i].graph) v.step_mode = runners[i].graph->mode();  // a fallback while timing shows

@@ -15,6 +15,7 @@
 #include "accelkit/device_sync.hpp"
 #include "accelkit/runtime.hpp"
 #include "bench_models.hpp"
+#include "machine_load.hpp"
 
 namespace accelkit::bench_detail {
 

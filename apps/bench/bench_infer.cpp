@@ -108,6 +108,7 @@ BenchResult run_infer_bench(Runtime& rt, const BenchOptions& o, const BenchProgr
   r.steps = o.steps;
   r.warmup = o.warmup;
   r.load_before = load_average();
+  machine_before(r.machine, o, o.model, progress);
   ModelSpec spec = make_spec("file", 0, 0, !device.is_cpu());
   spec.file = o.model;
   for (const auto& in : o.inputs) spec.inputs.push_back(parse_input(in));
@@ -222,6 +223,7 @@ BenchResult run_infer_bench(Runtime& rt, const BenchOptions& o, const BenchProgr
   std::vector<std::size_t> order(variants.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::mt19937_64 rng(o.seed);
+  const std::optional<CpuSample> timing_start = sample_cpu();
   for (int round = 0; round < o.steps; ++round) {
     report(progress, o.model, "timing", round, o.steps);
     std::shuffle(order.begin(), order.end(), rng);
@@ -237,6 +239,9 @@ BenchResult run_infer_bench(Runtime& rt, const BenchOptions& o, const BenchProgr
     }
   }
   report(progress, o.model, "timing", o.steps, o.steps);
+  int most_threads = 0;
+  for (const Variant& v : variants) most_threads = std::max(most_threads, v.info.threads);
+  machine_after(r.machine, timing_start, most_threads);
   for (Variant& v : variants) {
     v.info.time = stats_of(v.samples);
     v.info.forward_ms = v.info.time.median_ms;

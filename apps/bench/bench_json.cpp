@@ -235,6 +235,12 @@ std::string bench_json(const BenchResult& r, int indent) {
     w.open().field("key", d.key).field("value", d.value).field("source", d.source).field("why", d.why).close();
   w.close();
 
+  const BenchMachine& m = r.machine;
+  w.open("machine").field("logical_cores", m.logical_cores).field("threads_used", m.threads_used);
+  if (m.other_cores_before >= 0) w.field("other_cores_before", m.other_cores_before); else w.null("other_cores_before");
+  if (m.other_cores_during >= 0) w.field("other_cores_during", m.other_cores_during); else w.null("other_cores_during");
+  w.field("busy", m.busy).field("note", m.note).field("waited", m.waited).close();
+
   w.open("load_average");
   if (r.load_before >= 0) w.field("before", r.load_before); else w.null("before");
   if (r.load_after >= 0) w.field("after", r.load_after); else w.null("after");

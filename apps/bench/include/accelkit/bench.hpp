@@ -47,6 +47,9 @@ struct BenchOptions {
   int batch = 0;              // 0 = the model's default for the device type
   int width = 0;              // 0 = default: mlp D, transformer d_model, optimizer 4 x [W, W]
   bool vs_tuned = false;      // also time hand-tuned LibTorch
+  // > 0: before anything is timed, wait up to this many seconds for other processes to leave
+  // the CPUs alone (BenchMachine says what was seen).
+  double wait_quiet_s = 0;
   bool floors = true;         // measure copy bandwidth and the matmul rate
   std::int64_t floor_copy_bytes = 0;  // per buffer; 0 = 512 MiB on CPU, 1 GiB on a GPU
   int floor_matmul_n = 0;             // n of the n^3 matmul; 0 = 2048 on CPU, 8192 on a GPU
@@ -131,6 +134,19 @@ struct BenchAccuracy {
   std::string why;        // why this tolerance
 };
 
+// Other work on the machine while the bench ran: cores other processes kept busy (/proc/stat
+// less this process), before the run and while it timed. When they left fewer free cores than
+// the variants use, the figures are suspect and `note` says so.
+struct BenchMachine {
+  int logical_cores = 0;
+  int threads_used = 0;           // the most any variant uses
+  double other_cores_before = -1;  // -1 = unknown
+  double other_cores_during = -1;
+  bool busy = false;
+  std::string note;               // "" when quiet
+  std::string waited;             // --wait-quiet: "" when it became quiet, else what was seen
+};
+
 struct BenchResult {
   std::string model;       // mlp | transformer | cnn | optimizer | the model file's path
   std::string mode = "train";  // train | infer
@@ -160,6 +176,7 @@ struct BenchResult {
   // What the runtime decided beside the settings (the auto-tuner's choice, a profile's request
   // the device cannot honour), as Context::decisions() held them when the run ended.
   std::vector<RuntimeDecision> decisions;
+  BenchMachine machine;
   double load_before = -1;  // 1-minute load average (-1 = unknown): other work on the machine
   double load_after = -1;
   std::string error;        // why the run stopped (BenchCheckError::partial()); empty when it ran
@@ -179,7 +196,7 @@ class BenchCheckError : public std::runtime_error {
 
 struct BenchProgress {
   std::string model;
-  std::string phase;  // "autotune" | "check" | "floors" | "warmup" | "timing"
+  std::string phase;  // "quiet" (--wait-quiet; done/total in seconds) | "autotune" | "check" | "floors" | "warmup" | "timing"
   int done = 0;       // rounds done in this phase
   int total = 0;
 };
