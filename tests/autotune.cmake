@@ -12,3 +12,6 @@ add_dependencies(${autotune_test_target} accelkit-plugin-cpu)
 # Runtime::optimize_for_inference on TorchScript modules made in C++.
 accelkit_add_test(inference_test SOURCES inference_test.cpp LINK accelkit::core GROUP runtime)
 target_compile_definitions(${inference_test_target} PRIVATE ACCELKIT_TEST_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}")
+# Runtime::quantize: dynamic INT8 Linear through the engine the CPU plugin names.
+accelkit_add_test(quantize_test SOURCES quantize_test.cpp LINK accelkit::core GROUP runtime)
+target_compile_definitions(${quantize_test_target} PRIVATE ACCELKIT_TEST_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}")

@@ -2,6 +2,7 @@
 // with cpuid values recorded on the matching CPUs; and once on this machine.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
@@ -129,6 +130,46 @@ TEST_CASE("AMD fixture: Zen 4 gets bf16, k10temp Tccd, OpenBLAS") {
   CHECK(r.device.capabilities.extra.at("blas") == "openblas-pthread");
   CHECK(r.warnings.empty());
   CHECK(contains(r.reasons.at(1), "AVX512_BF16"));
+}
+
+TEST_CASE("int8 Linear: the engine from LibTorch's list, 7-bit activations only without VNNI-class int8") {
+  IsaFlags avx2;
+  avx2.avx2 = true;
+  IsaFlags zen4 = avx2;
+  zen4.avx512f = zen4.avx512bw = zen4.avx512_bf16 = true;
+
+  Int8Choice c = choose_int8({"qnnpack", "onednn", "x86", "fbgemm"}, avx2);
+  CHECK(c.engine == "x86");
+  CHECK(c.reduce_range);  // FBGEMM on AVX2 would saturate 16-bit sums
+  CHECK(contains(c.why, "7 bits"));
+  c = choose_int8({"qnnpack", "onednn", "x86", "fbgemm"}, zen4);
+  CHECK(c.engine == "x86");
+  CHECK_FALSE(c.reduce_range);
+  c = choose_int8({"fbgemm", "qnnpack"}, avx2);
+  CHECK(c.engine == "fbgemm");
+  CHECK(c.reduce_range);
+  c = choose_int8({"onednn", "qnnpack"}, avx2);  // Debian's LibTorch 1.13
+  CHECK(c.engine == "onednn");
+  CHECK_FALSE(c.reduce_range);  // oneDNN keeps the range itself
+  c = choose_int8({"qnnpack"}, zen4);
+  CHECK(c.engine.empty());
+  CHECK(contains(c.why, "(qnnpack) are for ARM"));
+  c = choose_int8({}, zen4);
+  CHECK(c.engine.empty());
+  CHECK(contains(c.why, "no quantized engine"));
+
+  CpuProbe p;
+  p.isa = zen4;
+  p.quantized_engines = {"onednn", "qnnpack"};
+  CpuReport r = make_cpu_report(p);
+  CHECK(r.device.capabilities.has(Capability::int8_linear));
+  CHECK(r.device.capabilities.extra.at(kInt8EngineKey) == "onednn");
+  CHECK(r.device.capabilities.extra.at(kInt8ReduceRangeKey) == "false");
+  CHECK(std::any_of(r.reasons.begin(), r.reasons.end(), [](const std::string& x) { return contains(x, "int8 Linear"); }));
+  p.quantized_engines = {"qnnpack"};
+  r = make_cpu_report(p);
+  CHECK_FALSE(r.device.capabilities.has(Capability::int8_linear));
+  CHECK(r.device.capabilities.extra.count(kInt8EngineKey) == 0);
 }
 
 TEST_CASE("no-sensors fixture: sysfs topology, no NUMA, no sensors, no BLAS visible") {

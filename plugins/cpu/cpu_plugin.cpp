@@ -1,5 +1,9 @@
 // The CPU plugin: one device, always usable. Entry points are noexcept (CachedProbePlugin).
 #include <ATen/Context.h>
+#include <c10/core/QEngine.h>
+
+#include <algorithm>
+#include <cctype>
 #include <accelkit/sdk/plugin.hpp>
 #include <accelkit/sdk/support/cached_probe.hpp>
 
@@ -8,6 +12,20 @@
 #include "probe.hpp"
 
 namespace accelkit::cpu {
+
+namespace {
+// LibTorch's quantized engines in this build, lower-cased ("x86", "onednn", ...).
+std::vector<std::string> torch_quantized_engines() {
+  std::vector<std::string> out;
+  for (const c10::QEngine e : at::globalContext().supportedQEngines()) {
+    if (e == c10::QEngine::NoQEngine) continue;
+    std::string name = c10::toString(e);
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    out.push_back(std::move(name));
+  }
+  return out;
+}
+}  // namespace
 
 struct CpuFacts {
   CpuProbe probe;
@@ -28,6 +46,7 @@ class CpuPlugin final : public support::CachedProbePlugin<CpuFacts> {
     // A LibTorch with MKL linked in (the PyTorch wheel) maps no BLAS library of its own.
     if (probe.blas.kind == BlasKind::not_found && at::hasMKL())
       probe.blas = {BlasKind::mkl, "mkl", "linked into LibTorch", {}};
+    probe.quantized_engines = torch_quantized_engines();
     CpuReport report = make_cpu_report(probe);
     ProbeReport out;
     out.score = report.score;

@@ -1,5 +1,6 @@
 #include "device_info.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace accelkit::cpu {
@@ -16,6 +17,34 @@ std::string bf16_source(const IsaFlags& isa) {
   if (isa.amx_bf16) return "AMX-BF16";
   if (isa.avx512_bf16) return "AVX512_BF16";
   return {};
+}
+
+Int8Choice choose_int8(const std::vector<std::string>& engines, const IsaFlags& isa) {
+  Int8Choice c;
+  auto has = [&](const char* e) { return std::find(engines.begin(), engines.end(), e) != engines.end(); };
+  // x86 (2.0+) dispatches between FBGEMM and oneDNN per shape; then FBGEMM; then oneDNN.
+  // QNNPACK targets ARM: on x86 its dynamic Linear measured ~10x slower than the others.
+  for (const char* e : {"x86", "fbgemm", "onednn"})
+    if (has(e)) {
+      c.engine = e;
+      break;
+    }
+  std::string list;
+  for (const auto& e : engines) list += (list.empty() ? "" : ", ") + e;
+  if (c.engine.empty()) {
+    c.why = engines.empty() ? "no int8 Linear: this LibTorch has no quantized engine"
+                            : "no int8 Linear: LibTorch's quantized engines here (" + list +
+                                  ") are for ARM; x86, fbgemm or onednn is needed";
+    return c;
+  }
+  // FBGEMM's AVX2/AVX-512 int8 GEMM (vpmaddubsw) saturates its 16-bit sums unless activations
+  // keep 7 bits; VNNI (every CPU with AVX512_BF16 or AMX has it) accumulates in 32 bits.
+  // oneDNN handles the full range itself.
+  const bool vnni_class = isa.avx512_bf16 || isa.amx_bf16;
+  c.reduce_range = c.engine != "onednn" && !vnni_class;
+  c.why = "int8 Linear: LibTorch's " + c.engine + " quantized engine (of " + list + "), activations " +
+          (c.reduce_range ? "in 7 bits (no VNNI-class int8 dot product: 16-bit sums would saturate)" : "in 8 bits");
+  return c;
 }
 
 CpuReport make_cpu_report(const CpuProbe& p) {
@@ -40,6 +69,12 @@ CpuReport make_cpu_report(const CpuProbe& p) {
   if (!p.sensors.temperature.empty()) caps.add(Capability::thermal);
   if (!p.sensors.power.empty() && p.sensors.power_readable) caps.add(Capability::power);
   if (p.sensors.utilisation) caps.add(Capability::utilisation);
+  const Int8Choice int8 = choose_int8(p.quantized_engines, p.isa);
+  if (!int8.engine.empty()) {
+    caps.add(Capability::int8_linear);
+    caps.set(kInt8EngineKey, int8.engine);
+    caps.set(kInt8ReduceRangeKey, int8.reduce_range ? "true" : "false");
+  }
   caps.set("isa", isa);
   for (const auto& [name, on] : isa_entries(p.isa))
     if (on) caps.set(name, "true");
@@ -66,6 +101,7 @@ CpuReport make_cpu_report(const CpuProbe& p) {
                       count(p.logical_cores) + " logical cores");
   r.reasons.push_back(!bf16.empty() ? "bf16 is native (" + bf16 + ")"
                                     : "no AVX512_BF16 or AMX-BF16: fp32 is the fast dtype");
+  r.reasons.push_back(int8.why);
   if (!p.blas.warning.empty()) {
     d.warnings.push_back(p.blas.warning);
     r.warnings.push_back(p.blas.warning);

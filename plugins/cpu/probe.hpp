@@ -31,6 +31,9 @@ struct CpuProbe {
   std::uint64_t memory_bytes = 0;  // MemTotal; 0 = unknown
   BlasInfo blas;
   CpuSensors sensors;
+  // LibTorch's quantized engines in this build, lower-cased ("x86", "fbgemm", "onednn",
+  // "qnnpack"): what int8 Linear can run on. Filled by the plugin (LibTorch glue).
+  std::vector<std::string> quantized_engines;
   std::vector<std::string> notes;  // facts worth showing (where a value came from, ISA caveats)
   std::vector<std::string> warnings;  // host files that could not be read, and why
 };

@@ -14,6 +14,7 @@
 #include "accelkit/model_file.hpp"
 #include "accelkit/negotiation.hpp"
 #include "accelkit/pci.hpp"
+#include "accelkit/quantize.hpp"
 #include "accelkit/readings.hpp"
 #include "accelkit/routing.hpp"
 #include "accelkit/runtime.hpp"

@@ -27,6 +27,7 @@
 #include "accelkit/inference.hpp"
 #include "accelkit/loss_scaler.hpp"
 #include "accelkit/model_file.hpp"
+#include "accelkit/quantize.hpp"
 #include "accelkit/sdk/optimizer.hpp"
 #include "accelkit/sdk/precision.hpp"
 #include "accelkit/routing.hpp"
@@ -68,6 +69,14 @@ class Runtime {
   std::unique_ptr<OptimizedModule> optimize_for_inference(const torch::jit::Module& module,
                                                           const std::vector<at::Tensor>& example_inputs,
                                                           const InferenceOptions& options = {});
+
+  // The module's Linear layers in INT8 (quantize.hpp), on the quantized engine the device's
+  // plugin names (Capability::int8_linear; std::invalid_argument where it has none). A frozen
+  // copy is returned with a report: layers converted and kept (why), sizes, and - given
+  // example inputs - the output error against the module's own fp32 outputs. Lossy by design:
+  // the report says how much; nothing is chosen for the caller.
+  QuantizedModule quantize(const torch::jit::Module& module, const QuantizeOptions& options = {},
+                           const std::vector<at::Tensor>& example_inputs = {}) const;
 
   // Autocast with the negotiated dtype for this scope (off when the plan says fp32).
   compat::AutocastGuard autocast() const {

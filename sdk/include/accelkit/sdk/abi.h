@@ -50,6 +50,9 @@
  *        strings before. A plugin switches over them and never sees a misspelt value: the
  *        host's typed settings refuse those first. A 4.x plugin is refused: it would read the
  *        strings' layout.
+ *   5.1  Capability::int8_linear (appended) with the free keys "int8.engine" and
+ *        "int8.reduce_range": the quantized engine Runtime::quantize uses. A 5.0 plugin loads
+ *        and never claims it; a 5.1 plugin's claim reads "unknown" on a 5.0 host.
  *
  * Thread-safety: accelkit_plugin_info may be called from any thread, any number of times.
  */
@@ -60,7 +63,7 @@
 #include <stdint.h>
 
 #define ACCELKIT_ABI_MAJOR 5u
-#define ACCELKIT_ABI_MINOR 0u
+#define ACCELKIT_ABI_MINOR 1u
 
 /* Name of the C entry point and of the Boost.DLL alias of the C++ factory. */
 #define ACCELKIT_PLUGIN_INFO_SYMBOL "accelkit_plugin_info"

@@ -33,6 +33,8 @@ enum class Capability {
   power,               // a power or energy sensor the Monitor reads
   utilisation,         // a utilisation counter the Monitor reads
   master_weights,      // the fused AdamW keeps fp32 master weights for a bf16 model
+  int8_linear,         // dynamic INT8 Linear through LibTorch's quantized engine (ABI 5.1);
+                       // the free keys below say which engine and how
 };
 
 inline constexpr std::pair<Capability, std::string_view> kCapabilityNames[] = {
@@ -50,6 +52,7 @@ inline constexpr std::pair<Capability, std::string_view> kCapabilityNames[] = {
     {Capability::power, "power"},
     {Capability::utilisation, "utilisation"},
     {Capability::master_weights, "master_weights"},
+    {Capability::int8_linear, "int8_linear"},
 };
 
 inline std::string_view to_string(Capability c) noexcept {
@@ -72,6 +75,14 @@ inline std::optional<Capability> capability_from_string(std::string_view s) noex
 // The core reads these through device_for(OpClass); a config's [routing] table overrides them.
 inline constexpr const char* kRoutePrefix = "route.";
 inline constexpr const char* kRouteReasonSuffix = ".why";
+
+// With Capability::int8_linear, the plugin's choices for Runtime::quantize:
+//   "int8.engine"       = LibTorch's quantized engine, as at::QEngine prints lower-cased
+//                         ("x86", "fbgemm", "onednn"); one of at::globalContext().supportedQEngines()
+//   "int8.reduce_range" = "true" when activations must be quantized to 7 bits (GEMMs without
+//                         VNNI-class instructions saturate 16-bit intermediates), else "false"
+inline constexpr const char* kInt8EngineKey = "int8.engine";
+inline constexpr const char* kInt8ReduceRangeKey = "int8.reduce_range";
 
 // What one device can do. `typed` has no duplicates (add() keeps it so).
 struct CapabilitySet {

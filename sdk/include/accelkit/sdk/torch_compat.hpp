@@ -10,6 +10,8 @@
 //   graphs:   at::cuda::CUDAGraph::capture_begin() takes (pool) in 1.13 and (pool, capture mode)
 //             from 2.0, both defaulted: call it with no arguments (plugins/cuda/graph_step.cpp).
 //   autocast on MPS: from 2.5 (autocast_available).
+//   warnings: the handler's process() takes a c10::Warning and lives in c10::WarningUtils from
+//             2.0; (location, message, verbatim) in c10::Warning before (WarningCollector).
 //   Not used by accelkit yet, so not here yet: c10d (process groups wrap a c10d::Backend from
 //   2.0) and the profiler (Kineto only where LibTorch was built with it: the wheel, not
 //   Debian's). Their differences come here with the code that needs them.
@@ -24,6 +26,7 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include <ATen/autocast_mode.h>
 #include <ATen/core/Tensor.h>
@@ -199,6 +202,35 @@ typename StateMap::key_type optimizer_state_key(const StateMap& /*state*/, const
     return static_cast<Key>(p.unsafeGetTensorImpl());
   }
 }
+
+}  // namespace accelkit::compat
+
+// ---- LibTorch's warnings ------------------------------------------------------------------
+namespace accelkit::compat {
+
+// Collects what LibTorch warns (TORCH_WARN) on this thread while it lives, instead of printing
+// it, so that the caller can report it where it belongs. Restores the previous handler.
+class WarningCollector final : public c10::WarningHandler {
+ public:
+#if ACCELKIT_TORCH_AT_LEAST(2, 0)
+  WarningCollector() : previous_(c10::WarningUtils::get_warning_handler()) { c10::WarningUtils::set_warning_handler(this); }
+  ~WarningCollector() override { c10::WarningUtils::set_warning_handler(previous_); }
+  void process(const c10::Warning& warning) override { messages_.push_back(warning.msg()); }
+#else
+  WarningCollector() : previous_(c10::Warning::get_warning_handler()) { c10::Warning::set_warning_handler(this); }
+  ~WarningCollector() override { c10::Warning::set_warning_handler(previous_); }
+  void process(const c10::SourceLocation& /*where*/, const std::string& msg, const bool /*verbatim*/) override {
+    messages_.push_back(msg);
+  }
+#endif
+  WarningCollector(const WarningCollector&) = delete;
+  WarningCollector& operator=(const WarningCollector&) = delete;
+  const std::vector<std::string>& messages() const noexcept { return messages_; }
+
+ private:
+  c10::WarningHandler* previous_;
+  std::vector<std::string> messages_;
+};
 
 }  // namespace accelkit::compat
 

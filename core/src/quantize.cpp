@@ -1,0 +1,240 @@
+// Runtime::quantize: dynamic INT8 Linear through LibTorch's quantized engine (quantize.hpp).
+#include "accelkit/quantize.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/InferenceMode.h>
+#include <c10/core/QEngine.h>
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
+
+#include "accelkit/inference.hpp"
+#include "accelkit/runtime.hpp"
+#include "strings.hpp"
+
+namespace accelkit {
+
+namespace {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+// at::QEngine by the lower-cased name the plugin gave; nullopt when this LibTorch lacks it.
+std::optional<at::QEngine> engine_named(const std::string& name) {
+  for (const at::QEngine e : at::globalContext().supportedQEngines()) {
+    std::string n = c10::toString(e);
+    std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (n == name) return e;
+  }
+  return std::nullopt;
+}
+
+// Sets the process's quantized engine for a scope (prepacking reads it), then restores it.
+class EngineScope {
+ public:
+  explicit EngineScope(at::QEngine e) : previous_(at::globalContext().qEngine()) { at::globalContext().setQEngine(e); }
+  ~EngineScope() { at::globalContext().setQEngine(previous_); }
+  EngineScope(const EngineScope&) = delete;
+  EngineScope& operator=(const EngineScope&) = delete;
+
+ private:
+  at::QEngine previous_;
+};
+
+void collect_linears(torch::jit::Block* block, std::vector<Node*>& out) {
+  for (Node* n : block->nodes()) {
+    if (n->kind() == c10::Symbol::fromQualString("aten::linear")) out.push_back(n);
+    for (torch::jit::Block* b : n->blocks()) collect_linears(b, out);
+  }
+}
+
+std::int64_t constant_bytes(torch::jit::Block* block) {
+  std::int64_t bytes = 0;
+  for (Node* n : block->nodes()) {
+    if (n->kind() == c10::prim::Constant && n->output()->type()->kind() == c10::TypeKind::TensorType) {
+      const auto v = torch::jit::toIValue(n->output());
+      if (v && v->isTensor()) bytes += static_cast<std::int64_t>(v->toTensor().nbytes());
+    }
+    for (torch::jit::Block* b : n->blocks()) bytes += constant_bytes(b);
+  }
+  return bytes;
+}
+
+// Symmetric per-output-channel qint8: scale = max |w_row| / 127, zero point 0.
+at::Tensor quantize_weight(const at::Tensor& w) {
+  const at::Tensor scales = (w.abs().amax(1).to(at::kDouble) / 127.0).clamp_min(1e-12);
+  const at::Tensor zero_points = at::zeros({w.size(0)}, at::TensorOptions().dtype(at::kLong));
+  return at::quantize_per_channel(w.contiguous(), scales, zero_points, 0, at::kQInt8);
+}
+
+// The engine's packed weight (a LinearPackedParamsBase object), by quantized::linear_prepack.
+c10::IValue prepack(const at::Tensor& qweight, const std::optional<at::Tensor>& bias) {
+  static const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow("quantized::linear_prepack", "");
+  torch::jit::Stack stack{qweight, bias ? c10::IValue(*bias) : c10::IValue()};
+  op.callBoxed(&stack);
+  return stack.at(0);
+}
+
+std::string fmt(double v, int precision = 3) {
+  std::ostringstream s;
+  s.precision(precision);
+  s << v;
+  return s.str();
+}
+
+}  // namespace
+
+std::string QuantizeReport::summary() const {
+  std::ostringstream s;
+  s << scheme << "\n  " << converted << " Linear layer" << (converted == 1 ? "" : "s") << " converted, " << skipped
+    << " kept in fp32; constants " << fmt(static_cast<double>(bytes_before) / 1e6) << " MB -> "
+    << fmt(static_cast<double>(bytes_after) / 1e6) << " MB\n";
+  for (const QuantizedLayer& l : layers)
+    s << "  " << (l.converted ? "int8  " : "fp32  ") << l.name << " (" << l.in_features << " -> " << l.out_features
+      << ")" << (l.converted ? "" : ": " + l.why) << '\n';
+  if (cosine)
+    s << "  on the example inputs vs fp32: relative error " << fmt(*rel_error) << ", max relative "
+      << fmt(max_rel_error.value_or(0)) << ", cosine " << fmt(*cosine, 6) << '\n';
+  for (const std::string& n : notes) s << "  LibTorch: " << n << '\n';
+  return s.str();
+}
+
+QuantizedModule Runtime::quantize(const torch::jit::Module& module, const QuantizeOptions& o,
+                                  const std::vector<at::Tensor>& example_inputs) const {
+  if (o.linear == QuantDtype::none) throw std::invalid_argument("quantize: nothing asked (linear = none)");
+  const DeviceInfo& info = device_->info();
+  if (!info.capabilities.has(Capability::int8_linear))
+    throw std::invalid_argument("quantize: " + info.id + " offers no int8 Linear (capability int8_linear); its plugin " +
+                                "names no quantized engine LibTorch can run there");
+  const auto engine_it = info.capabilities.extra.find(kInt8EngineKey);
+  const std::string engine_name = engine_it == info.capabilities.extra.end() ? "" : engine_it->second;
+  const std::optional<at::QEngine> engine = engine_named(engine_name);
+  if (!engine)
+    throw std::invalid_argument("quantize: " + info.id + "'s plugin names the quantized engine '" +
+                                text::shorten(engine_name, 40) + "', which this LibTorch does not have");
+  const bool reduce_range = info.capabilities.has(kInt8ReduceRangeKey);
+
+  QuantizedModule out;
+  QuantizeReport& r = out.report;
+  r.engine = engine_name;
+  r.reduce_range = reduce_range;
+  r.scheme = "dynamic int8 Linear on LibTorch's " + engine_name +
+             " engine: weights qint8, symmetric, one scale per output channel, packed once; activations " +
+             "quantized per call from their own range" + (reduce_range ? " (7 bits)" : "") + "; fp32 in and out";
+
+  // Parameter names by storage, to name the layers after freezing turned them into constants.
+  torch::jit::Module m = module.deepcopy();
+  m.eval();
+  m.to(torch_device_);
+  std::map<const void*, std::string> names;
+  for (const auto& p : m.named_parameters()) {
+    std::string name = p.name;
+    if (const auto dot = name.rfind('.'); dot != std::string::npos && name.substr(dot) == ".weight") name.resize(dot);
+    names.emplace(p.value.data_ptr(), name);
+  }
+  // No autocast while freezing: it would bake the thread's casts into the graph.
+  compat::AutocastGuard no_autocast(torch_device_.type(), false, compat::autocast_dtype(torch_device_.type()));
+  torch::jit::Module frozen = torch::jit::freeze(m);
+  const std::shared_ptr<torch::jit::Graph> graph = frozen.get_method("forward").graph();
+  r.bytes_before = constant_bytes(graph->block());
+
+  std::vector<Node*> linears;
+  collect_linears(graph->block(), linears);
+  compat::WarningCollector warnings;
+  {
+    EngineScope scope(*engine);
+    int k = 0;
+    for (Node* n : linears) {
+      ++k;
+      QuantizedLayer layer;
+      layer.name = "linear #" + std::to_string(k);
+      const std::optional<c10::IValue> w = torch::jit::toIValue(n->input(1));
+      const std::optional<c10::IValue> b = torch::jit::toIValue(n->input(2));
+      if (!w || !w->isTensor()) {
+        layer.why = "its weight is computed at run time, not a constant of the model";
+      } else {
+        const at::Tensor weight = w->toTensor();
+        if (auto it = names.find(weight.data_ptr()); it != names.end()) layer.name = it->second;
+        if (weight.dim() == 2) {
+          layer.out_features = weight.size(0);
+          layer.in_features = weight.size(1);
+        }
+        if (weight.dim() != 2 || weight.scalar_type() != at::kFloat) {
+          layer.why = "its weight is not a 2-D fp32 tensor";
+        } else if (!weight.device().is_cpu()) {
+          layer.why = "its weight is on " + weight.device().str() + ": the quantized engine runs on the CPU";
+        } else if (!b || !(b->isNone() || (b->isTensor() && b->toTensor().scalar_type() == at::kFloat))) {
+          layer.why = "its bias is computed at run time or not fp32";
+        } else if (layer.in_features < o.min_in_features) {
+          layer.why = std::to_string(layer.in_features) + " input features (< " + std::to_string(o.min_in_features) +
+                      "): quantizing the activations would cost more than the GEMM";
+        } else {
+          const std::optional<at::Tensor> bias = b->isNone() ? std::nullopt : std::optional<at::Tensor>(b->toTensor());
+          const c10::IValue packed = prepack(quantize_weight(weight), bias);
+          torch::jit::WithInsertPoint guard(n);
+          Value* packed_value = graph->insertConstant(packed);
+          Value* rr = graph->insertConstant(reduce_range);
+          // fp32 activations whatever ran before (a caller's autocast may have made them bf16);
+          // a no-op when they already are.
+          Value* x = graph->insert(c10::aten::to, {n->input(0), graph->insertConstant(static_cast<std::int64_t>(at::kFloat))});
+          Value* y = graph->insert(c10::Symbol::fromQualString("quantized::linear_dynamic"), {x, packed_value, rr});
+          y->setType(n->output()->type());
+          n->output()->replaceAllUsesWith(y);
+          n->destroy();
+          layer.converted = true;
+          // Packed: the int8 weight, a (double) scale per output channel and the fp32 bias.
+          r.bytes_after += layer.in_features * layer.out_features + 8 * layer.out_features +
+                           (bias ? static_cast<std::int64_t>(bias->nbytes()) : 0);
+        }
+      }
+      (layer.converted ? r.converted : r.skipped) += 1;
+      r.layers.push_back(std::move(layer));
+    }
+  }
+  torch::jit::EliminateDeadCode(graph);
+  r.bytes_after += constant_bytes(graph->block());
+  for (const std::string& w : warnings.messages()) r.notes.push_back(text::shorten(w, 200));
+
+  if (!example_inputs.empty()) {
+    c10::InferenceMode guard;
+    std::vector<c10::IValue> args;
+    for (const auto& x : example_inputs) args.emplace_back(x.to(torch_device_));
+    std::vector<at::Tensor> ref, got;
+    try {
+      ref = flatten_outputs(m.forward(args));
+      got = flatten_outputs(frozen.forward(args));
+    } catch (const std::exception& e) {
+      throw std::invalid_argument("quantize: the module refuses the example inputs: " + text::torch_error_line(e.what()));
+    }
+    double num = 0, den = 0, dot = 0, ng = 0, max_diff = 0, max_ref = 0;
+    for (std::size_t i = 0; i < std::min(ref.size(), got.size()); ++i) {
+      if (!ref[i].is_floating_point()) continue;
+      const at::Tensor a = got[i].to(at::kCPU, at::kDouble).flatten();
+      const at::Tensor e = ref[i].to(at::kCPU, at::kDouble).flatten();
+      num += (a - e).pow(2).sum().item<double>();
+      den += e.pow(2).sum().item<double>();
+      dot += (a * e).sum().item<double>();
+      ng += a.pow(2).sum().item<double>();
+      max_diff = std::max(max_diff, (a - e).abs().max().item<double>());
+      max_ref = std::max(max_ref, e.abs().max().item<double>());
+    }
+    r.rel_error = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+    r.max_rel_error = max_ref > 0 ? max_diff / max_ref : max_diff;
+    r.cosine = ng > 0 && den > 0 ? dot / std::sqrt(ng * den) : (num == 0 ? 1.0 : 0.0);
+    if (!std::isfinite(*r.rel_error) || !std::isfinite(*r.cosine)) {
+      r.rel_error = INFINITY;
+      r.cosine = 0.0;
+    }
+  }
+  out.module = std::move(frozen);
+  return out;
+}
+
+}  // namespace accelkit

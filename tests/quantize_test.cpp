@@ -1,0 +1,184 @@
+// Runtime::quantize on TorchScript modules made here: every aten::linear with a constant fp32
+// weight becomes the engine's quantized::linear_dynamic, the rest is left alone, the outputs on
+// fresh random inputs stay close to an fp64 run of the same module, the report accounts for
+// every layer and the sizes, and the caller's module is untouched.
+#include <torch/torch.h>
+
+#include <sstream>
+
+#include "accelkit/quantize.hpp"
+#include "accelkit/runtime.hpp"
+#include "script_models.hpp"
+#include "test_support.hpp"
+
+#include "torch_doctest.hpp"
+
+// Each suite in its own namespace: suites are compiled together in unity batches.
+namespace quantize_suite {
+
+using namespace accelkit;
+using namespace accelkit::test;
+
+namespace {
+
+std::unique_ptr<Runtime> start() {
+  ContextOptions o;
+  o.settings.env = std::map<std::string, std::string>{};
+  o.settings.cli = {{"device", "cpu"}};
+  o.loader.cli_paths = {ACCELKIT_TEST_PLUGIN_DIR};
+  o.loader.read_environment = false;
+  o.loader.include_default_dirs = false;
+  return Runtime::start(o);
+}
+
+// The module run in fp64 (a deep copy), the reference for a lossy fast path.
+std::vector<at::Tensor> fp64_outputs(const torch::jit::Module& module, const std::vector<at::Tensor>& inputs) {
+  torch::jit::Module m = module.deepcopy();
+  m.eval();
+  m.to(at::kDouble);
+  torch::NoGradGuard no_grad;
+  compat::AutocastGuard fp32(c10::DeviceType::CPU, false, compat::autocast_dtype(c10::DeviceType::CPU));
+  std::vector<c10::IValue> args;
+  for (const auto& x : inputs) args.emplace_back(x.to(at::kDouble));
+  return flatten_outputs(m.forward(args));
+}
+
+// Without autocast (Runtime::start turned the plan's on for this thread): int8 alone.
+std::vector<at::Tensor> run(torch::jit::Module& m, const std::vector<at::Tensor>& inputs) {
+  torch::NoGradGuard no_grad;
+  compat::AutocastGuard fp32(c10::DeviceType::CPU, false, compat::autocast_dtype(c10::DeviceType::CPU));
+  return flatten_outputs(m.forward(std::vector<c10::IValue>(inputs.begin(), inputs.end())));
+}
+
+struct Error {
+  double rel = 0;
+  double cosine = 0;
+};
+Error error(const std::vector<at::Tensor>& got, const std::vector<at::Tensor>& ref) {
+  REQUIRE(got.size() == ref.size());
+  double num = 0, den = 0, dot = 0, ng = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    REQUIRE(got[i].sizes() == ref[i].sizes());
+    CHECK((got[i].scalar_type() == at::kFloat));
+    const at::Tensor g = got[i].to(at::kDouble), r = ref[i].to(at::kDouble);
+    num += (g - r).pow(2).sum().item<double>();
+    den += r.pow(2).sum().item<double>();
+    dot += (g * r).sum().item<double>();
+    ng += g.pow(2).sum().item<double>();
+  }
+  return {std::sqrt(num / den), dot / std::sqrt(ng * den)};
+}
+
+int count_nodes(const torch::jit::Module& m, const char* kind) {
+  int n = 0;
+  for (const torch::jit::Node* node : m.get_method("forward").graph()->nodes())
+    n += node->kind() == c10::Symbol::fromQualString(kind);
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("a Linear stack: every layer int8, outputs within 1% of fp64 on fresh inputs, a quarter of the bytes") {
+  const auto rt = start();
+  REQUIRE(rt->device_handle()->info().capabilities.has(Capability::int8_linear));
+  INFO("seed " << test_seed());
+  torch::jit::Module model = script_linear_stack(256, 3, test_seed());
+  at::manual_seed(test_seed() + 1);
+  const std::vector<at::Tensor> example{at::randn({16, 256})};
+  const std::vector<at::Tensor> before = run(model, example);
+
+  QuantizedModule q = rt->quantize(model, {}, example);
+  const QuantizeReport& r = q.report;
+  INFO(r.summary());
+  CHECK(r.engine == rt->device_handle()->info().capabilities.extra.at(kInt8EngineKey));
+  CHECK(r.converted == 3);
+  CHECK(r.skipped == 0);
+  REQUIRE(r.layers.size() == 3);
+  CHECK(r.layers[0].name == "w0");
+  CHECK(r.layers[0].in_features == 256);
+  CHECK(r.layers[0].out_features == 256);
+  CHECK(count_nodes(q.module, "aten::linear") == 0);
+  CHECK(count_nodes(q.module, "quantized::linear_dynamic") == 3);
+  // 3 x 256 x 256 fp32 weights + biases -> int8 weights, their scales, the same fp32 biases.
+  CHECK(r.bytes_before == 3 * (256 * 256 + 256) * 4);
+  CHECK(r.bytes_after == 3 * (256 * 256 + 8 * 256 + 256 * 4));
+  REQUIRE(r.cosine);
+  CHECK(*r.cosine >= 0.999);
+  CHECK(*r.rel_error <= 0.05);
+  CHECK(*r.max_rel_error <= 0.1);
+
+  // Fresh inputs, against the same module in fp64.
+  const std::vector<at::Tensor> fresh{at::randn({8, 256})};
+  const Error e = error(run(q.module, fresh), fp64_outputs(model, fresh));
+  CHECK(e.cosine >= 0.999);
+  CHECK(e.rel <= 0.05);
+  CHECK(e.rel > 1e-6);  // int8 really ran: fp32 alone would be within 1e-6
+
+  // The caller's module is as it was.
+  CHECK(count_nodes(model, "aten::linear") == 3);
+  CHECK(at::equal(run(model, example)[0], before[0]));
+}
+
+TEST_CASE("a CNN: its Linear int8, the convolutions untouched; two inputs: the linear converted, the matmul kept") {
+  const auto rt = start();
+  INFO("seed " << test_seed());
+  torch::jit::Module cnn = script_cnn(test_seed());
+  at::manual_seed(test_seed() + 2);
+  QuantizedModule q = rt->quantize(cnn, {}, {at::randn({4, 3, 32, 32})});
+  INFO(q.report.summary());
+  CHECK(q.report.converted == 1);
+  CHECK(count_nodes(q.module, "quantized::linear_dynamic") == 1);
+  CHECK(count_nodes(q.module, "aten::conv2d") + count_nodes(q.module, "aten::_convolution") == 2);
+  const std::vector<at::Tensor> fresh{at::randn({2, 3, 32, 32})};
+  const Error e = error(run(q.module, fresh), fp64_outputs(cnn, fresh));
+  CHECK(e.cosine >= 0.999);
+  {
+    // Under the runtime's autocast (bf16 convolutions where the plan says so) it still runs:
+    // the quantized Linear takes its input as fp32.
+    torch::NoGradGuard no_grad;
+    auto ac = rt->autocast();
+    const at::Tensor y = q.module.forward({fresh[0]}).toTensor();
+    CHECK((y.scalar_type() == at::kFloat));
+    CHECK(error({y}, fp64_outputs(cnn, fresh)).cosine >= 0.99);
+  }
+
+  torch::jit::Module two = script_two_inputs(test_seed());
+  QuantizedModule q2 = rt->quantize(two, {}, {at::randn({5, 24}), at::randn({5, 16})});
+  INFO(q2.report.summary());
+  CHECK(q2.report.converted == 1);
+  CHECK(q2.report.layers.at(0).name == "w1");
+  const std::vector<at::Tensor> fresh2{at::randn({3, 24}), at::randn({3, 16})};
+  const auto got = run(q2.module, fresh2);
+  const auto ref = fp64_outputs(two, fresh2);
+  CHECK(error({got[0]}, {ref[0]}).cosine >= 0.999);
+  CHECK(at::allclose(got[1], ref[1].to(at::kFloat), 1e-5, 1e-5));  // untouched: fp32 exact
+}
+
+TEST_CASE("small layers stay fp32 with the reason; nothing asked is refused; the summary names every layer") {
+  const auto rt = start();
+  torch::jit::Module small = script_linear_stack(8, 2, test_seed());
+  QuantizedModule q = rt->quantize(small, {}, {at::randn({4, 8})});
+  CHECK(q.report.converted == 0);
+  CHECK(q.report.skipped == 2);
+  CHECK(q.report.layers.at(0).why.find("8 input features") != std::string::npos);
+  CHECK(*q.report.rel_error == 0);  // nothing converted: the frozen module computes the same
+  const std::string s = q.report.summary();
+  CHECK(s.find("fp32  w0 (8 -> 8)") != std::string::npos);
+  CHECK(s.find("0 Linear layers converted, 2 kept") != std::string::npos);
+
+  QuantizeOptions all;
+  all.min_in_features = 1;
+  CHECK(rt->quantize(small, all).report.converted == 2);
+
+  QuantizeOptions none;
+  none.linear = QuantDtype::none;
+  CHECK_THROWS_AS(rt->quantize(small, none), std::invalid_argument);
+  try {
+    rt->quantize(small, {}, {at::randn({4, 9})});
+    FAIL("no error for inputs the module refuses");
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()).find("refuses the example inputs") != std::string::npos);
+  }
+}
+
+}  // namespace quantize_suite
