@@ -358,6 +358,56 @@ TEST_CASE("a model file: inference and training, the outputs and losses checked,
   }
 }
 
+TEST_CASE("--quantize int8: a variant of its own with its output error, the quantize report in text and JSON") {
+  accelkit::test::TempDir tmp("accelkit-bench-int8");
+  const std::string mlp = (tmp.path() / "mlp.pt").string();
+  accelkit::test::script_linear_stack(64, 3, 4).save(mlp);
+  BenchOptions o = tiny("mlp");
+  o.model = mlp;
+  o.width = 0;
+  o.inputs = {"8x64"};
+  o.quantize = "int8";
+  const BenchResult r = accelkit::run_bench(runtime(), o);
+  REQUIRE(r.int8);
+  REQUIRE(r.quantize);
+  check_stats_file(*r.int8, o.steps);
+  CHECK(r.int8->dtype == "int8");
+  CHECK(r.quantize->converted == 3);
+  REQUIRE(r.int8->cosine);
+  CHECK(*r.int8->cosine >= 0.999);  // int8 against the baseline's fp32 outputs
+  CHECK(*r.int8->rel_error > 0);
+  CHECK(*r.int8->rel_error <= 0.05);
+  CHECK(*r.speedup_int8 == doctest::Approx(r.baseline.time.median_ms / r.int8->time.median_ms));
+  CHECK_FALSE(r.tuned);
+  const auto j = nlohmann::json::parse(accelkit::bench_json(r));
+  CHECK(j["int8"]["cosine"].get<double>() == doctest::Approx(*r.int8->cosine));
+  CHECK(j["quantize"]["converted"] == 3);
+  CHECK(j["quantize"]["layers"].size() == 3);
+  CHECK(j["quantize"]["engine"] == r.quantize->engine);
+  std::string out;
+  REQUIRE(run_verb(o, false, out) == 0);
+  CHECK(out.find("int8 is ") != std::string::npos);
+  CHECK(out.find("3 Linear layers converted") != std::string::npos);
+
+  auto message = [](const BenchOptions& b) {
+    try {
+      accelkit::validate(b);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  BenchOptions bad = o;
+  bad.quantize = "int4";
+  CHECK(message(bad) == "bench: --quantize must be int8, got 'int4'");
+  bad = o;
+  bad.mode = "train";
+  CHECK(message(bad).find("--quantize is for a model file in inference mode") != std::string::npos);
+  bad = tiny("mlp");
+  bad.quantize = "int8";
+  CHECK(message(bad).find("--quantize is for a model file") != std::string::npos);
+}
+
 TEST_CASE("a model file that is missing, not TorchScript, or refuses its inputs: one clear line, exit 2") {
   accelkit::test::TempDir tmp("accelkit-bench-file-bad");
   const std::string mlp = (tmp.path() / "mlp.pt").string();

@@ -65,7 +65,7 @@ void check_model(Runtime& rt, const torch::jit::Module& m, const std::function<s
   CAPTURE(d.chosen);
   CAPTURE(d.why);
   CHECK(d.origin == "benchmark");
-  CHECK(d.trials.size() == 6);
+  CHECK(d.trials.size() == 7);
   std::size_t accepted = 0;
   for (const auto& t : d.trials) {
     CAPTURE(t.candidate);
@@ -118,7 +118,7 @@ TEST_CASE("optimize_for_inference: the decision is cached; excluded candidates a
 
   InferenceOptions only_fp32 = quick();
   only_fp32.use_cache = false;
-  only_fp32.exclude = {"bf16", "bf16_channels_last", "optimized", "frozen", "channels_last"};
+  only_fp32.exclude = {"bf16", "bf16_channels_last", "bf16_optimized", "optimized", "frozen", "channels_last"};
   auto as_is = rt->optimize_for_inference(m, x, only_fp32);
   CHECK(as_is->decision().chosen == "as_is");
   CHECK(as_is->decision().cache_file.empty());

@@ -93,6 +93,7 @@ int verb_bench(const Invocation& inv) {
   b.inputs = inv.inputs;
   b.mode = inv.mode;
   b.wait_quiet_s = inv.wait_quiet;
+  b.quantize = inv.quantize;
   return run_bench(inv.context_options(), b, inv.json);
 }
 

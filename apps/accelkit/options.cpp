@@ -24,7 +24,7 @@ constexpr VerbDoc kVerbs[] = {
      "every plugin found and what became of it (-v: search path and trace; --rescan: examine them again)"},
     {"report", "report [--apply] [--json]", "decision, settings with provenance, precision plan (--apply: apply and read back)"},
     {"monitor", "monitor [--interval S] [--count N] [--csv | --json]", "sample the selected device's sensors"},
-    {"bench", "bench [--model M|FILE --input SHAPE...] [--mode infer|train] [--steps N] [--vs-tuned] [--wait-quiet[=S]] [--json]",
+    {"bench", "bench [--model M|FILE --input SHAPE...] [--mode infer|train] [--steps N] [--vs-tuned] [--quantize int8] [--wait-quiet[=S]] [--json]",
      "time a training step or your model: accelkit vs plain LibTorch"},
     {"train", "train --config FILE [--resume] [--json]", "train the example model ([train] table in FILE)"},
     {"help", "help [VERB | settings]", "this text, one verb's, or every setting as a table"},
@@ -107,6 +107,8 @@ po::options_description verb_options() {
       ("vs-tuned", po::bool_switch(), "bench: also time hand-tuned LibTorch")
       ("wait-quiet", po::value<double>()->implicit_value(60)->value_name("S"),
        "bench: first wait (up to S seconds, default 60) until other processes leave the CPUs alone")
+      ("quantize", po::value<std::string>()->value_name("int8"),
+       "bench: also time the model file with its Linear layers in INT8 (Runtime::quantize)")
       ("resume", po::bool_switch(), "train: continue from the newest valid checkpoint");
   return d;
 }
@@ -183,6 +185,7 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   if (vm.count("input")) inv.inputs = vm["input"].as<std::vector<std::string>>();
   if (vm.count("mode")) inv.mode = vm["mode"].as<std::string>();
   if (vm.count("wait-quiet")) inv.wait_quiet = vm["wait-quiet"].as<double>();
+  if (vm.count("quantize")) inv.quantize = vm["quantize"].as<std::string>();
   if (vm.count("steps")) inv.steps = vm["steps"].as<int>();
   if (vm.count("warmup")) inv.warmup = vm["warmup"].as<int>();
   if (vm.count("batch")) inv.batch = vm["batch"].as<int>();
@@ -201,7 +204,7 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   only_for(vm, "interval", inv.verb, "monitor");
   only_for(vm, "count", inv.verb, "monitor");
   only_for(vm, "csv", inv.verb, "monitor");
-  for (const char* o : {"model", "input", "mode", "steps", "warmup", "batch", "width", "vs-tuned", "wait-quiet"})
+  for (const char* o : {"model", "input", "mode", "steps", "warmup", "batch", "width", "vs-tuned", "wait-quiet", "quantize"})
     only_for(vm, o, inv.verb, "bench");
   only_for(vm, "resume", inv.verb, "train");
   if (inv.csv && inv.json) throw UsageError("--csv and --json cannot be combined");

@@ -82,6 +82,7 @@ void render(std::ostream& out, const BenchResult& r) {
   add_variant(t, r.baseline, base, phases, blas);
   add_variant(t, r.accelkit, base, phases, blas);
   if (r.tuned) add_variant(t, *r.tuned, base, phases, blas);
+  if (r.int8) add_variant(t, *r.int8, base, phases, blas);
   t.print(out);
   out << "\naccelkit step: " << r.accelkit.step_mode << '\n';
   if (!r.machine.waited.empty()) out << "\nwarning: --wait-quiet: " << r.machine.waited << '\n';
@@ -89,6 +90,13 @@ void render(std::ostream& out, const BenchResult& r) {
   out << "\naccelkit is " << fixed(r.speedup, 2) << "x the baseline";
   if (r.speedup_vs_tuned) out << ", " << fixed(*r.speedup_vs_tuned, 2) << "x hand-tuned LibTorch";
   out << " (medians; fastest steps: " << fixed(r.speedup_min, 2) << "x the baseline)\n\n";
+  if (r.int8 && r.quantize) {
+    out << "int8 is " << fixed(*r.speedup_int8, 2) << "x the baseline";
+    if (r.tuned) out << ", " << fixed(r.tuned->time.median_ms / r.int8->time.median_ms, 2) << "x hand-tuned LibTorch";
+    out << "; its outputs vs the baseline's: " << sci(r.int8->rel_error.value_or(0)) << " relative, cosine "
+        << fixed(r.int8->cosine.value_or(0), 5) << " (lossy: shown, not judged)\n"
+        << "quantize: " << r.quantize->summary() << '\n';
+  }
 
   const BenchFloor& f = r.floor;
   if (f.measured) {
@@ -139,6 +147,8 @@ void show_progress(const BenchProgress& p) {
   if (p.phase == "autotune") line << "auto-tune, " << (p.done < p.total ? "candidate " + std::to_string(p.done + 1) + '/' + std::to_string(p.total) : "done");
   else if (p.phase == "check") line << "accuracy check, variant " << p.done + 1 << '/' << p.total;
   else if (p.phase == "quiet") line << "waiting for a quiet machine, " << p.done << '/' << p.total << " s";
+  else if (p.phase == "quantize") line << "quantizing the Linear layers";
+  else if (p.phase == "optimize") line << "optimize_for_inference" << (p.total > 1 ? ", candidate " + std::to_string(std::min(p.done + 1, p.total)) + '/' + std::to_string(p.total) : std::string());
   else if (p.phase == "floors") line << "measuring floors " << p.done + 1 << '/' << p.total;
   else if (p.phase == "warmup") line << "warm-up " << p.done + 1 << '/' << p.total;
   else line << "round " << std::min(p.done + 1, p.total) << '/' << p.total;

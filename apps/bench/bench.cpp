@@ -63,6 +63,9 @@ void validate(const BenchOptions& o) {
   if (o.baseline_threads < 0) bad("baseline threads must be >= 0, got " + std::to_string(o.baseline_threads));
   if (o.floor_copy_bytes < 0 || o.floor_matmul_n < 0) bad("floor sizes must be >= 0 (0 = default)");
   if (!(o.wait_quiet_s >= 0 && o.wait_quiet_s <= 3600)) bad("--wait-quiet must be between 0 and 3600 seconds");
+  if (!o.quantize.empty() && o.quantize != "int8") bad("--quantize must be int8, got '" + o.quantize.substr(0, 40) + "'");
+  if (!o.quantize.empty() && (!file || bench_mode(o) != "infer"))
+    bad("--quantize is for a model file in inference mode (--model FILE --mode infer)");
 }
 
 namespace {

@@ -4,6 +4,8 @@
 //             threads, fp32;
 //   accelkit  Runtime::optimize_for_inference under the negotiated plan (threads): the
 //             fastest of its candidates within tolerance, measured on these inputs;
+//   int8      (quantize = int8) Runtime::quantize's module: dynamic INT8 Linear, fp32
+//             elsewhere, the accelkit plan's threads; its output error is shown, not judged;
 //   tuned     (vs_tuned) hand-tuned LibTorch: all physical cores, the module frozen, channels-
 //             last for 4-D inputs, fp32.
 // Before timing, accelkit's outputs are compared with the baseline's (relative error and
@@ -153,6 +155,24 @@ BenchResult run_infer_bench(Runtime& rt, const BenchOptions& o, const BenchProgr
   variants.push_back({variant_info("accelkit", "accelkit: Runtime::optimize_for_inference - " + r.inference->description,
                                     accel_threads, reduced ? "bf16" : "fp32"),
                       rt.precision(), [fast, inputs] { return fast->run(inputs); }, {}});
+  if (!o.quantize.empty()) {
+    report(progress, o.model, "quantize", 0, 1);
+    QuantizedModule q = rt.quantize(module, {}, inputs);
+    r.quantize = q.report;
+    auto qm = std::make_shared<torch::jit::Module>(std::move(q.module));
+    variants.push_back({variant_info("int8",
+                                      "accelkit int8: Runtime::quantize - dynamic int8 Linear on LibTorch's " +
+                                          r.quantize->engine + " engine (" + std::to_string(r.quantize->converted) +
+                                          " layers), fp32 elsewhere",
+                                      accel_threads, "int8"),
+                        rt.precision(),
+                        [qm, args, device] {
+                          at::NoGradGuard no_grad;
+                          compat::AutocastGuard off(device.type(), false, compat::autocast_dtype(device.type()));
+                          return flatten_outputs(qm->forward(args));
+                        },
+                        {}});
+  }
   if (o.vs_tuned) {
     // Frozen without autocast: the accelkit plan just turned it on for this thread, and
     // freezing would bake its casts into the graph.
@@ -197,10 +217,12 @@ BenchResult run_infer_bench(Runtime& rt, const BenchOptions& o, const BenchProgr
   for (std::size_t i = 1; i < variants.size(); ++i) {
     report(progress, o.model, "check", static_cast<int>(i), static_cast<int>(variants.size()));
     const auto [rel, cos] = compare(run_variant(variants[i]), reference);
+    variants[i].info.rel_error = rel;
+    variants[i].info.cosine = cos;
     if (variants[i].info.name == "accelkit") {
       acc.rel_diff = rel;
       acc.cosine = cos;
-    } else {
+    } else if (variants[i].info.name == "tuned") {
       acc.tuned_rel_diff = rel;
     }
   }
@@ -248,10 +270,12 @@ BenchResult run_infer_bench(Runtime& rt, const BenchOptions& o, const BenchProgr
   }
   r.baseline = variants[0].info;
   r.accelkit = variants[1].info;
-  if (o.vs_tuned) {
-    r.tuned = variants[2].info;
-    r.speedup_vs_tuned = r.tuned->time.median_ms / r.accelkit.time.median_ms;
+  for (const Variant& v : variants) {
+    if (v.info.name == "tuned") r.tuned = v.info;
+    if (v.info.name == "int8") r.int8 = v.info;
   }
+  if (r.tuned) r.speedup_vs_tuned = r.tuned->time.median_ms / r.accelkit.time.median_ms;
+  if (r.int8) r.speedup_int8 = r.baseline.time.median_ms / r.int8->time.median_ms;
   r.speedup = r.baseline.time.median_ms / r.accelkit.time.median_ms;
   r.speedup_min = r.baseline.time.min_ms / r.accelkit.time.min_ms;
   r.decisions = rt.context().decisions();

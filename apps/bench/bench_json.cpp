@@ -123,6 +123,8 @@ void variant(Writer& w, const char* key, const BenchVariant& v) {
       .field("optimizer", v.optimizer)
       .field("step_mode", v.step_mode)
       .field("description", v.description);
+  if (v.rel_error) w.field("rel_error", *v.rel_error);
+  if (v.cosine) w.field("cosine", *v.cosine);
   w.open_array("samples_ms");
   for (double s : v.time.samples_ms) w.element(s);
   w.close();
@@ -176,6 +178,7 @@ std::string bench_json(const BenchResult& r, int indent) {
   variant(w, "baseline", r.baseline);
   variant(w, "accelkit", r.accelkit);
   if (r.tuned) variant(w, "tuned", *r.tuned);
+  if (r.int8) variant(w, "int8", *r.int8);
   w.field("speedup", r.speedup);
   w.field("speedup_min", r.speedup_min);
   if (r.speedup_vs_tuned) w.field("speedup_vs_tuned", *r.speedup_vs_tuned);
@@ -228,6 +231,21 @@ std::string bench_json(const BenchResult& r, int indent) {
     w.null("inference");
   }
 
+  if (r.quantize) {
+    const QuantizeReport& q = *r.quantize;
+    w.open("quantize").field("engine", q.engine).field("reduce_range", q.reduce_range).field("scheme", q.scheme)
+        .field("converted", q.converted).field("skipped", q.skipped).field("bytes_before", q.bytes_before)
+        .field("bytes_after", q.bytes_after);
+    if (r.speedup_int8) w.field("speedup", *r.speedup_int8);
+    if (q.rel_error) w.field("rel_error", *q.rel_error);
+    if (q.max_rel_error) w.field("max_rel_error", *q.max_rel_error);
+    if (q.cosine) w.field("cosine", *q.cosine);
+    w.open_array("layers");
+    for (const QuantizedLayer& l : q.layers)
+      w.open().field("name", l.name).field("in_features", l.in_features).field("out_features", l.out_features)
+          .field("converted", l.converted).field("why", l.why).close();
+    w.close().close();
+  }
   if (r.autotune) autotune(w, *r.autotune);
   else w.null("autotune");
   w.open_array("decisions");

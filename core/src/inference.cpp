@@ -69,6 +69,8 @@ const std::vector<Recipe>& recipes() {
        at::kBFloat16},
       {"bf16_channels_last", "frozen, bf16 weights, 4-D weights and inputs channels-last", true, false, at::kBFloat16,
        true},
+      {"bf16_optimized", "frozen + optimize_for_inference, bf16 weights, 4-D weights and inputs channels-last", true,
+       true, at::kBFloat16, true},
   };
   return r;
 }
@@ -203,8 +205,11 @@ std::unique_ptr<OptimizedModule> Runtime::optimize_for_inference(const torch::ji
   // The model runs in its own fp32 plan: no autocast (the recipes say the dtype).
   compat::AutocastGuard no_autocast(torch_device_.type(), false, compat::autocast_dtype(torch_device_.type()));
 
+  // The candidates are part of the key: a decision made among fewer does not stand for more.
+  std::string candidates = "candidates";
+  for (const Recipe& r : recipes()) candidates += std::string(" ") + r.name;
   const std::string key_text = autotune_device_fingerprint(*context_) + "\n" + model_signature(module, inputs) + "\n" +
-                               autotune_versions(*context_);
+                               autotune_versions(*context_) + "\n" + candidates;
   const std::string key = autotune_detail::hash_hex(key_text);
   const bool use_cache = o.use_cache && *context_->config().autotune_cache;
   const std::string dir = use_cache ? autotune_cache_dir() : std::string();

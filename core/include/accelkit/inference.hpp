@@ -10,7 +10,8 @@
 // autograd); frozen (torch::jit::freeze: weights become constants, conv-bn folded); frozen and
 // optimize_for_inference (LibTorch's own pass: MKLDNN layouts and fusions); bf16 weights cast
 // once (where the device computes bf16 natively; a cast per call - autocast - was measured
-// slower); channels-last (for 4-D inputs); bf16 + channels-last. Each is timed on the example
+// slower); channels-last (for 4-D inputs); bf16 + channels-last; bf16 + channels-last +
+// optimize_for_inference (oneDNN's bf16 convolutions). Each is timed on the example
 // inputs, its outputs compared with the module's own fp32 outputs, and the fastest one within
 // tolerance is kept. The decision is cached under the cache directory (inference/), keyed by
 // the device, the model's code and parameter shapes, the input shapes and the versions.
@@ -43,7 +44,8 @@ struct InferenceOptions {
 };
 
 struct InferenceTrial {
-  std::string candidate;    // "as_is", "frozen", "optimized", "bf16", "channels_last", "bf16_channels_last"
+  std::string candidate;    // "as_is", "frozen", "optimized", "channels_last", "bf16", "bf16_channels_last",
+                            // "bf16_optimized"
   std::string description;  // "frozen (torch::jit::freeze), fp32"
   double median_ms = 0;     // per run of the example inputs
   double rel_error = 0;     // vs the module's own fp32 outputs

@@ -27,6 +27,7 @@
 #include "accelkit/autotune.hpp"
 #include "accelkit/context.hpp"
 #include "accelkit/inference.hpp"
+#include "accelkit/quantize.hpp"
 
 namespace accelkit {
 
@@ -50,6 +51,9 @@ struct BenchOptions {
   // > 0: before anything is timed, wait up to this many seconds for other processes to leave
   // the CPUs alone (BenchMachine says what was seen).
   double wait_quiet_s = 0;
+  // A model file in inference mode: "int8" also times Runtime::quantize's INT8 Linear model
+  // (a variant of its own, its output error shown; never chosen for accelkit: it is lossy).
+  std::string quantize;
   bool floors = true;         // measure copy bandwidth and the matmul rate
   std::int64_t floor_copy_bytes = 0;  // per buffer; 0 = 512 MiB on CPU, 1 GiB on a GPU
   int floor_matmul_n = 0;             // n of the n^3 matmul; 0 = 2048 on CPU, 8192 on a GPU
@@ -93,6 +97,9 @@ struct BenchVariant {
   double backward_ms = 0;
   double optimizer_ms = 0;
   std::vector<double> check;  // accuracy check: loss per step (optimizer: parameter norm)
+  // Inference: outputs against the baseline's on the same inputs (none for the baseline).
+  std::optional<double> rel_error;
+  std::optional<double> cosine;
 };
 
 // Floors from measured machine rates: the fastest of several runs of each (the best the machine
@@ -162,6 +169,9 @@ struct BenchResult {
   BenchVariant baseline;
   BenchVariant accelkit;
   std::optional<BenchVariant> tuned;
+  std::optional<BenchVariant> int8;      // --quantize int8: Runtime::quantize's module
+  std::optional<QuantizeReport> quantize;
+  std::optional<double> speedup_int8;    // baseline median / int8 median
   double speedup = 0;                    // baseline median / accelkit median
   double speedup_min = 0;                // baseline min / accelkit min (best case on a shared machine)
   std::optional<double> speedup_vs_tuned;  // tuned median / accelkit median
@@ -196,7 +206,7 @@ class BenchCheckError : public std::runtime_error {
 
 struct BenchProgress {
   std::string model;
-  std::string phase;  // "quiet" (--wait-quiet; done/total in seconds) | "autotune" | "check" | "floors" | "warmup" | "timing"
+  std::string phase;  // "quiet" (--wait-quiet; done/total in seconds) | "optimize" | "quantize" | "autotune" | "check" | "floors" | "warmup" | "timing"
   int done = 0;       // rounds done in this phase
   int total = 0;
 };
