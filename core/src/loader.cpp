@@ -1,3 +1,4 @@
+#include "install_layout.hpp"
 #include "accelkit/loader.hpp"
 
 #include <dlfcn.h>
@@ -385,19 +386,28 @@ std::vector<SearchDir> plugin_search_dirs(const LoaderOptions& options) {
     add_list(split(env_or_empty("ACCELKIT_ADD_PLUGIN_PATH"), ':'), "ACCELKIT_ADD_PLUGIN_PATH");
   }
   if (options.include_default_dirs) {
-    dirs.push_back({ACCELKIT_BUILDTIME_PLUGIN_DIR, "build-time"});
+    // Each place once, in this order (several of them are the same place in common layouts).
+    auto add = [&](const std::string& path, const char* origin) {
+      const std::string normal = fs::path(path).lexically_normal().string();
+      for (const SearchDir& d : dirs)
+        if (fs::path(d.path).lexically_normal().string() == normal) return;
+      dirs.push_back({path, origin});
+    };
+    // The installed package this program was built against (install_layout.hpp), wherever
+    // its prefix is now.
+    if (const std::string d = install_layout::plugin_dir(); !d.empty()) add(d, "installed package");
+    add(ACCELKIT_BUILDTIME_PLUGIN_DIR, "build-time");
     if (auto exe = executable_dir(); !exe.empty()) {
       // bin/../lib (the build tree, and installs whose libdir is lib), then bin/../<libdir>
       // when the install's libdir is another (lib/x86_64-linux-gnu below /usr).
       const fs::path prefix = fs::path(exe).parent_path();
-      dirs.push_back({(prefix / "lib" / "accelkit" / "plugins").string(), "executable-relative"});
+      add((prefix / "lib" / "accelkit" / "plugins").string(), "executable-relative");
       if (std::string_view(ACCELKIT_INSTALL_LIBDIR) != "lib" && fs::path(ACCELKIT_INSTALL_LIBDIR).is_relative())
-        dirs.push_back({(prefix / ACCELKIT_INSTALL_LIBDIR / "accelkit" / "plugins").string(), "executable-relative"});
+        add((prefix / ACCELKIT_INSTALL_LIBDIR / "accelkit" / "plugins").string(), "executable-relative");
     }
     // An application linked against the packaged core, built with another prefix than the
     // packages': their plugins.
-    if (std::string_view(ACCELKIT_PACKAGE_PLUGIN_DIR) != ACCELKIT_BUILDTIME_PLUGIN_DIR)
-      dirs.push_back({ACCELKIT_PACKAGE_PLUGIN_DIR, "package"});
+    add(ACCELKIT_PACKAGE_PLUGIN_DIR, "package");
   }
   return dirs;
 }

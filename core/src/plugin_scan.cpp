@@ -1,4 +1,5 @@
 // The out-of-process plugin scan (plugin_scan.hpp): the child, its verdict, the registry.
+#include "install_layout.hpp"
 #include "plugin_scan.hpp"
 
 #include <fcntl.h>
@@ -179,6 +180,8 @@ std::string find_scanner(std::string* looked) {
     candidates.emplace_back(exe + "/../" ACCELKIT_INSTALL_LIBEXECDIR_RELATIVE "/accelkit/" + kScannerName,
                             "executable-relative");
   }
+  if (const std::string d = install_layout::libexec_dir(); !d.empty())
+    candidates.emplace_back(d + "/" + kScannerName, "installed package");
   candidates.emplace_back(std::string(ACCELKIT_INSTALL_LIBEXEC_DIR) + "/" + kScannerName, "installed");
   candidates.emplace_back(std::string(ACCELKIT_PACKAGE_LIBEXEC_DIR) + "/" + kScannerName, "package");
   std::string tried;
