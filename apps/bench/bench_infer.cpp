@@ -178,26 +178,37 @@ BenchResult run_infer_bench(Runtime& rt, const BenchOptions& o, const BenchProgr
     // freezing would bake its casts into the graph.
     plans.to("tuned", plain_plan(physical_cores(rt)));
     const bool four_d = std::any_of(inputs.begin(), inputs.end(), [](const at::Tensor& x) { return x.dim() == 4; });
-    auto tuned = std::make_shared<torch::jit::Module>(module.deepcopy());
+    // Channels-last where the inputs are images, as a careful user would try it - and drop it,
+    // as they would, when the model refuses it (a .view() on the activations does).
+    auto make_tuned = [&](bool channels_last) {
+      auto tuned = std::make_shared<torch::jit::Module>(module.deepcopy());
+      if (channels_last) {
+        at::NoGradGuard no_grad;
+        for (at::Tensor p : tuned->parameters())
+          if (p.dim() == 4) p.set_data(p.data().contiguous(at::MemoryFormat::ChannelsLast));
+      }
+      *tuned = torch::jit::freeze(*tuned);
+      std::vector<c10::IValue> tuned_args;
+      for (const auto& x : inputs)
+        tuned_args.emplace_back(channels_last && x.dim() == 4 ? x.contiguous(at::MemoryFormat::ChannelsLast) : x);
+      return std::function<std::vector<at::Tensor>()>([tuned, tuned_args] {
+        at::NoGradGuard no_grad;
+        return flatten_outputs(tuned->forward(tuned_args));
+      });
+    };
+    std::string layout = four_d ? ", channels-last" : "";
+    std::function<std::vector<at::Tensor>()> tuned_run = make_tuned(four_d);
     if (four_d) {
-      at::NoGradGuard no_grad;
-      for (at::Tensor p : tuned->parameters())
-        if (p.dim() == 4) p.set_data(p.data().contiguous(at::MemoryFormat::ChannelsLast));
+      try {
+        tuned_run();
+      } catch (const std::exception& e) {
+        layout = " (channels-last refused by the model: " + torch_error_summary(e.what()).substr(0, 160) + ")";
+        tuned_run = make_tuned(false);
+      }
     }
-    *tuned = torch::jit::freeze(*tuned);
-    std::vector<c10::IValue> tuned_args;
-    for (const auto& x : inputs)
-      tuned_args.emplace_back(four_d && x.dim() == 4 ? x.contiguous(at::MemoryFormat::ChannelsLast) : x);
-    variants.push_back({variant_info("tuned",
-                                      std::string("hand-tuned LibTorch: frozen, all physical cores, fp32") +
-                                          (four_d ? ", channels-last" : ""),
+    variants.push_back({variant_info("tuned", "hand-tuned LibTorch: frozen, all physical cores, fp32" + layout,
                                       physical_cores(rt), "fp32"),
-                        plain_plan(physical_cores(rt)),
-                        [tuned, tuned_args] {
-                          at::NoGradGuard no_grad;
-                          return flatten_outputs(tuned->forward(tuned_args));
-                        },
-                        {}});
+                        plain_plan(physical_cores(rt)), tuned_run, {}});
   }
 
   // Accuracy: every variant's outputs against the baseline's, before anything is timed.

@@ -290,7 +290,7 @@ std::unique_ptr<OptimizedModule> Runtime::optimize_for_inference(const torch::ji
       d.trials.push_back(std::move(t));
     } catch (const std::exception& e) {
       const std::string what = e.what();
-      t.note = "failed: " + text::shorten(what.substr(0, what.find('\n')), 200);
+      t.note = "failed: " + text::torch_error_line(what, 200);
       d.trials.push_back(std::move(t));
     }
   }
