@@ -47,6 +47,11 @@ std::string write_config(const fs::path& dir, const fs::path& ckpt) {
 
 // Every file a reader could take for a checkpoint must be a whole one.
 void check_visible(const fs::path& ckpt, std::int64_t& newest) {
+  // Killed before it made the directory (a slow start on a busy machine): nothing to see yet.
+  if (!fs::exists(ckpt)) {
+    CHECK(newest == 0);  // but never after a checkpoint was seen there
+    return;
+  }
   CheckpointDir dir(ckpt.string());
   for (const auto& e : fs::directory_iterator(ckpt)) {
     const std::string name = e.path().filename().string();
