@@ -15,3 +15,8 @@ target_compile_definitions(${inference_test_target} PRIVATE ACCELKIT_TEST_PLUGIN
 # Runtime::quantize: dynamic INT8 Linear through the engine the CPU plugin names.
 accelkit_add_test(quantize_test SOURCES quantize_test.cpp LINK accelkit::core GROUP runtime)
 target_compile_definitions(${quantize_test_target} PRIVATE ACCELKIT_TEST_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}")
+# check_alignment: model sizes against the multiples a device states.
+accelkit_add_test(alignment_test SOURCES alignment_test.cpp LINK accelkit::core GROUP runtime)
+target_compile_definitions(${alignment_test_target} PRIVATE ACCELKIT_TEST_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}")
+# accelkit report --model FILE: the alignment through the CLI.
+accelkit_add_cli_test(report_model_test SOURCES report_model_test.cpp LINK accelkit::core)

@@ -98,6 +98,7 @@ TEST_CASE("Intel fixture: identity, cores, memory, sensors, reference BLAS") {
   CHECK(d.capabilities.has(Capability::power));
   CHECK(d.capabilities.has(Capability::utilisation));
   CHECK(d.capabilities.extra.at("isa") == "avx2");
+  CHECK(d.capabilities.extra.at("align.fp32") == "8");  // AVX2: 8 fp32 per vector
   CHECK(d.capabilities.has("avx2"));
   CHECK_FALSE(d.capabilities.has("avx512_bf16"));
   CHECK(has_property(d, "physical cores", "4"));
@@ -127,6 +128,9 @@ TEST_CASE("AMD fixture: Zen 4 gets bf16, k10temp Tccd, OpenBLAS") {
   CHECK(r.device.capabilities.has("avx512_bf16"));
   CHECK_FALSE(r.device.capabilities.has("amx_bf16"));
   CHECK(r.device.capabilities.extra.at("isa") == "avx2,avx512f,avx512bw,avx512_bf16");
+  CHECK(r.device.capabilities.extra.at("align.fp32") == "16");  // AVX-512: 16 fp32 per vector
+  CHECK(r.device.capabilities.extra.at("align.bf16") == "32");
+  CHECK(r.device.capabilities.extra.at("align.int8") == "64");
   CHECK(r.device.capabilities.extra.at("blas") == "openblas-pthread");
   CHECK(r.warnings.empty());
   CHECK(contains(r.reasons.at(1), "AVX512_BF16"));

@@ -45,6 +45,7 @@ struct Invocation {
   bool csv = false;                // monitor --csv
   bool resume = false;             // train --resume
   std::string model = "mlp";       // bench --model
+  std::string report_model;        // report --model FILE ("" = none)
   int steps = 20;                  // bench --steps
   int warmup = 3;                  // bench --warmup
   int batch = 0;                   // bench --batch (0 = the model's default)

@@ -22,7 +22,9 @@ constexpr VerbDoc kVerbs[] = {
     {"info", "info [--json]", "the selected device and why, plugins, devices, settings"},
     {"plugins", "plugins [-v] [--rescan] [--json]",
      "every plugin found and what became of it (-v: search path and trace; --rescan: examine them again)"},
-    {"report", "report [--apply] [--json]", "decision, settings with provenance, precision plan (--apply: apply and read back)"},
+    {"report", "report [--apply] [--model FILE.pt] [--json]",
+     "decision, settings with provenance, precision plan (--apply: apply and read back; --model: the model's "
+     "dimension alignment)"},
     {"monitor", "monitor [--interval S] [--count N] [--csv | --json]", "sample the selected device's sensors"},
     {"bench", "bench [--model M|FILE --input SHAPE...] [--mode infer|train] [--steps N] [--vs-tuned] [--quantize int8] [--wait-quiet[=S]] [--json]",
      "time a training step or your model: accelkit vs plain LibTorch"},
@@ -95,7 +97,8 @@ po::options_description verb_options() {
       ("count", po::value<long long>()->value_name("N"), "monitor: number of samples (default: until Ctrl-C)")
       ("csv", po::bool_switch(), "monitor: CSV output (header + one row per sample)")
       ("model", po::value<std::string>()->value_name("M"),
-       "bench: mlp | transformer | cnn | optimizer (default mlp), or a TorchScript file (with --input)")
+       "bench: mlp | transformer | cnn | optimizer (default mlp), or a TorchScript file (with --input); "
+       "report: a TorchScript file whose dimension alignment to check")
       ("input", po::value<std::vector<std::string>>()->composing()->value_name("SHAPE"),
        "bench: an input of the model file, DIMxDIMx...[,dtype], one per argument of its forward")
       ("mode", po::value<std::string>()->value_name("MODE"),
@@ -181,7 +184,7 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   if (vm.count("count")) inv.count = vm["count"].as<long long>();
   inv.resume = flag(vm, "resume");
   inv.vs_tuned = flag(vm, "vs-tuned");
-  if (vm.count("model")) inv.model = vm["model"].as<std::string>();
+  if (vm.count("model")) inv.model = inv.report_model = vm["model"].as<std::string>();
   if (vm.count("input")) inv.inputs = vm["input"].as<std::vector<std::string>>();
   if (vm.count("mode")) inv.mode = vm["mode"].as<std::string>();
   if (vm.count("wait-quiet")) inv.wait_quiet = vm["wait-quiet"].as<double>();
@@ -204,8 +207,11 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   only_for(vm, "interval", inv.verb, "monitor");
   only_for(vm, "count", inv.verb, "monitor");
   only_for(vm, "csv", inv.verb, "monitor");
-  for (const char* o : {"model", "input", "mode", "steps", "warmup", "batch", "width", "vs-tuned", "wait-quiet", "quantize"})
+  for (const char* o : {"input", "mode", "steps", "warmup", "batch", "width", "vs-tuned", "wait-quiet", "quantize"})
     only_for(vm, o, inv.verb, "bench");
+  if (vm.count("model") && inv.verb != "bench" && inv.verb != "report")
+    throw UsageError("--model is an option of 'bench' and 'report', not of '" +
+                     (inv.verb.empty() ? std::string("(no verb)") : inv.verb) + "'");
   only_for(vm, "resume", inv.verb, "train");
   if (inv.csv && inv.json) throw UsageError("--csv and --json cannot be combined");
   if (!(std::isfinite(inv.interval) && inv.interval > 0 && inv.interval <= 86400))

@@ -2,7 +2,11 @@
 // (with --apply) the plan applied to LibTorch and read back.
 #include <iostream>
 
+#include <torch/csrc/jit/serialization/import.h>
+
 #include "accelkit/adamw_choice.hpp"
+#include "accelkit/alignment.hpp"
+#include "accelkit/model_file.hpp"
 #include "accelkit/sdk/precision.hpp"
 #include "cli.hpp"
 #include "format.hpp"
@@ -56,6 +60,18 @@ void render_plan(std::ostream& out, const PrecisionRequest& r, const PrecisionPl
 }  // namespace
 
 int verb_report(const Invocation& inv, Context& ctx) {
+  // --model: read before anything is printed, so a bad file is one line.
+  std::optional<torch::jit::Module> model;
+  if (!inv.report_model.empty()) {
+    try {
+      if (inspect_model_file(inv.report_model).format != ModelFormat::torchscript)
+        throw std::invalid_argument("not a TorchScript file (torch.jit.save): --model checks TorchScript modules");
+      model = torch::jit::load(inv.report_model);
+    } catch (const std::exception& e) {
+      std::cerr << "accelkit: --model " << inv.report_model << ": " << torch_error_summary(e.what()) << '\n';
+      return kExitUsage;
+    }
+  }
   const Decision& d = ctx.decision();
   Json j;
   if (inv.json) {
@@ -113,6 +129,21 @@ int verb_report(const Invocation& inv, Context& ctx) {
                           {"plan", plan_json(plan.value())}};
   } else {
     render_plan(std::cout, request, plan.value());
+  }
+
+  // --model: the model's sizes against the multiples the device's plugin states, for the
+  // plan's dtype.
+  if (model) {
+    const AlignmentReport a = check_alignment(*model, d.selected->device, to_string(plan.value().dtype));
+    if (inv.json) {
+      Json issues = Json::array();
+      for (const auto& i : a.issues)
+        issues.push_back(Json{{"layer", i.layer}, {"op", i.op}, {"dim", i.dim}, {"size", i.size}, {"padded", i.padded}});
+      j["alignment"] = Json{{"model", inv.report_model}, {"dtype", a.dtype}, {"multiple", a.multiple}, {"layers", a.layers},
+                            {"issues", std::move(issues)}};
+    } else {
+      std::cout << "\nDimension alignment of " << inv.report_model << ":\n  " << a.summary();
+    }
   }
 
   // The AdamW implementation (adamw_choice.hpp): the cached measurement at the plan's threads;

@@ -17,6 +17,7 @@
 
 #include "accelkit/inference.hpp"
 #include "accelkit/runtime.hpp"
+#include "jit_walk.hpp"
 #include "strings.hpp"
 
 namespace accelkit {
@@ -47,13 +48,6 @@ class EngineScope {
  private:
   at::QEngine previous_;
 };
-
-void collect_linears(torch::jit::Block* block, std::vector<Node*>& out) {
-  for (Node* n : block->nodes()) {
-    if (n->kind() == c10::Symbol::fromQualString("aten::linear")) out.push_back(n);
-    for (torch::jit::Block* b : n->blocks()) collect_linears(b, out);
-  }
-}
 
 std::int64_t constant_bytes(torch::jit::Block* block) {
   std::int64_t bytes = 0;
@@ -129,16 +123,10 @@ QuantizedModule Runtime::quantize(const torch::jit::Module& module, const Quanti
              " engine: weights qint8, symmetric, one scale per output channel, packed once; activations " +
              "quantized per call from their own range" + (reduce_range ? " (7 bits)" : "") + "; fp32 in and out";
 
-  // Parameter names by storage, to name the layers after freezing turned them into constants.
   torch::jit::Module m = module.deepcopy();
   m.eval();
   m.to(torch_device_);
-  std::map<const void*, std::string> names;
-  for (const auto& p : m.named_parameters()) {
-    std::string name = p.name;
-    if (const auto dot = name.rfind('.'); dot != std::string::npos && name.substr(dot) == ".weight") name.resize(dot);
-    names.emplace(p.value.data_ptr(), name);
-  }
+  const std::map<const void*, std::string> names = jit_walk::layer_names(m);
   // No autocast while freezing: it would bake the thread's casts into the graph.
   compat::AutocastGuard no_autocast(torch_device_.type(), false, compat::autocast_dtype(torch_device_.type()));
   torch::jit::Module frozen = torch::jit::freeze(m);
@@ -146,7 +134,7 @@ QuantizedModule Runtime::quantize(const torch::jit::Module& module, const Quanti
   r.bytes_before = constant_bytes(graph->block());
 
   std::vector<Node*> linears;
-  collect_linears(graph->block(), linears);
+  jit_walk::collect(graph->block(), {c10::Symbol::fromQualString("aten::linear")}, linears);
   compat::WarningCollector warnings;
   {
     EngineScope scope(*engine);

@@ -75,6 +75,11 @@ CpuReport make_cpu_report(const CpuProbe& p) {
     caps.set(kInt8EngineKey, int8.engine);
     caps.set(kInt8ReduceRangeKey, int8.reduce_range ? "true" : "false");
   }
+  // The vector width in elements: AVX-512 holds 16 fp32, 32 bf16, 64 int8; AVX2 half that.
+  const int fp32_lanes = p.isa.avx512f ? 16 : p.isa.avx2 ? 8 : 4;
+  caps.set(std::string(kAlignPrefix) + "fp32", std::to_string(fp32_lanes));
+  caps.set(std::string(kAlignPrefix) + "bf16", std::to_string(2 * fp32_lanes));
+  caps.set(std::string(kAlignPrefix) + "int8", std::to_string(4 * fp32_lanes));
   caps.set("isa", isa);
   for (const auto& [name, on] : isa_entries(p.isa))
     if (on) caps.set(name, "true");

@@ -71,6 +71,13 @@ DeviceInfo device_info(const GpuFacts& g, const TorchCudaStatus& torch, const Cu
   caps.set("compute_capability", cc.str());
   caps.set("sm_count", std::to_string(g.sm_count));
   if (f.fp16_tensor_cores) caps.set("tensor_cores", "1");
+  // Tensor-core tiles: fp16/bf16 operands in multiples of 8, int8 of 16, TF32 of 4.
+  if (f.fp16_tensor_cores) {
+    caps.set(std::string(kAlignPrefix) + "fp16", "8");
+    if (f.bf16) caps.set(std::string(kAlignPrefix) + "bf16", "8");
+    caps.set(std::string(kAlignPrefix) + "int8", "16");
+  }
+  if (f.tf32) caps.set(std::string(kAlignPrefix) + "fp32", "4");
 
   auto& props = d.properties;
   props.emplace_back("compute capability", cc.str());

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "accelkit/adamw_choice.hpp"
+#include "accelkit/alignment.hpp"
 #include "accelkit/atomic_file.hpp"
 #include "accelkit/autotune.hpp"
 #include "accelkit/context.hpp"

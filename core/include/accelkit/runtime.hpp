@@ -22,6 +22,7 @@
 #include <torch/types.h>
 
 #include "accelkit/adamw_choice.hpp"
+#include "accelkit/alignment.hpp"
 #include "accelkit/autotune.hpp"
 #include "accelkit/context.hpp"
 #include "accelkit/inference.hpp"
@@ -77,6 +78,10 @@ class Runtime {
   // the report says how much; nothing is chosen for the caller.
   QuantizedModule quantize(const torch::jit::Module& module, const QuantizeOptions& options = {},
                            const std::vector<at::Tensor>& example_inputs = {}) const;
+
+  // The module's Linear, convolution and embedding sizes that are not multiples of what this
+  // device's fast paths work in (alignment.hpp), for `dtype` ("" = the plan's dtype).
+  AlignmentReport check_alignment(const torch::jit::Module& module, const std::string& dtype = "") const;
 
   // Autocast with the negotiated dtype for this scope (off when the plan says fp32).
   compat::AutocastGuard autocast() const {

@@ -84,6 +84,12 @@ inline constexpr const char* kRouteReasonSuffix = ".why";
 inline constexpr const char* kInt8EngineKey = "int8.engine";
 inline constexpr const char* kInt8ReduceRangeKey = "int8.reduce_range";
 
+// Dimension alignment (accelkit's check_alignment), a convention on free keys:
+//   "align.<dtype>" = N   Linear/conv/embedding sizes run fastest as multiples of N elements
+//                         in <dtype> ("fp32", "bf16", "fp16", "int8"): tensor-core tiles on a
+//                         GPU, the vector width on a CPU. No key: nothing is checked.
+inline constexpr const char* kAlignPrefix = "align.";
+
 // What one device can do. `typed` has no duplicates (add() keeps it so).
 struct CapabilitySet {
   std::vector<Capability> typed;

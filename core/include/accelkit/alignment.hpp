@@ -1,0 +1,44 @@
+// Dimension alignment: the Linear, convolution and embedding sizes of a TorchScript model that
+// are not multiples of what the device's fast paths work in (8 for fp16/bf16 tensor cores, 16
+// for int8, the vector width in elements on a CPU), each with the size to pad to. The
+// multiple is the device plugin's statement: the free key "align.<dtype>" (capability.hpp).
+//
+//   auto report = rt->check_alignment(torch::jit::load("model.pt"));
+//   std::cout << report.summary();
+//
+// Sizes are read from the frozen graph: aten::linear weights [out, in], convolution weights
+// [out, in / groups, ...] and embedding tables [rows, dim] that are constants of the model.
+// A padded size costs more FLOPs and may still run faster; measure before changing a model.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <torch/csrc/jit/api/module.h>
+
+#include "accelkit/sdk/device.hpp"
+
+namespace accelkit {
+
+struct AlignmentIssue {
+  std::string layer;      // the parameter's module ("fc1"), or "<op> #k"
+  std::string op;         // "linear" | "conv" | "embedding"
+  std::string dim;        // "in_features", "out_features", "in_channels", "out_channels", "embedding_dim"
+  std::int64_t size = 0;
+  std::int64_t padded = 0;  // the next multiple
+};
+
+struct AlignmentReport {
+  std::string device;      // "cpu:0"
+  std::string dtype;       // what the multiple is for ("bf16")
+  std::int64_t multiple = 0;  // 0 = the plugin states none for this dtype (nothing checked)
+  int layers = 0;          // layers looked at
+  std::vector<AlignmentIssue> issues;
+  std::string summary() const;
+};
+
+// `dtype`: "fp32", "bf16", "fp16", "int8" (the compute dtype the model will run in).
+AlignmentReport check_alignment(const torch::jit::Module& module, const DeviceInfo& device, const std::string& dtype);
+
+}  // namespace accelkit

@@ -1,0 +1,95 @@
+// check_alignment: Linear, convolution and embedding sizes of TorchScript modules made here
+// against the multiple a device states ("align.<dtype>"): the misaligned ones listed with the
+// size to pad to, the aligned ones not, nothing checked without a statement; and through
+// Runtime::check_alignment with the CPU plugin's own statement.
+#include <torch/torch.h>
+
+#include "accelkit/alignment.hpp"
+#include "accelkit/runtime.hpp"
+#include "script_models.hpp"
+#include "test_support.hpp"
+
+#include "torch_doctest.hpp"
+
+namespace alignment_suite {
+
+using namespace accelkit;
+
+namespace {
+
+DeviceInfo device_aligned_to(const char* dtype, const char* n) {
+  DeviceInfo d;
+  d.id = "test:0";
+  d.capabilities.set(std::string("align.") + dtype, n);
+  return d;
+}
+
+// Linear 60 -> 64, conv 3 -> 12 channels, an embedding of width 20.
+torch::jit::Module mixed() {
+  torch::jit::Module m("Mixed");
+  m.register_parameter("fc", at::randn({64, 60}), false);
+  m.register_parameter("conv", at::randn({12, 3, 3, 3}), false);
+  m.register_parameter("table", at::randn({100, 20}), false);
+  m.define(R"(
+def forward(self, x, img, idx):
+    a = torch.linear(x, self.fc)
+    b = torch.conv2d(img, self.conv)
+    c = torch.embedding(self.table, idx)
+    return a, b, c
+)");
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("misaligned sizes are listed with the next multiple; aligned ones are not") {
+  const AlignmentReport r = check_alignment(mixed(), device_aligned_to("bf16", "8"), "bf16");
+  INFO(r.summary());
+  CHECK(r.multiple == 8);
+  CHECK(r.layers == 3);
+  REQUIRE(r.issues.size() == 4);
+  CHECK(r.issues[0].layer == "fc");
+  CHECK(r.issues[0].op == "linear");
+  CHECK(r.issues[0].dim == "in_features");
+  CHECK(r.issues[0].size == 60);
+  CHECK(r.issues[0].padded == 64);  // out_features 64 is aligned: not listed
+  CHECK(r.issues[1].dim == "in_channels");
+  CHECK(r.issues[1].size == 3);
+  CHECK(r.issues[1].padded == 8);
+  CHECK(r.issues[2].dim == "out_channels");
+  CHECK(r.issues[2].padded == 16);
+  CHECK(r.issues[3].op == "embedding");
+  CHECK(r.issues[3].dim == "embedding_dim");
+  CHECK(r.issues[3].padded == 24);
+  CHECK(r.summary().find("fc (linear) in_features 60 -> pad to 64") != std::string::npos);
+
+  // Multiples of 4: only the odd ones.
+  const AlignmentReport four = check_alignment(mixed(), device_aligned_to("fp32", "4"), "fp32");
+  CHECK(four.issues.size() == 1);  // conv in_channels 3
+  // Another dtype than the device states, or an unreadable statement: nothing checked, said so.
+  const AlignmentReport none = check_alignment(mixed(), device_aligned_to("bf16", "8"), "fp16");
+  CHECK(none.multiple == 0);
+  CHECK(none.issues.empty());
+  CHECK(none.summary().find("states no alignment for fp16") != std::string::npos);
+  CHECK(check_alignment(mixed(), device_aligned_to("bf16", "eight"), "bf16").multiple == 0);
+}
+
+TEST_CASE("Runtime::check_alignment: the CPU plugin's vector width, for the plan's dtype") {
+  ContextOptions o;
+  o.settings.env = std::map<std::string, std::string>{};
+  o.settings.cli = {{"device", "cpu"}};
+  o.loader.cli_paths = {ACCELKIT_TEST_PLUGIN_DIR};
+  o.loader.read_environment = false;
+  o.loader.include_default_dirs = false;
+  const auto rt = Runtime::start(o);
+  const AlignmentReport r = rt->check_alignment(accelkit::test::script_linear_stack(100, 2, 1));
+  INFO(r.summary());
+  CHECK(r.dtype == to_string(rt->precision().dtype));
+  CHECK(r.multiple >= 4);
+  CHECK(r.layers == 2);
+  CHECK(r.issues.size() == (100 % r.multiple ? 4u : 0u));  // in and out of both layers
+  const AlignmentReport aligned = rt->check_alignment(accelkit::test::script_linear_stack(128, 2, 1));
+  CHECK(aligned.issues.empty());
+}
+
+}  // namespace alignment_suite

@@ -1,0 +1,58 @@
+// accelkit report --model FILE: the model's dimension alignment for the plan's dtype, in text
+// and JSON; a file that is missing or not TorchScript is one line on stderr and exit 2, before
+// anything else is printed.
+#include <torch/torch.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_process.hpp"
+#include "script_models.hpp"
+#include "test_support.hpp"
+
+#include "torch_doctest.hpp"
+
+namespace report_model_suite {
+
+using namespace accelkit::test;
+using nlohmann::json;
+
+TEST_CASE("report --model: misaligned sizes for the plan's dtype; a bad file is one line, exit 2") {
+  TempDir tmp("accelkit-report-model");
+  const std::string model = (tmp.path() / "stack.pt").string();
+  script_linear_stack(100, 2, 7).save(model);
+  const EnvOverrides env = {{"ACCELKIT_PLUGIN_PATH", cpu_plugin_dir()}};
+
+  RunResult r = run_cli({"report", "--model", model, "--json"}, env);
+  REQUIRE_MESSAGE(r.code == 0, describe(r));
+  const json j = json::parse(r.out);
+  const json& a = j["alignment"];
+  CHECK(a["model"] == model);
+  CHECK(a["dtype"] == j["precision"]["plan"]["dtype"]);
+  const int multiple = a["multiple"].get<int>();
+  CHECK(multiple >= 4);  // the CPU plugin's vector width in elements
+  CHECK(a["layers"] == 2);
+  CHECK(a["issues"].size() == (100 % multiple ? 4u : 0u));
+  for (const auto& i : a["issues"]) {
+    CHECK(i["size"] == 100);
+    CHECK(i["padded"].get<int>() % multiple == 0);
+    CHECK(i["padded"].get<int>() - 100 < multiple);
+  }
+
+  r = run_cli({"report", "--model", model}, env);
+  REQUIRE_MESSAGE(r.code == 0, describe(r));
+  CHECK(r.out.find("Dimension alignment of " + model) != std::string::npos);
+
+  for (const std::string& bad : {(tmp.path() / "missing.pt").string(), std::string("/etc/hostname")}) {
+    CAPTURE(bad);
+    r = run_cli({"report", "--model", bad}, env);
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.err.find("--model " + bad) != std::string::npos);
+  }
+  r = run_cli({"info", "--model", model}, env);
+  CHECK(r.code == 2);
+  CHECK(r.err.find("--model is an option of 'bench' and 'report'") != std::string::npos);
+}
+
+}  // namespace report_model_suite
