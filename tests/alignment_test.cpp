@@ -6,6 +6,7 @@
 
 #include "accelkit/alignment.hpp"
 #include "accelkit/runtime.hpp"
+#include "cpu_runtime.hpp"
 #include "script_models.hpp"
 #include "test_support.hpp"
 
@@ -75,13 +76,7 @@ TEST_CASE("misaligned sizes are listed with the next multiple; aligned ones are 
 }
 
 TEST_CASE("Runtime::check_alignment: the CPU plugin's vector width, for the plan's dtype") {
-  ContextOptions o;
-  o.settings.env = std::map<std::string, std::string>{};
-  o.settings.cli = {{"device", "cpu"}};
-  o.loader.cli_paths = {ACCELKIT_TEST_PLUGIN_DIR};
-  o.loader.read_environment = false;
-  o.loader.include_default_dirs = false;
-  const auto rt = Runtime::start(o);
+  const auto rt = accelkit::test::start_cpu_runtime();
   const AlignmentReport r = rt->check_alignment(accelkit::test::script_linear_stack(100, 2, 1));
   INFO(r.summary());
   CHECK(r.dtype == to_string(rt->precision().dtype));

@@ -33,6 +33,16 @@ namespace {
 using accelkit::BenchOptions;
 using accelkit::BenchResult;
 
+// What validate() says of `o`: its message, or "(accepted)".
+std::string message(const BenchOptions& o) {
+  try {
+    accelkit::validate(o);
+  } catch (const std::invalid_argument& e) {
+    return std::string(e.what());
+  }
+  return std::string("(accepted)");
+}
+
 accelkit::ContextOptions context_options() {
   ::setenv("ACCELKIT_PLUGIN_PATH", ACCELKIT_PLUGIN_OUTPUT_DIR, 1);
   return {};
@@ -259,14 +269,6 @@ TEST_CASE("the accuracy check catches a broken candidate") {
 }
 
 TEST_CASE("bad options are refused with a clear message") {
-  auto message = [](const BenchOptions& o) {
-    try {
-      accelkit::validate(o);
-    } catch (const std::invalid_argument& e) {
-      return std::string(e.what());
-    }
-    return std::string("(accepted)");
-  };
   BenchOptions o = tiny("resnet");
   CHECK(message(o) == "bench: unknown model 'resnet' (expected mlp, transformer, cnn, optimizer or a TorchScript file)");
   CHECK_THROWS_AS(accelkit::run_bench(runtime(), o), std::invalid_argument);
@@ -389,14 +391,6 @@ TEST_CASE("--quantize int8: a variant of its own with its output error, the quan
   CHECK(out.find("int8 is ") != std::string::npos);
   CHECK(out.find("3 Linear layers converted") != std::string::npos);
 
-  auto message = [](const BenchOptions& b) {
-    try {
-      accelkit::validate(b);
-    } catch (const std::invalid_argument& e) {
-      return std::string(e.what());
-    }
-    return std::string("(accepted)");
-  };
   BenchOptions bad = o;
   bad.quantize = "int4";
   CHECK(message(bad) == "bench: --quantize must be int8, got 'int4'");

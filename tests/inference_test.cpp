@@ -6,6 +6,7 @@
 
 #include "accelkit/inference.hpp"
 #include "accelkit/runtime.hpp"
+#include "cpu_runtime.hpp"
 #include "script_models.hpp"
 #include "test_support.hpp"
 
@@ -20,14 +21,7 @@ using namespace accelkit::test;
 namespace {
 
 std::unique_ptr<Runtime> start(std::vector<std::pair<std::string, std::string>> cli = {}) {
-  ContextOptions o;
-  o.settings.env = std::map<std::string, std::string>{};
-  cli.insert(cli.begin(), {"device", "cpu"});
-  o.settings.cli = std::move(cli);
-  o.loader.cli_paths = {ACCELKIT_TEST_PLUGIN_DIR};
-  o.loader.read_environment = false;
-  o.loader.include_default_dirs = false;
-  return Runtime::start(o);
+  return start_cpu_runtime(std::move(cli));
 }
 
 InferenceOptions quick() {

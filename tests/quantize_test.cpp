@@ -8,6 +8,7 @@
 
 #include "accelkit/quantize.hpp"
 #include "accelkit/runtime.hpp"
+#include "cpu_runtime.hpp"
 #include "script_models.hpp"
 #include "test_support.hpp"
 
@@ -21,15 +22,7 @@ using namespace accelkit::test;
 
 namespace {
 
-std::unique_ptr<Runtime> start() {
-  ContextOptions o;
-  o.settings.env = std::map<std::string, std::string>{};
-  o.settings.cli = {{"device", "cpu"}};
-  o.loader.cli_paths = {ACCELKIT_TEST_PLUGIN_DIR};
-  o.loader.read_environment = false;
-  o.loader.include_default_dirs = false;
-  return Runtime::start(o);
-}
+std::unique_ptr<Runtime> start() { return start_cpu_runtime(); }
 
 // The module run in fp64 (a deep copy), the reference for a lossy fast path.
 std::vector<at::Tensor> fp64_outputs(const torch::jit::Module& module, const std::vector<at::Tensor>& inputs) {

@@ -51,23 +51,6 @@ std::string input_list(const BenchOptions& o) {
   throw std::invalid_argument("bench: " + o.model + " refuses " + input_list(o) + ": " + torch_error_summary(e.what()));
 }
 
-// ||a - b|| / ||b|| and cosine similarity over every output, in double.
-std::pair<double, double> compare(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
-  if (a.size() != b.size()) return {INFINITY, 0};
-  double num = 0, den = 0, dot = 0, na = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (a[i].sizes() != b[i].sizes()) return {INFINITY, 0};
-    const at::Tensor x = a[i].detach().to(at::kCPU, at::kDouble).flatten();
-    const at::Tensor y = b[i].detach().to(at::kCPU, at::kDouble).flatten();
-    num += (x - y).pow(2).sum().item<double>();
-    den += y.pow(2).sum().item<double>();
-    dot += (x * y).sum().item<double>();
-    na += x.pow(2).sum().item<double>();
-  }
-  const double rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-  return {std::isfinite(rel) ? rel : INFINITY, na > 0 && den > 0 ? dot / std::sqrt(na * den) : (num == 0 ? 1.0 : 0.0)};
-}
-
 BenchVariant variant_info(const std::string& name, const std::string& description, int threads, const char* dtype) {
   BenchVariant v;
   v.name = name;
@@ -227,7 +210,8 @@ BenchResult run_infer_bench(Runtime& rt, const BenchOptions& o, const BenchProgr
   };
   for (std::size_t i = 1; i < variants.size(); ++i) {
     report(progress, o.model, "check", static_cast<int>(i), static_cast<int>(variants.size()));
-    const auto [rel, cos] = compare(run_variant(variants[i]), reference);
+    const OutputError e = compare_outputs(run_variant(variants[i]), reference);
+    const double rel = e.rel_error, cos = e.cosine;
     variants[i].info.rel_error = rel;
     variants[i].info.cosine = cos;
     if (variants[i].info.name == "accelkit") {

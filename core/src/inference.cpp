@@ -44,6 +44,35 @@ std::vector<at::Tensor> flatten_outputs(const c10::IValue& v) {
   return out;
 }
 
+OutputError compare_outputs(const std::vector<at::Tensor>& got, const std::vector<at::Tensor>& ref) {
+  const OutputError broken{INFINITY, INFINITY, 0};
+  if (got.size() != ref.size()) return broken;
+  double num = 0, den = 0, dot = 0, ng = 0, max_diff = 0, max_ref = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (got[i].sizes() != ref[i].sizes()) return broken;
+    if (!ref[i].is_floating_point()) {
+      if (!at::equal(got[i].cpu(), ref[i].cpu())) return broken;
+      continue;
+    }
+    const at::Tensor g = got[i].detach().to(at::kCPU, at::kDouble).flatten();
+    const at::Tensor r = ref[i].detach().to(at::kCPU, at::kDouble).flatten();
+    num += (g - r).pow(2).sum().item<double>();
+    den += r.pow(2).sum().item<double>();
+    dot += (g * r).sum().item<double>();
+    ng += g.pow(2).sum().item<double>();
+    if (g.numel() > 0) {
+      max_diff = std::max(max_diff, (g - r).abs().max().item<double>());
+      max_ref = std::max(max_ref, r.abs().max().item<double>());
+    }
+  }
+  if (!std::isfinite(num) || !std::isfinite(ng)) return broken;
+  OutputError e;
+  e.rel_error = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  e.max_rel_error = max_ref > 0 ? max_diff / max_ref : max_diff;
+  e.cosine = (ng > 0 && den > 0) ? dot / std::sqrt(ng * den) : (num == 0 ? 1.0 : 0.0);
+  return e;
+}
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -127,29 +156,6 @@ std::unique_ptr<Prepared> prepare_recipe(const torch::jit::Module& source, const
   d.chosen = r.name;
   d.description = r.description;
   return std::make_unique<Prepared>(std::move(m), r, device, std::move(d));
-}
-
-// ||a - b|| / ||b|| and the cosine similarity over every output, in double.
-std::pair<double, double> compare(const std::vector<at::Tensor>& got, const std::vector<at::Tensor>& ref) {
-  if (got.size() != ref.size()) return {INFINITY, 0};
-  double num = 0, den = 0, dot = 0, ng = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    if (got[i].sizes() != ref[i].sizes()) return {INFINITY, 0};
-    if (!ref[i].is_floating_point()) {
-      if (!at::equal(got[i].cpu(), ref[i].cpu())) return {INFINITY, 0};
-      continue;
-    }
-    const at::Tensor g = got[i].detach().to(at::kCPU, at::kDouble).flatten();
-    const at::Tensor r = ref[i].detach().to(at::kCPU, at::kDouble).flatten();
-    num += (g - r).pow(2).sum().item<double>();
-    den += r.pow(2).sum().item<double>();
-    dot += (g * r).sum().item<double>();
-    ng += g.pow(2).sum().item<double>();
-  }
-  if (!std::isfinite(num) || !std::isfinite(ng)) return {INFINITY, 0};
-  const double rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-  const double cos = (ng > 0 && den > 0) ? dot / std::sqrt(ng * den) : (num == 0 ? 1.0 : 0.0);
-  return {rel, cos};
 }
 
 double median_ms(Prepared& p, const std::vector<at::Tensor>& inputs, c10::Device device, int warmup, int reps) {
@@ -275,7 +281,9 @@ std::unique_ptr<OptimizedModule> Runtime::optimize_for_inference(const torch::ji
     }
     try {
       auto p = prepare_recipe(module, r, torch_device_);
-      std::tie(t.rel_error, t.cosine) = compare(p->run(inputs), reference);
+      const OutputError e = compare_outputs(p->run(inputs), reference);
+      t.rel_error = e.rel_error;
+      t.cosine = e.cosine;
       t.median_ms = median_ms(*p, inputs, torch_device_, o.warmup, o.reps);
       const bool reduced = r.dtype != at::kFloat;
       t.accepted = reduced ? t.cosine >= o.min_cosine && t.rel_error <= o.bf16_tolerance : t.rel_error <= o.fp32_tolerance;

@@ -201,25 +201,10 @@ QuantizedModule Runtime::quantize(const torch::jit::Module& module, const Quanti
     } catch (const std::exception& e) {
       throw std::invalid_argument("quantize: the module refuses the example inputs: " + text::torch_error_line(e.what()));
     }
-    double num = 0, den = 0, dot = 0, ng = 0, max_diff = 0, max_ref = 0;
-    for (std::size_t i = 0; i < std::min(ref.size(), got.size()); ++i) {
-      if (!ref[i].is_floating_point()) continue;
-      const at::Tensor a = got[i].to(at::kCPU, at::kDouble).flatten();
-      const at::Tensor e = ref[i].to(at::kCPU, at::kDouble).flatten();
-      num += (a - e).pow(2).sum().item<double>();
-      den += e.pow(2).sum().item<double>();
-      dot += (a * e).sum().item<double>();
-      ng += a.pow(2).sum().item<double>();
-      max_diff = std::max(max_diff, (a - e).abs().max().item<double>());
-      max_ref = std::max(max_ref, e.abs().max().item<double>());
-    }
-    r.rel_error = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-    r.max_rel_error = max_ref > 0 ? max_diff / max_ref : max_diff;
-    r.cosine = ng > 0 && den > 0 ? dot / std::sqrt(ng * den) : (num == 0 ? 1.0 : 0.0);
-    if (!std::isfinite(*r.rel_error) || !std::isfinite(*r.cosine)) {
-      r.rel_error = INFINITY;
-      r.cosine = 0.0;
-    }
+    const OutputError e = compare_outputs(got, ref);
+    r.rel_error = e.rel_error;
+    r.max_rel_error = e.max_rel_error;
+    r.cosine = e.cosine;
   }
   out.module = std::move(frozen);
   return out;

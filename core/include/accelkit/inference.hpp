@@ -76,4 +76,13 @@ class OptimizedModule {
 // Every tensor of a module's output (a tensor, or tuples/lists/dicts of them), in order.
 std::vector<at::Tensor> flatten_outputs(const c10::IValue& output);
 
+// How far outputs are from reference outputs, over all of them, in double. Outputs of another
+// count or shape, non-finite values, or integer outputs that differ: infinite error, cosine 0.
+struct OutputError {
+  double rel_error = 0;      // ||got - ref|| / ||ref||
+  double max_rel_error = 0;  // max |got - ref| / max |ref|
+  double cosine = 1;         // cosine similarity of got with ref
+};
+OutputError compare_outputs(const std::vector<at::Tensor>& got, const std::vector<at::Tensor>& ref);
+
 }  // namespace accelkit
