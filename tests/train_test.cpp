@@ -329,6 +329,26 @@ TEST_CASE("master weights: make_adamw turns the model bf16 and says so; what can
   CHECK(contains(choice.why, "master_weights = on (from --master-weights)"));
   CHECK((model->weight.scalar_type() == at::kBFloat16));
   CHECK((model->bias.scalar_type() == at::kFloat));  // vectors stay fp32
+  // What it says the program must do, and that it is so: evaluation outside autocast fails,
+  // under rt->autocast() it runs and agrees with the fp32 master's forward.
+  CHECK(contains(choice.why, "training and evaluation - under rt->autocast()"));
+  bool recorded = false;
+  for (const auto& d : master_runtime().context().decisions()) recorded |= d.key == "master_weights";
+  CHECK(recorded);
+  {
+    torch::NoGradGuard no_grad;
+    model->eval();
+    const at::Tensor x = at::randn({4, 16});
+    compat::AutocastGuard off(c10::DeviceType::CPU, false, at::kBFloat16);
+    CHECK_THROWS(model->forward(x));
+    const at::Tensor ref = at::linear(x, model->weight.to(at::kFloat), model->bias);
+    at::Tensor y;
+    {
+      auto ac = master_runtime().autocast();
+      y = model->forward(x);
+    }
+    CHECK(at::allclose(y.to(at::kFloat), ref, 2e-2, 2e-2));
+  }
 
   torch::nn::Linear bare(16, 8);  // not a model's weights: left in fp32
   OptimizerChoice plain = master_runtime().make_adamw(bare->parameters(), AdamWConfig{}, /*model_weights=*/false);

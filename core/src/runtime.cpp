@@ -3,6 +3,7 @@
 
 #include "accelkit/sdk/support/adamw_state.hpp"
 
+#include <mutex>
 #include <stdexcept>
 
 #include <spdlog/spdlog.h>
@@ -133,6 +134,13 @@ OptimizerChoice Runtime::make_adamw(const std::vector<at::Tensor>& params, const
   return make_adamw_as(params, c, current_.fused_optimizer, model_weights);
 }
 
+namespace {
+// What a program whose weights make_adamw turned bf16 must do from then on.
+constexpr const char* kMasterWeightsUse =
+    "the model's matrix weights are bf16 now (their fp32 master is in the optimizer): run every forward of it - "
+    "training and evaluation - under rt->autocast(); outside it a forward fails on the dtype mismatch";
+}  // namespace
+
 bool Runtime::use_master_weights(const AdamWConfig& c, Toggle fused, bool model_weights, std::string& note) const {
   const Setting<bool>& setting = context_->config().master_weights;
   const bool from_config = c.master_weights;
@@ -188,10 +196,17 @@ OptimizerChoice Runtime::make_adamw_as(const std::vector<at::Tensor>& params, co
     }
     auto made = optimizers_->create_adamw(params, c);
     if (made.ok() && made.value()) {
-      if (c.master_weights) impl += " with bf16 weights + fp32 master";
+      if (c.master_weights) {
+        impl += " with bf16 weights + fp32 master";
+        // The program's model changed under it: say what keeps it usable, once, loudly.
+        static std::once_flag told;
+        std::call_once(told, [] { spdlog::warn("{}", kMasterWeightsUse); });
+        context_->record({"master_weights", "on", device_id, kMasterWeightsUse});
+      }
       return {made.value(), impl,
               "fused_optimizer = " + fused_name + " and " + device_id + " has one" + chosen_why +
-                  (c.master_weights ? "; master_weights = on (from " + s.master_weights.from() + ")" : master_note),
+                  (c.master_weights ? "; master_weights = on (from " + s.master_weights.from() + "); " + kMasterWeightsUse
+                                    : master_note),
               c.master_weights};
     }
     if (c.master_weights)

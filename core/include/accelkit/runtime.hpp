@@ -96,7 +96,9 @@ class Runtime {
   // that has Capability::master_weights: the optimizer converts the fp32 matrix `params` to
   // bf16 in place (biases and norm scales stay fp32) and keeps their fp32 master copy
   // (optimizer.hpp), so forward and backward run on bf16 weights without per-step casts; save
-  // the optimizer with the model to keep the master.
+  // the optimizer with the model to keep the master. Every forward of the model - training and
+  // evaluation - then runs under autocast() (outside it the bf16 weights meet fp32 inputs and
+  // LibTorch refuses); `why` says so, a warning says it once, Context::decisions() records it.
   // Where that cannot be, an "on" from a profile is skipped with the reason in `why` and any
   // other "on" throws. model_weights = false (tensors that no forward runs on under
   // autocast(), e.g. a bare optimizer benchmark) leaves the params as they are.
