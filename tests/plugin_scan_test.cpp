@@ -22,11 +22,26 @@
 namespace plugin_scan_suite {
 
 using namespace accelkit;
+
 using namespace accelkit::test;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+// The one registry under `cache` (plugins/registry-<build>.json); "" when there is none.
+fs::path registry_file(const std::string& cache) {
+  fs::path found;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(fs::path(cache) / "plugins", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("registry-", 0) == 0 && e.path().extension() == ".json") {
+      CHECK_MESSAGE(found.empty(), "two registries for one build: " << found << ", " << e.path());
+      found = e.path();
+    }
+  }
+  return found;
+}
 
 struct Misbehaviour {
   const char* plugin;
@@ -124,7 +139,7 @@ TEST_CASE("a verdict is reused until the file changes; --rescan and a touched fi
   CHECK(traced(first, so, "examined now"));
   REQUIRE(record(first, "probe-hang"));
   CHECK(record(first, "probe-hang")->status == PluginStatus::rejected);
-  CHECK(fs::exists(fs::path(cache) / "plugins" / "registry.json"));
+  CHECK(fs::exists(registry_file(cache)));
 
   t0 = Clock::now();
   const Discovery second = discover_plugins(opts);
@@ -148,7 +163,7 @@ TEST_CASE("a corrupt registry is rebuilt, never trusted") {
   const std::string cache = (tmp.path() / "cache").string();
   const auto opts = options_for({cpu_plugin_dir(), fixture_dir("probe-abort")}, cache);
   discover_plugins(opts);
-  const fs::path registry = fs::path(cache) / "plugins" / "registry.json";
+  const fs::path registry = registry_file(cache);
   REQUIRE(fs::exists(registry));
   write_file(registry, "{\"format\": 1, \"host\": \"x\", \"plugins\": {\"/nope\": {\"passed\": tr");
   const Discovery d = discover_plugins(opts);

@@ -257,9 +257,13 @@ bool file_stamp(const std::string& path, std::uint64_t& size, std::int64_t& mtim
 
 }  // namespace
 
+std::string registry_path(const std::string& cache_dir) {
+  return (fs::path(cache_dir) / "plugins" / ("registry-" + autotune_detail::hash_hex(host_fingerprint()) + ".json")).string();
+}
+
 Registry::Registry(std::string cache_dir) {
   if (cache_dir.empty()) return;
-  path_ = (fs::path(cache_dir) / "plugins" / "registry.json").string();
+  path_ = registry_path(cache_dir);
   std::ifstream in(path_, std::ios::binary);
   if (!in) return;  // none yet
   try {

@@ -40,8 +40,12 @@ inline constexpr const char* kPassedLine = "accelkit-plugin-scan passed";
 // The descriptor the child writes its result to (not its stdout: a plugin may print there).
 inline constexpr int kResultFd = 3;
 
-// The registry of verdicts: <cache dir>/plugins/registry.json. A file that cannot be read,
+// The registry of verdicts: <cache dir>/plugins/registry-<hash of host_fingerprint()>.json,
+// one per accelkit + LibTorch build, so that two installs sharing a cache directory (a
+// virtual environment's LibTorch and the system's) keep their own. A file that cannot be read,
 // is of another format or another host is rebuilt (the reason in `problem`), never trusted.
+std::string registry_path(const std::string& cache_dir);
+
 class Registry {
  public:
   // Loads the registry under `cache_dir` ("" = no registry: nothing is kept).
