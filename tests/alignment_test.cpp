@@ -63,6 +63,16 @@ TEST_CASE("misaligned sizes are listed with the next multiple; aligned ones are 
   CHECK(r.issues[3].dim == "embedding_dim");
   CHECK(r.issues[3].padded == 24);
   CHECK(r.summary().find("fc (linear) in_features 60 -> pad to 64") != std::string::npos);
+  CHECK(r.issues[0].ms == 0);  // not measured unless asked
+
+  // Measured: the Linear's GEMM as it is and padded; convolutions and embeddings are not timed.
+  const AlignmentReport m = check_alignment(mixed(), device_aligned_to("bf16", "8"), "bf16", true);
+  REQUIRE(m.issues.size() == 4);
+  CHECK(m.issues[0].ms > 0);
+  CHECK(m.issues[0].padded_ms > 0);
+  CHECK(m.issues[1].ms == 0);
+  CHECK(m.issues[3].ms == 0);
+  CHECK(m.summary().find("measured at batch 64") != std::string::npos);
 
   // Multiples of 4: only the odd ones.
   const AlignmentReport four = check_alignment(mixed(), device_aligned_to("fp32", "4"), "fp32");

@@ -42,6 +42,16 @@ TEST_CASE("report --model: misaligned sizes for the plan's dtype; a bad file is 
   REQUIRE_MESSAGE(r.code == 0, describe(r));
   CHECK(r.out.find("Dimension alignment of " + model) != std::string::npos);
 
+  r = run_cli({"report", "--model", model, "--measure", "--json"}, env);
+  REQUIRE_MESSAGE(r.code == 0, describe(r));
+  for (const auto& i : json::parse(r.out)["alignment"]["issues"]) {
+    CHECK(i["ms"].get<double>() > 0);
+    CHECK(i["padded_ms"].get<double>() > 0);
+  }
+  r = run_cli({"report", "--measure"}, env);
+  CHECK(r.code == 2);
+  CHECK(r.err.find("--measure needs --model FILE") != std::string::npos);
+
   for (const std::string& bad : {(tmp.path() / "missing.pt").string(), std::string("/etc/hostname")}) {
     CAPTURE(bad);
     r = run_cli({"report", "--model", bad}, env);

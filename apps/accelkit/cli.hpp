@@ -46,6 +46,7 @@ struct Invocation {
   bool resume = false;             // train --resume
   std::string model = "mlp";       // bench --model
   std::string report_model;        // report --model FILE ("" = none)
+  bool measure = false;            // report --model FILE --measure
   int steps = 20;                  // bench --steps
   int warmup = 3;                  // bench --warmup
   int batch = 0;                   // bench --batch (0 = the model's default)

@@ -22,7 +22,7 @@ constexpr VerbDoc kVerbs[] = {
     {"info", "info [--json]", "the selected device and why, plugins, devices, settings"},
     {"plugins", "plugins [-v] [--rescan] [--json]",
      "every plugin found and what became of it (-v: search path and trace; --rescan: examine them again)"},
-    {"report", "report [--apply] [--model FILE.pt] [--json]",
+    {"report", "report [--apply] [--model FILE.pt [--measure]] [--json]",
      "decision, settings with provenance, precision plan (--apply: apply and read back; --model: the model's "
      "dimension alignment)"},
     {"monitor", "monitor [--interval S] [--count N] [--csv | --json]", "sample the selected device's sensors"},
@@ -93,6 +93,7 @@ po::options_description verb_options() {
       ("verbose,v", po::bool_switch(), "plugins: show the search path and every path tried")
       ("rescan", po::bool_switch(), "plugins: examine every plugin file again in a separate process")
       ("apply", po::bool_switch(), "report: apply the precision plan and read it back from LibTorch")
+      ("measure", po::bool_switch(), "report --model: time each misaligned Linear as it is and padded")
       ("interval", po::value<double>()->value_name("S"), "monitor: seconds between samples (default 1)")
       ("count", po::value<long long>()->value_name("N"), "monitor: number of samples (default: until Ctrl-C)")
       ("csv", po::bool_switch(), "monitor: CSV output (header + one row per sample)")
@@ -179,6 +180,7 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   inv.verbose = flag(vm, "verbose");
   inv.rescan = flag(vm, "rescan");
   inv.apply = flag(vm, "apply");
+  inv.measure = flag(vm, "measure");
   inv.csv = flag(vm, "csv");
   if (vm.count("interval")) inv.interval = vm["interval"].as<double>();
   if (vm.count("count")) inv.count = vm["count"].as<long long>();
@@ -204,6 +206,8 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   only_for(vm, "verbose", inv.verb, "plugins");
   only_for(vm, "rescan", inv.verb, "plugins");
   only_for(vm, "apply", inv.verb, "report");
+  only_for(vm, "measure", inv.verb, "report");
+  if (inv.measure && inv.report_model.empty()) throw UsageError("--measure needs --model FILE");
   only_for(vm, "interval", inv.verb, "monitor");
   only_for(vm, "count", inv.verb, "monitor");
   only_for(vm, "csv", inv.verb, "monitor");

@@ -1,7 +1,9 @@
 // accelkit report [--apply]: the decision, settings with provenance, the precision plan, and
 // (with --apply) the plan applied to LibTorch and read back.
+#include <algorithm>
 #include <iostream>
 
+#include <ATen/Parallel.h>
 #include <torch/csrc/jit/serialization/import.h>
 
 #include "accelkit/adamw_choice.hpp"
@@ -134,11 +136,16 @@ int verb_report(const Invocation& inv, Context& ctx) {
   // --model: the model's sizes against the multiples the device's plugin states, for the
   // plan's dtype.
   if (model) {
-    const AlignmentReport a = check_alignment(*model, d.selected->device, to_string(plan.value().dtype));
+    // Measured under the plan's threads (applied for that, as --apply would).
+    if (inv.measure) at::set_num_threads(std::max(1, plan.value().threads > 0 ? plan.value().threads : at::get_num_threads()));
+    const AlignmentReport a = check_alignment(*model, d.selected->device, to_string(plan.value().dtype),
+                                              inv.measure && d.selected->device.torch_device == "cpu");
     if (inv.json) {
       Json issues = Json::array();
       for (const auto& i : a.issues)
-        issues.push_back(Json{{"layer", i.layer}, {"op", i.op}, {"dim", i.dim}, {"size", i.size}, {"padded", i.padded}});
+        issues.push_back(Json{{"layer", i.layer}, {"op", i.op}, {"dim", i.dim}, {"size", i.size}, {"padded", i.padded},
+                              {"ms", i.ms > 0 ? Json(i.ms) : Json(nullptr)},
+                              {"padded_ms", i.padded_ms > 0 ? Json(i.padded_ms) : Json(nullptr)}});
       j["alignment"] = Json{{"model", inv.report_model}, {"dtype", a.dtype}, {"multiple", a.multiple}, {"layers", a.layers},
                             {"issues", std::move(issues)}};
     } else {

@@ -27,6 +27,10 @@ struct AlignmentIssue {
   std::string dim;        // "in_features", "out_features", "in_channels", "out_channels", "embedding_dim"
   std::int64_t size = 0;
   std::int64_t padded = 0;  // the next multiple
+  // With `measure` (Linear layers only): the layer's GEMM at a batch of 64 in the dtype, as it
+  // is and padded, medians in ms; 0 when not measured.
+  double ms = 0;
+  double padded_ms = 0;
 };
 
 struct AlignmentReport {
@@ -38,7 +42,10 @@ struct AlignmentReport {
   std::string summary() const;
 };
 
-// `dtype`: "fp32", "bf16", "fp16", "int8" (the compute dtype the model will run in).
-AlignmentReport check_alignment(const torch::jit::Module& module, const DeviceInfo& device, const std::string& dtype);
+// `dtype`: "fp32", "bf16", "fp16", "int8" (the compute dtype the model will run in). With
+// `measure`, each misaligned Linear's GEMM is timed on the CPU as it is and padded (fp32 or
+// bf16; other dtypes and convolutions are not timed: their cost needs the model's inputs).
+AlignmentReport check_alignment(const torch::jit::Module& module, const DeviceInfo& device, const std::string& dtype,
+                                bool measure = false);
 
 }  // namespace accelkit

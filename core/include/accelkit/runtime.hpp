@@ -80,8 +80,10 @@ class Runtime {
                            const std::vector<at::Tensor>& example_inputs = {}) const;
 
   // The module's Linear, convolution and embedding sizes that are not multiples of what this
-  // device's fast paths work in (alignment.hpp), for `dtype` ("" = the plan's dtype).
-  AlignmentReport check_alignment(const torch::jit::Module& module, const std::string& dtype = "") const;
+  // device's fast paths work in (alignment.hpp), for `dtype` ("" = the plan's dtype); with
+  // `measure` (on the CPU), each misaligned Linear's GEMM timed as it is and padded.
+  AlignmentReport check_alignment(const torch::jit::Module& module, const std::string& dtype = "",
+                                  bool measure = false) const;
 
   // Autocast with the negotiated dtype for this scope (off when the plan says fp32).
   compat::AutocastGuard autocast() const {
