@@ -62,7 +62,7 @@ AlignmentReport check_alignment(const torch::jit::Module& module, const DeviceIn
   AlignmentReport r;
   r.device = device.id;
   r.dtype = dtype;
-  if (const auto it = device.capabilities.extra.find("align." + dtype); it != device.capabilities.extra.end()) {
+  if (const auto it = device.capabilities.extra.find(kAlignPrefix + dtype); it != device.capabilities.extra.end()) {
     try {
       r.multiple = std::stoll(it->second);
     } catch (const std::exception&) {
@@ -71,11 +71,9 @@ AlignmentReport check_alignment(const torch::jit::Module& module, const DeviceIn
   }
   if (r.multiple <= 0) return r;
 
-  torch::jit::Module m = module.deepcopy();
-  m.eval();
-  const auto names = jit_walk::layer_names(m);
-  compat::AutocastGuard no_autocast(c10::DeviceType::CPU, false, compat::autocast_dtype(c10::DeviceType::CPU));
-  torch::jit::Module frozen = torch::jit::freeze(m);
+  const jit_walk::FrozenCopy f = jit_walk::frozen_copy(module, c10::Device(c10::kCPU));
+  const auto& names = f.names;
+  const torch::jit::Module& frozen = f.frozen;
   const auto sym = [](const char* s) { return c10::Symbol::fromQualString(s); };
   std::vector<torch::jit::Node*> nodes;
   jit_walk::collect(frozen.get_method("forward").graph()->block(),

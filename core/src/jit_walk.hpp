@@ -9,6 +9,8 @@
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include "accelkit/sdk/torch_compat.hpp"
+
 namespace accelkit::jit_walk {
 
 // The module's parameters by storage, named after their module ("fc1" for "fc1.weight"):
@@ -29,6 +31,24 @@ inline void collect(torch::jit::Block* block, const std::vector<c10::Symbol>& ki
     if (std::find(kinds.begin(), kinds.end(), n->kind()) != kinds.end()) out.push_back(n);
     for (torch::jit::Block* b : n->blocks()) collect(b, kinds, out);
   }
+}
+
+// A deep copy of the module (eval, on `device`), its frozen form and the layer names: what a
+// walk of the layers starts from. Frozen without autocast: freezing would bake the thread's
+// casts into the graph.
+struct FrozenCopy {
+  torch::jit::Module copy;
+  torch::jit::Module frozen;
+  std::map<const void*, std::string> names;
+};
+inline FrozenCopy frozen_copy(const torch::jit::Module& module, c10::Device device) {
+  FrozenCopy f{module.deepcopy(), {}, {}};
+  f.copy.eval();
+  f.copy.to(device);
+  f.names = layer_names(f.copy);
+  compat::AutocastGuard no_autocast(device.type(), false, compat::autocast_dtype(device.type()));
+  f.frozen = torch::jit::freeze(f.copy);
+  return f;
 }
 
 }  // namespace accelkit::jit_walk

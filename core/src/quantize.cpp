@@ -17,6 +17,7 @@
 
 #include "accelkit/inference.hpp"
 #include "accelkit/runtime.hpp"
+#include "accelkit/sdk/support/qengine.hpp"
 #include "jit_walk.hpp"
 #include "strings.hpp"
 
@@ -26,16 +27,6 @@ namespace {
 
 using torch::jit::Node;
 using torch::jit::Value;
-
-// at::QEngine by the lower-cased name the plugin gave; nullopt when this LibTorch lacks it.
-std::optional<at::QEngine> engine_named(const std::string& name) {
-  for (const at::QEngine e : at::globalContext().supportedQEngines()) {
-    std::string n = c10::toString(e);
-    std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (n == name) return e;
-  }
-  return std::nullopt;
-}
 
 // Sets the process's quantized engine for a scope (prepacking reads it), then restores it.
 class EngineScope {
@@ -109,7 +100,7 @@ QuantizedModule Runtime::quantize(const torch::jit::Module& module, const Quanti
                                 "names no quantized engine LibTorch can run there");
   const auto engine_it = info.capabilities.extra.find(kInt8EngineKey);
   const std::string engine_name = engine_it == info.capabilities.extra.end() ? "" : engine_it->second;
-  const std::optional<at::QEngine> engine = engine_named(engine_name);
+  const std::optional<at::QEngine> engine = support::qengine_named(engine_name);
   if (!engine)
     throw std::invalid_argument("quantize: " + info.id + "'s plugin names the quantized engine '" +
                                 text::shorten(engine_name, 40) + "', which this LibTorch does not have");
@@ -123,13 +114,12 @@ QuantizedModule Runtime::quantize(const torch::jit::Module& module, const Quanti
              " engine: weights qint8, symmetric, one scale per output channel, packed once; activations " +
              "quantized per call from their own range" + (reduce_range ? " (7 bits)" : "") + "; fp32 in and out";
 
-  torch::jit::Module m = module.deepcopy();
-  m.eval();
-  m.to(torch_device_);
-  const std::map<const void*, std::string> names = jit_walk::layer_names(m);
-  // No autocast while freezing: it would bake the thread's casts into the graph.
+  jit_walk::FrozenCopy f = jit_walk::frozen_copy(module, torch_device_);
+  torch::jit::Module& m = f.copy;
+  torch::jit::Module& frozen = f.frozen;
+  const std::map<const void*, std::string>& names = f.names;
+  // The example inputs run as the module's own fp32 (the thread's autocast may be on).
   compat::AutocastGuard no_autocast(torch_device_.type(), false, compat::autocast_dtype(torch_device_.type()));
-  torch::jit::Module frozen = torch::jit::freeze(m);
   const std::shared_ptr<torch::jit::Graph> graph = frozen.get_method("forward").graph();
   r.bytes_before = constant_bytes(graph->block());
 

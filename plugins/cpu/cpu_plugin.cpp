@@ -1,9 +1,6 @@
 // The CPU plugin: one device, always usable. Entry points are noexcept (CachedProbePlugin).
 #include <ATen/Context.h>
-#include <c10/core/QEngine.h>
-
-#include <algorithm>
-#include <cctype>
+#include <accelkit/sdk/support/qengine.hpp>
 #include <accelkit/sdk/plugin.hpp>
 #include <accelkit/sdk/support/cached_probe.hpp>
 
@@ -17,12 +14,8 @@ namespace {
 // LibTorch's quantized engines in this build, lower-cased ("x86", "onednn", ...).
 std::vector<std::string> torch_quantized_engines() {
   std::vector<std::string> out;
-  for (const c10::QEngine e : at::globalContext().supportedQEngines()) {
-    if (e == c10::QEngine::NoQEngine) continue;
-    std::string name = c10::toString(e);
-    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    out.push_back(std::move(name));
-  }
+  for (const c10::QEngine e : at::globalContext().supportedQEngines())
+    if (e != c10::QEngine::NoQEngine) out.push_back(support::qengine_name(e));
   return out;
 }
 }  // namespace
