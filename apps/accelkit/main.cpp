@@ -90,6 +90,7 @@ int verb_bench(const Invocation& inv) {
   b.batch = inv.batch;
   b.width = inv.width;
   b.vs_tuned = inv.vs_tuned;
+  b.vs_eager = inv.vs_eager;
   b.inputs = inv.inputs;
   b.mode = inv.mode;
   b.wait_quiet_s = inv.wait_quiet;

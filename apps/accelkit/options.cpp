@@ -26,7 +26,7 @@ constexpr VerbDoc kVerbs[] = {
      "decision, settings with provenance, precision plan (--apply: apply and read back; --model: the model's "
      "dimension alignment)"},
     {"monitor", "monitor [--interval S] [--count N] [--csv | --json]", "sample the selected device's sensors"},
-    {"bench", "bench [--model M|FILE --input SHAPE...] [--mode infer|train] [--steps N] [--vs-tuned] [--quantize int8] [--wait-quiet[=S]] [--json]",
+    {"bench", "bench [--model M|FILE --input SHAPE...] [--mode infer|train] [--steps N] [--vs-tuned] [--vs-eager] [--quantize int8] [--wait-quiet[=S]] [--json]",
      "time a training step or your model: accelkit vs plain LibTorch"},
     {"train", "train --config FILE [--resume] [--json]", "train the example model ([train] table in FILE)"},
     {"help", "help [VERB | settings]", "this text, one verb's, or every setting as a table"},
@@ -109,6 +109,7 @@ po::options_description verb_options() {
       ("batch", po::value<int>()->value_name("B"), "bench: batch size (default: the model's)")
       ("width", po::value<int>()->value_name("D"), "bench: model width (default: the model's)")
       ("vs-tuned", po::bool_switch(), "bench: also time hand-tuned LibTorch")
+      ("vs-eager", po::bool_switch(), "bench: also time accelkit's settings with the step run eagerly (a captured step's own gain)")
       ("wait-quiet", po::value<double>()->implicit_value(60)->value_name("S"),
        "bench: first wait (up to S seconds, default 60) until other processes leave the CPUs alone")
       ("quantize", po::value<std::string>()->value_name("int8"),
@@ -186,6 +187,7 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   if (vm.count("count")) inv.count = vm["count"].as<long long>();
   inv.resume = flag(vm, "resume");
   inv.vs_tuned = flag(vm, "vs-tuned");
+  inv.vs_eager = flag(vm, "vs-eager");
   if (vm.count("model")) inv.model = inv.report_model = vm["model"].as<std::string>();
   if (vm.count("input")) inv.inputs = vm["input"].as<std::vector<std::string>>();
   if (vm.count("mode")) inv.mode = vm["mode"].as<std::string>();
@@ -211,7 +213,7 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   only_for(vm, "interval", inv.verb, "monitor");
   only_for(vm, "count", inv.verb, "monitor");
   only_for(vm, "csv", inv.verb, "monitor");
-  for (const char* o : {"input", "mode", "steps", "warmup", "batch", "width", "vs-tuned", "wait-quiet", "quantize"})
+  for (const char* o : {"input", "mode", "steps", "warmup", "batch", "width", "vs-tuned", "vs-eager", "wait-quiet", "quantize"})
     only_for(vm, o, inv.verb, "bench");
   if (vm.count("model") && inv.verb != "bench" && inv.verb != "report")
     throw UsageError("--model is an option of 'bench' and 'report', not of '" +

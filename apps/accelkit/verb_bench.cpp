@@ -82,6 +82,7 @@ void render(std::ostream& out, const BenchResult& r) {
   add_variant(t, r.baseline, base, phases, blas);
   add_variant(t, r.accelkit, base, phases, blas);
   if (r.tuned) add_variant(t, *r.tuned, base, phases, blas);
+  if (r.eager) add_variant(t, *r.eager, base, phases, blas);
   if (r.int8) add_variant(t, *r.int8, base, phases, blas);
   t.print(out);
   out << "\naccelkit step: " << r.accelkit.step_mode << '\n';
@@ -89,6 +90,8 @@ void render(std::ostream& out, const BenchResult& r) {
   if (r.machine.busy) out << "\nwarning: " << r.machine.note << '\n';
   out << "\naccelkit is " << fixed(r.speedup, 2) << "x the baseline";
   if (r.speedup_vs_tuned) out << ", " << fixed(*r.speedup_vs_tuned, 2) << "x hand-tuned LibTorch";
+  if (r.speedup_vs_eager)
+    out << ", " << fixed(*r.speedup_vs_eager, 2) << "x its own step run eagerly (" << r.accelkit.step_mode << ")";
   out << " (medians; fastest steps: " << fixed(r.speedup_min, 2) << "x the baseline)\n\n";
   if (r.int8 && r.quantize) {
     out << "int8 is " << fixed(*r.speedup_int8, 2) << "x the baseline";

@@ -56,6 +56,8 @@ void validate(const BenchOptions& o) {
   if (o.warmup < 0) bad("--warmup must be 0 or more, got " + std::to_string(o.warmup));
   if (o.batch < 0) bad("--batch must be positive (0 = the model's default), got " + std::to_string(o.batch));
   if (o.width < 0) bad("--width must be positive (0 = the model's default), got " + std::to_string(o.width));
+  if (o.vs_eager && (o.model == "optimizer" || file))
+    bad("--vs-eager compares a captured training step with the eager one: the built-in mlp, transformer and cnn only");
   if (o.model == "optimizer" && o.batch > 0) bad("--batch means nothing to the optimizer model (it has no data)");
   if (o.check_steps < 1) bad("the accuracy check needs at least 1 step, got " + std::to_string(o.check_steps));
   if (!(o.tolerance >= 0) || !std::isfinite(o.tolerance))
@@ -382,6 +384,8 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
     run.info.dtype = dtype_name(run.dtype);
     run.plans = &plans;
     run.plan = accelkit ? rt.precision() : plain_plan(threads);
+    // A hand-tuner also turns TF32 on where the device has it (the fp32 matmuls left outside autocast).
+    if (name == "tuned") run.plan.tf32 = rt.device_handle()->info().capabilities.has(Capability::tf32);
     if (name == "tuned" && spec.model == "cnn") {
       // What a hand-tuner does for a CNN on a CPU: channels-last weights and input (oneDNN's
       // preferred layout for convolutions).
@@ -422,7 +426,15 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
     runners.push_back(make_runner("tuned", physical_cores(rt), bf16, bf16 ? at::kBFloat16 : at::kFloat, false));
     runners.back().info.description = std::string("hand-tuned LibTorch: threads = physical cores, ") +
                                       (bf16 ? "bf16 autocast, " : "fp32 (no native bf16), ") +
+                                      (rt.device_handle()->info().capabilities.has(Capability::tf32) ? "TF32, " : "") +
                                       (tuned_fused ? "at::_fused_adamw_" : "torch::optim::AdamW");
+  }
+  const std::size_t tuned_i = o.vs_tuned ? 2 : 0;
+  const std::size_t eager_i = o.vs_eager ? runners.size() : 0;
+  if (o.vs_eager) {
+    runners.push_back(make_runner("eager", accel_threads, rt.precision().autocast, rt.autocast_dtype(), true));
+    runners.back().info.description = "accelkit's settings, the step run eagerly (no graph capture)";
+    runners.back().step_mode = "eager: --vs-eager's reference";
   }
   // The accelkit step as the `compile` setting and the device allow (graph capture needs a
   // forward: the optimizer model stays a bare step). x and target are static: fine for a graph.
@@ -460,13 +472,14 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
     return worst;
   };
   acc.rel_diff = diff_to_baseline(accel);
-  if (o.vs_tuned) acc.tuned_rel_diff = diff_to_baseline(runners[2]);
+  if (o.vs_tuned) acc.tuned_rel_diff = diff_to_baseline(runners[tuned_i]);
   acc.ok = acc.rel_diff <= acc.tolerance;
   for (Runner& run : runners)
     run.info.step_mode = run.graph ? run.graph->mode() : run.step_mode;
   r.baseline = runners[0].info;
   r.accelkit = runners[1].info;
-  if (o.vs_tuned) r.tuned = runners[2].info;
+  if (o.vs_tuned) r.tuned = runners[tuned_i].info;
+  if (o.vs_eager) r.eager = runners[eager_i].info;
   for (const Runner& run : runners) {
     for (std::size_t s = 0; s < run.info.check.size(); ++s) {
       if (std::isfinite(run.info.check[s])) continue;
@@ -563,8 +576,12 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
   finish(r.baseline, 0);
   finish(r.accelkit, 1);
   if (o.vs_tuned) {
-    finish(*r.tuned, 2);
+    finish(*r.tuned, tuned_i);
     r.speedup_vs_tuned = r.tuned->time.median_ms / r.accelkit.time.median_ms;
+  }
+  if (o.vs_eager) {
+    finish(*r.eager, eager_i);
+    r.speedup_vs_eager = r.eager->time.median_ms / r.accelkit.time.median_ms;
   }
   r.speedup = r.baseline.time.median_ms / r.accelkit.time.median_ms;
   r.speedup_min = r.baseline.time.min_ms / r.accelkit.time.min_ms;

@@ -178,10 +178,12 @@ std::string bench_json(const BenchResult& r, int indent) {
   variant(w, "baseline", r.baseline);
   variant(w, "accelkit", r.accelkit);
   if (r.tuned) variant(w, "tuned", *r.tuned);
+  if (r.eager) variant(w, "eager", *r.eager);
   if (r.int8) variant(w, "int8", *r.int8);
   w.field("speedup", r.speedup);
   w.field("speedup_min", r.speedup_min);
   if (r.speedup_vs_tuned) w.field("speedup_vs_tuned", *r.speedup_vs_tuned);
+  if (r.speedup_vs_eager) w.field("speedup_vs_eager", *r.speedup_vs_eager);
 
   const BenchFloor& f = r.floor;
   if (f.measured) {

@@ -6,7 +6,9 @@
 //             loss scaler, and (compile != off) the step through Runtime::capture_step;
 //   tuned     (vs_tuned) hand-tuned LibTorch: threads = physical cores, bf16 autocast where
 //             the device has native bf16, LibTorch's own at::_fused_adamw_ where it has one for
-//             the device (else torch::optim::AdamW) - so accelkit's own gain is visible.
+//             the device (else torch::optim::AdamW) - so accelkit's own gain is visible;
+//   eager     (vs_eager) accelkit's settings with the step run eagerly: the captured step's
+//             own gain, same process.
 // Before timing, every variant runs a few steps from identical weights and data and its losses
 // are compared with the baseline's (non-finite or out of tolerance: BenchCheckError). The
 // floors (copy bandwidth, matmul rate) are measured in the same run.
@@ -48,6 +50,9 @@ struct BenchOptions {
   int batch = 0;              // 0 = the model's default for the device type
   int width = 0;              // 0 = default: mlp D, transformer d_model, optimizer 4 x [W, W]
   bool vs_tuned = false;      // also time hand-tuned LibTorch
+  // Also time the accelkit variant's settings with an eager step ("eager"), so a captured
+  // step's gain is measured in the same process (built-in training models only).
+  bool vs_eager = false;
   // > 0: before anything is timed, wait up to this many seconds for other processes to leave
   // the CPUs alone (BenchMachine says what was seen).
   double wait_quiet_s = 0;
@@ -169,12 +174,14 @@ struct BenchResult {
   BenchVariant baseline;
   BenchVariant accelkit;
   std::optional<BenchVariant> tuned;
+  std::optional<BenchVariant> eager;     // vs_eager: accelkit's settings, the step run eagerly
   std::optional<BenchVariant> int8;      // --quantize int8: Runtime::quantize's module
   std::optional<QuantizeReport> quantize;
   std::optional<double> speedup_int8;    // baseline median / int8 median
   double speedup = 0;                    // baseline median / accelkit median
   double speedup_min = 0;                // baseline min / accelkit min (best case on a shared machine)
   std::optional<double> speedup_vs_tuned;  // tuned median / accelkit median
+  std::optional<double> speedup_vs_eager;  // eager median / accelkit median
   BenchFloor floor;
   BenchAccuracy accuracy;
   // With the `autotune` setting (profile auto): how the accelkit variant's settings were
