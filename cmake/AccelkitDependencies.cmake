@@ -13,7 +13,20 @@ endif()
 unset(_accelkit_torch_config)
 unset(_accelkit_torch_root)
 unset(_accelkit_kineto)
+# A CUDA LibTorch's config (Caffe2/public/cuda.cmake) sets CMAKE_CUDA_ARCHITECTURES to OFF and
+# appends its own -gencode flags to CMAKE_CUDA_FLAGS; the plugin's kernel keeps the
+# architectures given here (its launcher reports them, and the plugin offers the kernel only on
+# a GPU they cover). Default: SASS for Ampere and Hopper, PTX for Hopper (JIT on anything newer).
+if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+  set(CMAKE_CUDA_ARCHITECTURES "80-real;90" CACHE STRING "CUDA architectures of the plugin's kernels")
+endif()
+set(_accelkit_cuda_archs "${CMAKE_CUDA_ARCHITECTURES}")
+set(_accelkit_cuda_flags "${CMAKE_CUDA_FLAGS}")
 find_package(Torch REQUIRED)
+set(CMAKE_CUDA_ARCHITECTURES "${_accelkit_cuda_archs}")
+set(CMAKE_CUDA_FLAGS "${_accelkit_cuda_flags}")
+unset(_accelkit_cuda_archs)
+unset(_accelkit_cuda_flags)
 # TorchConfig.cmake looks for its libraries in the system directories before its own: with
 # CMAKE_PREFIX_PATH at a wheel's share/cmake and Debian's libtorch-dev installed, it pairs the
 # wheel's headers with Debian's libraries. Refuse that mix.

@@ -41,10 +41,13 @@ if(TARGET accelkit)
     ENVIRONMENT "ACCELKIT_PLUGIN_PATH=${_plugin_dir};ACCELKIT_CUDA_DRIVER_LIB=${_fake_libcuda}"
     PASS_REGULAR_EXPRESSION "H100")
   # An explicit request for a GPU LibTorch here cannot drive: exit 3, never a CPU fallback.
-  add_test(NAME cuda_cli_device_test
-    COMMAND sh -c "\"$1\" info --device cuda:0; test $? -eq 3" sh "$<TARGET_FILE:accelkit>")
-  set_tests_properties(cuda_cli_device_test PROPERTIES
-    ENVIRONMENT "ACCELKIT_PLUGIN_PATH=${_plugin_dir};ACCELKIT_CUDA_DRIVER_LIB=${_fake_libcuda}")
+  # (Only where LibTorch has no CUDA: a CUDA LibTorch drives the fake driver's cuda:0.)
+  if(NOT TARGET accelkit_cuda_torch)
+    add_test(NAME cuda_cli_device_test
+      COMMAND sh -c "\"$1\" info --device cuda:0; test $? -eq 3" sh "$<TARGET_FILE:accelkit>")
+    set_tests_properties(cuda_cli_device_test PROPERTIES
+      ENVIRONMENT "ACCELKIT_PLUGIN_PATH=${_plugin_dir};ACCELKIT_CUDA_DRIVER_LIB=${_fake_libcuda}")
+  endif()
 endif()
 
 if(TARGET accelkit_cuda_adamw_kernel)

@@ -88,7 +88,10 @@ inline std::string applied_value(const Runtime& rt, PlanField field) {
 }
 
 inline int physical_cores(const Runtime& rt) {
-  const std::uint32_t cores = rt.device_handle()->info().cores;
+  const DeviceInfo& info = rt.device_handle()->info();
+  // A GPU's `cores` are its multiprocessors: the host threads that feed it stay LibTorch's default.
+  if (info.kind != DeviceKind::cpu) return at::intraop_default_num_threads();
+  const std::uint32_t cores = info.cores;
   if (cores > 0 && cores <= 65536) return static_cast<int>(cores);
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }

@@ -12,9 +12,9 @@ if(ACCELKIT_CUDA_KERNELS)
   check_language(CUDA)
 endif()
 if(ACCELKIT_CUDA_KERNELS AND CMAKE_CUDA_COMPILER)
-  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-    # SASS for Ampere and Hopper, PTX for Hopper (JIT on anything newer).
-    set(CMAKE_CUDA_ARCHITECTURES "80-real;90")
+  # CMAKE_CUDA_ARCHITECTURES: set (and kept through LibTorch's CUDA config) in AccelkitDependencies.cmake.
+  if(NOT CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "OFF")
+    message(FATAL_ERROR "accelkit cuda: CMAKE_CUDA_ARCHITECTURES is '${CMAKE_CUDA_ARCHITECTURES}': name the GPU architectures (e.g. 90)")
   endif()
   if(NOT CMAKE_CUDA_HOST_COMPILER)
     set(CMAKE_CUDA_HOST_COMPILER "${CMAKE_CXX_COMPILER}")

@@ -8,6 +8,8 @@
 
 #include <exception>
 
+#include <accelkit/sdk/torch_compat.hpp>
+
 #include "fused_adamw_cuda.hpp"
 
 namespace accelkit::cuda {
@@ -24,6 +26,37 @@ void wait_for(const c10::cuda::CUDAStream& waiter, const c10::cuda::CUDAStream& 
   at::cuda::CUDAEvent event;
   event.record(on);
   event.block(waiter);
+}
+
+// After a failed capture, closes what CUDAGraph::capture_begin opened. LibTorch's capture_end
+// ends the stream capture first and throws when the capture was invalidated (a host sync, an
+// illegal call) - before it returns the private memory pool and ends the RNG generators' capture
+// state, which would then fail every later random op ("Offset increment outside graph capture").
+// So: end the invalidated capture here, begin an empty one on the same stream and let
+// capture_end close LibTorch's bookkeeping on it.
+void abandon_capture(at::cuda::CUDAGraph& graph, const c10::cuda::CUDAStream& stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream.stream(), &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
+    cudaGraph_t dropped = nullptr;
+    (void)cudaStreamEndCapture(stream.stream(), &dropped);
+    if (dropped) (void)cudaGraphDestroy(dropped);
+  }
+  (void)cudaGetLastError();
+  if (cudaStreamBeginCapture(stream.stream(), cudaStreamCaptureModeGlobal) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return;
+  }
+  try {
+    compat::WarningCollector quiet;  // "The CUDA Graph is empty": it is, on purpose
+    graph.capture_end();
+  } catch (...) {
+    if (cudaStreamIsCapturing(stream.stream(), &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
+      cudaGraph_t dropped = nullptr;
+      (void)cudaStreamEndCapture(stream.stream(), &dropped);
+      if (dropped) (void)cudaGraphDestroy(dropped);
+    }
+  }
+  (void)cudaGetLastError();
 }
 
 }  // namespace
@@ -71,15 +104,7 @@ void GraphedStep::try_capture() {
     } catch (...) {
       failure = "unknown exception";
     }
-    if (!failure.empty() && began) {
-      // Ends the capture (it reports the invalidated capture, ignored) and returns the private
-      // memory pool, so eager work afterwards allocates normally.
-      try {
-        graph->capture_end();
-      } catch (...) {
-      }
-      (void)cudaGetLastError();
-    }
+    if (!failure.empty() && began) abandon_capture(*graph, side);
   }
   wait_for(current, side);
   if (!failure.empty()) {
