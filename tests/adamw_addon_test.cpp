@@ -29,7 +29,7 @@ namespace {
 std::unique_ptr<Runtime> runtime(std::vector<std::string> dirs, std::vector<std::pair<std::string, std::string>> cli) {
   ContextOptions o;
   o.settings.env = std::map<std::string, std::string>{};
-  o.settings.cli = {{"threads", "1"}};
+  o.settings.cli = {{"threads", "1"}, {"device", "cpu"}};  // the CPU even where a GPU is present
   for (auto& kv : cli) o.settings.cli.push_back(std::move(kv));
   o.loader.cli_paths = std::move(dirs);
   o.loader.read_environment = false;

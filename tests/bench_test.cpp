@@ -45,7 +45,9 @@ std::string message(const BenchOptions& o) {
 
 accelkit::ContextOptions context_options() {
   ::setenv("ACCELKIT_PLUGIN_PATH", ACCELKIT_PLUGIN_OUTPUT_DIR, 1);
-  return {};
+  accelkit::ContextOptions o;
+  o.settings.cli = {{"device", "cpu"}};  // these suites time the CPU, also where a GPU is present
+  return o;
 }
 
 accelkit::Runtime& runtime() {

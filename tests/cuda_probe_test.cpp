@@ -159,8 +159,8 @@ TEST_CASE("NOT_SUPPORTED readings are n/a with the reason; the rest are read") {
   NvmlMonitor m(&api, p.gpus[0].nvml, "");
   auto s = m.sample();
   REQUIRE(s.ok());
-  const auto readings = s.value();  // a named copy: reading_of returns a reference into it
-  const auto& power = reading_of(readings, reading::power_w);
+  const auto readings = s.value();
+  const auto power = reading_of(readings, reading::power_w);  // copies: no reference into a temporary key
   CHECK_FALSE(power.value.has_value());
   CHECK(power.note.find("not supported") != std::string::npos);
   CHECK_FALSE(reading_of(s.value(), reading::power_limit_w).value.has_value());
@@ -170,7 +170,7 @@ TEST_CASE("NOT_SUPPORTED readings are n/a with the reason; the rest are read") {
   CHECK(reading_of(s.value(), reading::utilisation_pct).value == 50.0);
   CHECK(reading_of(s.value(), reading::memory_used_bytes).value == static_cast<double>(3ull << 30));
   CHECK(reading_of(s.value(), reading::memory_total_bytes).value == static_cast<double>(80ull << 30));
-  const auto& reasons = reading_of(readings, reading_key::clock_event_reasons);
+  const auto reasons = reading_of(readings, reading_key::clock_event_reasons);
   CHECK(reasons.value == 68.0);
   CHECK(reasons.note == "sw_power_cap,hw_thermal_slowdown");
 }
