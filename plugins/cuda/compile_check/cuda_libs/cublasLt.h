@@ -1,0 +1,6 @@
+// Stand-in for a CUDA math library header, used only to compile-check the CUDA plugin's
+// LibTorch glue where the CUDA toolkit ships without its math libraries (never linked, never
+// run): the handle and status types that LibTorch's ATen/cuda headers name.
+#pragma once
+#include "cublas_v2.h"
+typedef struct cublasLtContext* cublasLtHandle_t;
