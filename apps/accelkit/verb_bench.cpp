@@ -135,6 +135,20 @@ void render(std::ostream& out, const BenchResult& r) {
     }
     out << '\n';
   }
+  if (!r.fallbacks.empty()) {
+    std::uint64_t total = 0;
+    for (const auto& fallback : r.fallbacks) total += fallback.second;
+    out << "fallback to the CPU (operators " << r.device << " does not run itself; " << total << " calls):\n ";
+    std::size_t shown = 0;
+    for (const auto& [op, n] : r.fallbacks) {
+      if (shown++ == 12) {
+        out << " ... " << (r.fallbacks.size() - 12) << " more";
+        break;
+      }
+      out << ' ' << op << " x" << n;
+    }
+    out << "\n\n";
+  }
   render_decisions(out, r.decisions);
   render_check(out, r);
 }

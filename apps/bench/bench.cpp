@@ -1,3 +1,4 @@
+#include "accelkit/new_device.hpp"
 #include "accelkit/bench.hpp"
 
 #include <algorithm>
@@ -300,7 +301,9 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
   if (file) bench_detail::check_model_file(o.model);
   if (file && bench_mode(o) == "infer") return bench_detail::run_infer_bench(rt, o, progress);
   const c10::Device device = rt.device();
-  const bool gpu = !device.is_cpu();
+  // GPU-sized defaults on a GPU; a CPU, an NPU or a reference device keeps the CPU's.
+  const DeviceKind kind = rt.device_handle()->info().kind;
+  const bool gpu = kind == DeviceKind::discrete_gpu || kind == DeviceKind::integrated_gpu;
   ModelSpec spec = bench_detail::make_spec(file ? "file" : o.model, o.batch, o.width, gpu);
   if (file) {
     spec.file = o.model;
@@ -323,6 +326,7 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
   r.warmup = o.warmup;
   r.load_before = load_average();
   machine_before(r.machine, o, label, progress);
+  new_device::reset_fallback_counts();
 
   // Data: identical for every variant. The target is a fixed random teacher's output, so the
   // loss depends on the whole model output (not on the target's own variance).
@@ -598,6 +602,7 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
     r.floor.floor_over_measured = r.floor.floor_ms / r.accelkit.time.median_ms;
   }
   r.load_after = load_average();
+  for (const auto& f : new_device::fallback_counts()) r.fallbacks.emplace_back(f.op, f.calls);
   return r;
 }
 

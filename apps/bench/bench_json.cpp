@@ -184,6 +184,11 @@ std::string bench_json(const BenchResult& r, int indent) {
   w.field("speedup_min", r.speedup_min);
   if (r.speedup_vs_tuned) w.field("speedup_vs_tuned", *r.speedup_vs_tuned);
   if (r.speedup_vs_eager) w.field("speedup_vs_eager", *r.speedup_vs_eager);
+  if (!r.fallbacks.empty()) {
+    w.open("fallbacks");
+    for (const auto& [op, n] : r.fallbacks) w.field(op.c_str(), static_cast<std::int64_t>(n));
+    w.close();
+  }
 
   const BenchFloor& f = r.floor;
   if (f.measured) {

@@ -1,5 +1,7 @@
 #include "accelkit/negotiation.hpp"
 
+#include "accelkit/new_device.hpp"
+
 #include <algorithm>
 #include <climits>
 #include <tuple>
@@ -71,6 +73,14 @@ std::pair<Exclusion, std::string> exclusion(const PluginRecord& rec, const Candi
   if (request.no_gpu && c.device.kind != DeviceKind::cpu) return {Exclusion::no_gpu, "excluded by --no-gpu"};
   if (!ask.auto_device && (ask.want_index ? c.device.id != request.device.str() : c.plugin != ask.want_plugin))
     return {Exclusion::not_requested, "not the requested device '" + request.device.str() + "'" + ask.origin};
+  if (new_device::declares(c.device)) {
+    const new_device::State active = new_device::state();
+    if (active.active && active.plugin != c.plugin)
+      return {Exclusion::new_device_taken, "a new device type, and this process already runs " + active.plugin +
+                                               "'s (LibTorch has one PrivateUse1 backend per process)"};
+  }
+  if (ask.auto_device && c.device.capabilities.has(Capability::reference_device))
+    return {Exclusion::reference_only, "a reference device: auto never picks it; --device " + c.plugin + " does"};
   for (const auto& cap : request.require)
     if (!c.device.capabilities.has(cap))
       return {Exclusion::missing_capability, "lacks required capability '" + cap + "'"};

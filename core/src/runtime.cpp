@@ -12,6 +12,7 @@
 #include <torch/version.h>
 
 #include "accelkit/sdk/device.hpp"
+#include "accelkit/new_device.hpp"
 #include "combined_optimizer.hpp"
 
 namespace accelkit {
@@ -21,7 +22,10 @@ std::unique_ptr<Runtime> Runtime::start(const ContextOptions& options) {
   rt->context_ = Context::create(options);
   rt->device_ = rt->context_->open_selected();
   const DeviceInfo& info = rt->device_->info();
-  rt->torch_device_ = c10::Device(info.torch_device);
+  // A device type LibTorch does not know: the core registers it (PrivateUse1) first.
+  rt->torch_device_ = c10::Device(new_device::declares(info)
+                                      ? new_device::activate(rt->context_->require_device().plugin, *rt->device_)
+                                      : info.torch_device);
   rt->routes_ = routes_for(info, rt->context_->settings());
 
   const Config& c = rt->context_->config();

@@ -28,6 +28,8 @@ enum class Exclusion {
   no_gpu,              // --no-gpu and the device is not a CPU
   not_requested,       // the user asked for another device
   missing_capability,  // lacks a capability in `require`
+  reference_only,      // a reference device (Capability::reference_device): only on request
+  new_device_taken,    // a new device type while another plugin's is active (one per process)
 };
 
 struct Candidate {

@@ -194,6 +194,9 @@ struct BenchResult {
   // the device cannot honour), as Context::decisions() held them when the run ended.
   std::vector<RuntimeDecision> decisions;
   BenchMachine machine;
+  // On a new device type (PrivateUse1): the operators that ran on the CPU through the host's
+  // fallback during the run, most calls first (new_device::fallback_counts).
+  std::vector<std::pair<std::string, std::uint64_t>> fallbacks;
   double load_before = -1;  // 1-minute load average (-1 = unknown): other work on the machine
   double load_after = -1;
   std::string error;        // why the run stopped (BenchCheckError::partial()); empty when it ran

@@ -53,6 +53,11 @@
  *   5.1  Capability::int8_linear (appended) with the free keys "int8.engine" and
  *        "int8.reduce_range": the quantized engine Runtime::quantize uses. A 5.0 plugin loads
  *        and never claims it; a 5.1 plugin's claim reads "unknown" on a 5.0 host.
+ *   6.0  A brand-new device type from a plugin: Device::runtime() returns a DeviceRuntime
+ *        (device_runtime.hpp: memory, copies, native kernels) that the host registers as
+ *        LibTorch's PrivateUse1 device; Capability::reference_device keeps a reference
+ *        device out of `auto`. A 5.x plugin is refused: its Device vtable has no runtime()
+ *        slot.
  *
  * Thread-safety: accelkit_plugin_info may be called from any thread, any number of times.
  */
@@ -62,8 +67,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ACCELKIT_ABI_MAJOR 5u
-#define ACCELKIT_ABI_MINOR 1u
+#define ACCELKIT_ABI_MAJOR 6u
+#define ACCELKIT_ABI_MINOR 0u
 
 /* Name of the C entry point and of the Boost.DLL alias of the C++ factory. */
 #define ACCELKIT_PLUGIN_INFO_SYMBOL "accelkit_plugin_info"

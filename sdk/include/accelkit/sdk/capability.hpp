@@ -35,6 +35,8 @@ enum class Capability {
   master_weights,      // the fused AdamW keeps fp32 master weights for a bf16 model
   int8_linear,         // dynamic INT8 Linear through LibTorch's quantized engine (ABI 5.1);
                        // the free keys below say which engine and how
+  reference_device,    // a reference/simulated device for backend authors (ABI 6.0): `auto`
+                       // never selects it; it runs only where --device names it
 };
 
 inline constexpr std::pair<Capability, std::string_view> kCapabilityNames[] = {
@@ -53,6 +55,7 @@ inline constexpr std::pair<Capability, std::string_view> kCapabilityNames[] = {
     {Capability::utilisation, "utilisation"},
     {Capability::master_weights, "master_weights"},
     {Capability::int8_linear, "int8_linear"},
+    {Capability::reference_device, "reference_device"},
 };
 
 inline std::string_view to_string(Capability c) noexcept {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "accelkit/sdk/capability.hpp"
+#include "accelkit/sdk/device_runtime.hpp"
 #include "accelkit/sdk/status.hpp"
 #include "accelkit/sdk/step_capture.hpp"
 
@@ -119,6 +120,14 @@ class Device {
     return guarded("capture_step", []() -> Result<std::shared_ptr<CapturedStep>> {
       return Status(StatusCode::not_supported, "this device's plugin has no whole-step capture");
     });
+  }
+
+  // A device LibTorch does not know (device_runtime.hpp): its memory, copies and native
+  // kernels, which the host registers as LibTorch's PrivateUse1 device. Only for a device
+  // whose DeviceInfo::torch_device is "privateuseone:<index>"; others leave this default.
+  // Since ABI 6.0.
+  virtual Result<DeviceRuntime> runtime() noexcept {
+    return Status(StatusCode::not_supported, "this device is one LibTorch knows; it brings no device runtime");
   }
 };
 

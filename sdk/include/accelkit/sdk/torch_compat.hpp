@@ -74,11 +74,13 @@ inline void set_autocast_enabled(c10::DeviceType type, bool on) {
 #endif
 }
 
+// The autocast dtype set for `type`; fp32 for a device type this LibTorch has no autocast for
+// (it computes in what it is given).
 inline at::ScalarType autocast_dtype(c10::DeviceType type) {
 #if ACCELKIT_TORCH_AT_LEAST(2, 4)
   return at::autocast::get_autocast_dtype(type);
 #else
-  TORCH_CHECK(autocast_available(type), "no autocast for ", type, " in this LibTorch");
+  if (!autocast_available(type)) return at::kFloat;
   return type == c10::DeviceType::CPU ? at::autocast::get_autocast_cpu_dtype() : at::autocast::get_autocast_gpu_dtype();
 #endif
 }
@@ -95,18 +97,23 @@ inline void set_autocast_dtype(c10::DeviceType type, at::ScalarType dtype) {
 
 // RAII: autocast on `type` with `dtype` for the guard's scope (or explicitly off), restoring
 // the previous state and clearing the cast cache when the outermost guard ends - what
-// torch.autocast does in Python.
+// torch.autocast does in Python. On a device type without autocast in this LibTorch (a new
+// device type on 1.13), "off" is what it has: the guard does nothing; "on" is refused.
 class AutocastGuard {
  public:
   AutocastGuard(c10::DeviceType type, bool enabled, at::ScalarType dtype)
-      : type_(type), prev_enabled_(autocast_enabled(type)), prev_dtype_(autocast_dtype(type)),
+      : type_(type), available_(autocast_available(type) || enabled),
+        prev_enabled_(available_ && autocast_enabled(type)),
+        prev_dtype_(available_ ? autocast_dtype(type) : dtype),
         set_dtype_(enabled && dtype != prev_dtype_) {
+    if (!available_) return;
     // The dtype is only set when autocast is on: LibTorch 1.13 refuses fp32 as a CPU autocast dtype.
     if (set_dtype_) set_autocast_dtype(type_, dtype);
     set_autocast_enabled(type_, enabled);
     at::autocast::increment_nesting();
   }
   ~AutocastGuard() {
+    if (!available_) return;
     if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
     set_autocast_enabled(type_, prev_enabled_);
     if (set_dtype_) set_autocast_dtype(type_, prev_dtype_);
@@ -116,6 +123,7 @@ class AutocastGuard {
 
  private:
   c10::DeviceType type_;
+  bool available_;
   bool prev_enabled_;
   at::ScalarType prev_dtype_;
   bool set_dtype_;
