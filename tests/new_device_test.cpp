@@ -22,7 +22,7 @@
 #include "accelkit/bench.hpp"
 #include "accelkit/new_device.hpp"
 #include "accelkit/runtime.hpp"
-#include "accelkit/sdk/torch_compat_privateuse1.hpp"
+#include "accelkit/sdk/torch_compat_new_device.hpp"
 #include "test_support.hpp"
 
 extern char** environ;

@@ -18,7 +18,7 @@
 #include <torch/torch.h>
 
 #include "accelkit/context.hpp"
-#include "accelkit/sdk/torch_compat_privateuse1.hpp"
+#include "accelkit/sdk/torch_compat_new_device.hpp"
 
 namespace accelkit::new_device {
 namespace {
