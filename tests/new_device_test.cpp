@@ -14,6 +14,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -120,6 +121,18 @@ TEST_CASE("hostmem is a device of its own: LibTorch's name for it, tensors, view
   CHECK(torch::equal(x.to(torch::kCPU), host * 2));
   x.narrow(0, 2, 3).fill_(-1);  // a strided region written from the host side of a copy
   CHECK(torch::equal(x.to(torch::kCPU).narrow(0, 2, 3), torch::full({3}, -1.0f)));
+
+  // Serialization reads the storage (set_) and copies it to the host.
+  // LibTorch 1.13's reader restores CPU, CUDA and HPU tensors only.
+  std::stringstream saved;
+  torch::save(x, saved);
+  torch::Tensor loaded;
+  if (accelkit::compat::kPrivateUse1HasName) {
+    torch::load(loaded, saved);
+    CHECK(torch::equal(loaded.to(torch::kCPU), x.to(torch::kCPU)));
+  } else {
+    CHECK_THROWS_WITH(torch::load(loaded, saved), doctest::Contains("PRIVATEUSEONE"));
+  }
 
   torch::nn::Linear lin(4, 3);
   const torch::Tensor w = lin->weight.detach().clone();

@@ -10,6 +10,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include "accelkit/checkpoint.hpp"
 #include "accelkit/runtime.hpp"
@@ -361,6 +362,12 @@ TrainResult Trainer::run(const TrainOptions& options) {
         } catch (const std::exception& e) {  // CheckpointError, c10::Error: unreadable
           std::string reason = e.what();
           if (auto nl = reason.find('\n'); nl != std::string::npos) reason.resize(nl);  // c10 backtraces
+          // LibTorch 1.13's reader restores CPU, CUDA and HPU tensors only: the checkpoint of a
+          // new device type (PrivateUse1) is intact, this LibTorch cannot read it back.
+          if (reason.find("however got PRIVATEUSEONE") != std::string::npos)
+            throw TrainError("checkpoint " + file.path + " holds tensors of " + s.rt.device().str() + ", which LibTorch " +
+                             std::string(TORCH_VERSION) + " cannot read back (" + reason + "); the files are intact: resume with an " +
+                             "accelkit built against LibTorch >= 2.1, or train on another device");
           result.skipped.push_back({file.path, reason});
           warn("checkpoint " + file.path + " is unusable (" + reason + ")" +
                (&file != &existing.back() ? "; falling back to the previous one" : ""));

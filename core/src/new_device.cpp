@@ -11,6 +11,7 @@
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/set_native.h>
 #include <ATen/ops/view_native.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -306,6 +307,10 @@ void register_with_libtorch(Registry& r) {
   aten.impl("_copy_from", TORCH_FN(k_copy_from));
   aten.impl("_copy_from_and_resize", TORCH_FN(k_copy_from_and_resize));
   aten.impl("_has_compatible_shallow_copy_type", TORCH_FN(k_compatible_shallow_copy));
+  // set_ to a storage (serialization reads a tensor's storage through it): LibTorch's own
+  // implementation is device-neutral as long as the storage is already large enough.
+  aten.impl("set_.source_Storage_storage_offset", TORCH_FN(at::native::set_storage_cpu_));
+  aten.impl("set_.source_Storage", TORCH_FN(at::native::set_));
   make("aten", c10::DispatchKey::AutogradPrivateUse1)
       .impl("_has_compatible_shallow_copy_type", TORCH_FN(k_compatible_shallow_copy));
   for (const NativeKernel& k : r.rt.kernels) {
