@@ -36,10 +36,11 @@ using accelkit::Runtime;
 const char* child_case() { return std::getenv("ACCELKIT_NEW_DEVICE_CHILD"); }
 bool is_child(const char* name) { return child_case() && std::strcmp(child_case(), name) == 0; }
 
-std::unique_ptr<Runtime> start(const std::string& device, std::vector<std::string> dirs = {ACCELKIT_TEST_PLUGIN_DIR}) {
+std::unique_ptr<Runtime> start(const std::string& device, std::vector<std::string> dirs = {ACCELKIT_TEST_PLUGIN_DIR},
+                               bool scan = true) {
   accelkit::ContextOptions o;
   o.settings.env = std::map<std::string, std::string>{};
-  o.settings.cli = {{"device", device}};
+  o.settings.cli = {{"device", device}, {"plugin_scan", scan ? "true" : "false"}};
   o.loader.cli_paths = std::move(dirs);
   o.loader.read_environment = false;
   o.loader.include_default_dirs = false;
@@ -209,11 +210,22 @@ TEST_CASE("starting accelkit after the program's first backward is refused with 
 
 TEST_CASE("a table without a required entry is refused, naming the entry; the host keeps its CPU") {
   if (is_child("nocopy")) {
+    // At scan time (the scanner opens the device and checks its table) ...
     try {
       start("hostmem_nocopy", {ACCELKIT_TEST_PLUGIN_DIR, variant_dir("hostmem_nocopy")});
+      std::_Exit(6);
     } catch (const DeviceUnavailableError& e) {
       const std::string what = e.what();
-      if (what.find("hostmem_nocopy plugin") == std::string::npos || what.find("required entry copy") == std::string::npos)
+      if (what.find("examined in a separate process") == std::string::npos ||
+          what.find("required entry copy") == std::string::npos)
+        std::_Exit(7);
+    }
+    // ... and, with the scan off, when the host activates the device.
+    try {
+      start("hostmem_nocopy", {ACCELKIT_TEST_PLUGIN_DIR, variant_dir("hostmem_nocopy")}, /*scan=*/false);
+    } catch (const DeviceUnavailableError& e) {
+      const std::string what = e.what();
+      if (what.find("hostmem_nocopy") == std::string::npos || what.find("required entry copy") == std::string::npos)
         std::_Exit(3);
       // The host runs on: the CPU still starts in this process.
       auto cpu = start("cpu", {ACCELKIT_TEST_PLUGIN_DIR, variant_dir("hostmem_nocopy")});

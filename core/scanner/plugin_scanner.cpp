@@ -17,6 +17,7 @@
 #include <string>
 
 #include "accelkit/loader.hpp"
+#include "accelkit/new_device.hpp"
 #include "../src/plugin_scan.hpp"
 
 int main(int argc, char** argv) {
@@ -42,6 +43,11 @@ int main(int argc, char** argv) {
   const accelkit::PluginRecord rec = accelkit::load_plugin_file(plugin, /*probe=*/true);
   std::string result = std::string(accelkit::scan::kPassedLine) + "\n" + accelkit::to_string(rec.status) + "\n" +
                        rec.name + "\n" + rec.reason + "\n";
+  // A new device type's table is checked here too, so a broken one is refused at scan time.
+  if (rec.status == accelkit::PluginStatus::usable && rec.plugin && rec.probe) {
+    const std::string why = accelkit::new_device::table_problem(*rec.plugin, *rec.probe);
+    if (!why.empty()) result += std::string(accelkit::scan::kTableLine) + why + "\n";
+  }
   const int fd = ::fcntl(accelkit::scan::kResultFd, F_GETFD) != -1 ? accelkit::scan::kResultFd : STDOUT_FILENO;
   for (std::size_t done = 0; done < result.size();) {
     const ssize_t n = ::write(fd, result.data() + done, result.size() - done);

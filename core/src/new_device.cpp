@@ -355,6 +355,32 @@ int declared_index(const DeviceInfo& info) {
 
 bool declares(const DeviceInfo& info) { return declared_index(info) >= 0; }
 
+namespace {
+
+std::string missing_text(const std::vector<std::string>& missing) {
+  std::string list;
+  for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
+  return std::string("lacks the required entr") + (missing.size() == 1 ? "y " : "ies ") + list;
+}
+
+}  // namespace
+
+std::string table_problem(Plugin& plugin, const ProbeReport& report) {
+  for (std::size_t i = 0; i < report.devices.size(); ++i) {
+    const DeviceInfo& info = report.devices[i];
+    if (!declares(info)) continue;
+    Result<std::shared_ptr<Device>> device = plugin.open(i);
+    const std::string what = "declares a new device type (" + info.id + ")";
+    if (!device.ok() || !device.value())
+      return what + " that does not open: " + (device.ok() ? std::string("no device returned") : device.status().message());
+    Result<DeviceRuntime> table = device.value()->runtime();
+    if (!table.ok()) return what + " but brings no device runtime: " + table.status().message();
+    const std::vector<std::string> missing = missing_entries(table.value());
+    if (!missing.empty()) return what + " whose device runtime " + missing_text(missing);
+  }
+  return "";
+}
+
 std::string activate(const std::string& plugin, Device& device) {
   Registry& r = reg();
   const int index = declared_index(device.info());
@@ -370,12 +396,7 @@ std::string activate(const std::string& plugin, Device& device) {
   if (!got.ok()) throw DeviceUnavailableError(plugin + " plugin: " + device.info().id + " declares a new device type but "
                                               "brings no device runtime: " + got.status().message());
   const std::vector<std::string> missing = missing_entries(got.value());
-  if (!missing.empty()) {
-    std::string list;
-    for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
-    throw DeviceUnavailableError(plugin + " plugin: its device runtime lacks the required entr" +
-                                 (missing.size() == 1 ? "y " : "ies ") + list);
-  }
+  if (!missing.empty()) throw DeviceUnavailableError(plugin + " plugin: its device runtime " + missing_text(missing));
   const DeviceRuntime& table = got.value();
   for (char c : table.backend)
     if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))

@@ -230,6 +230,9 @@ Verdict scan_in_child(const std::string& scanner, const std::string& plugin, con
     v.reason = "ended the process with exit status " + std::to_string(WEXITSTATUS(status)) + tail;
   } else if (result.compare(0, std::strlen(kPassedLine), kPassedLine) != 0) {
     v.reason = "ended the process (exit status 0) before the examination finished: a plugin must never end it" + tail;
+  } else if (const std::size_t at = result.find(std::string("\n") + kTableLine); at != std::string::npos) {
+    const std::size_t from = at + 1 + std::strlen(kTableLine);
+    v.reason = result.substr(from, result.find('\n', from) - from);
   } else {
     v.passed = true;
   }

@@ -35,6 +35,10 @@ std::string find_scanner(std::string* looked);
 // behaviour; a failure to start the child is a verdict too ("cannot start the scanner: ...").
 Verdict scan_in_child(const std::string& scanner, const std::string& plugin, const ScanLimits& limits);
 
+// A later line of the result: a new device type's table is incomplete (new_device::table_problem);
+// the plugin is refused with the rest of the line.
+inline constexpr const char* kTableLine = "new-device-table: ";
+
 // What the scanner prints on its result descriptor when the scan passed (the first line).
 inline constexpr const char* kPassedLine = "accelkit-plugin-scan passed";
 // The descriptor the child writes its result to (not its stdout: a plugin may print there).

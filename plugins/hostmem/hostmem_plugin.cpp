@@ -5,7 +5,7 @@
 // the CPU through the host's fallback. sdk/README.md walks through it.
 //
 // Settings (environment, read when the device is opened):
-//   ACCELKIT_HOSTMEM_ARENA_MIB  the arena's size (default 8192; address space, committed as used)
+//   ACCELKIT_HOSTMEM_ARENA_MIB  the arena's size (default 2048; address space, committed as used)
 //   ACCELKIT_HOSTMEM_CHECK=1    checking mode: the arena is inaccessible outside the plugin's
 //                               own copy and kernel calls, so a direct read of device memory
 //                               faults (for tests and backend authors)
@@ -33,7 +33,8 @@
 namespace accelkit::hostmem {
 namespace {
 
-constexpr std::size_t kDefaultArenaMib = 8192;
+// Address space, committed only as it is used; within the plugin scan's memory limit.
+constexpr std::size_t kDefaultArenaMib = 2048;
 
 std::size_t arena_bytes() {
   if (const char* v = secure_getenv("ACCELKIT_HOSTMEM_ARENA_MIB")) {

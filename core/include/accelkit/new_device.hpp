@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "accelkit/sdk/device.hpp"
+#include "accelkit/sdk/plugin.hpp"
 
 namespace accelkit::new_device {
 
@@ -21,6 +22,10 @@ bool declares(const DeviceInfo& info);
 
 // The index in "privateuseone:<i>", or -1.
 int declared_index(const DeviceInfo& info);
+
+// For the plugin scan: "" when every new-device device of `report` opens and brings a complete
+// table; else why not ("its device runtime lacks the required entry copy"). Opens those devices.
+std::string table_problem(Plugin& plugin, const ProbeReport& report);
 
 // Registers `device`'s runtime (from plugin `plugin`) as LibTorch's PrivateUse1 device and
 // returns LibTorch's string for the device ("hostmem:0" on LibTorch >= 2.1, else
