@@ -123,6 +123,9 @@ TEST_CASE("hostmem is a device of its own: LibTorch's name for it, tensors, view
   x.narrow(0, 2, 3).fill_(-1);  // a strided region written from the host side of a copy
   CHECK(torch::equal(x.to(torch::kCPU).narrow(0, 2, 3), torch::full({3}, -1.0f)));
 
+  // An operator the fallback cannot run: a view (its result must share the device's memory).
+  CHECK_THROWS_WITH(x.unfold(0, 2, 1), doctest::Contains("unfold is a view operator"));
+
   // Serialization reads the storage (set_) and copies it to the host.
   // LibTorch 1.13's reader restores CPU, CUDA and HPU tensors only.
   std::stringstream saved;

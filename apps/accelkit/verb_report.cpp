@@ -9,6 +9,7 @@
 #include "accelkit/adamw_choice.hpp"
 #include "accelkit/alignment.hpp"
 #include "accelkit/model_file.hpp"
+#include "accelkit/new_device.hpp"
 #include "accelkit/sdk/precision.hpp"
 #include "cli.hpp"
 #include "format.hpp"
@@ -131,6 +132,31 @@ int verb_report(const Invocation& inv, Context& ctx) {
                           {"plan", plan_json(plan.value())}};
   } else {
     render_plan(std::cout, request, plan.value());
+  }
+
+  // A device type LibTorch does not know: registered now (as a program's Runtime::start would),
+  // and what it runs itself, what falls back, what this LibTorch lacks for it.
+  if (new_device::declares(d.selected->device)) {
+    std::string torch_device;
+    try {
+      torch_device = new_device::activate(d.selected->plugin, *device);
+    } catch (const std::exception& e) {
+      return fail(e.what());
+    }
+    const new_device::State st = new_device::state();
+    if (inv.json) {
+      j["new_device"] = Json{{"torch_device", torch_device}, {"backend", st.backend}, {"torch_type", st.torch_type},
+                             {"native_kernels", st.native_kernels}, {"notes", st.notes}};
+    } else {
+      std::string native;
+      for (const auto& k : st.native_kernels) native += (native.empty() ? "" : ", ") + k;
+      std::cout << "\nNew device type (LibTorch's PrivateUse1, registered by accelkit): " << torch_device << '\n'
+                << "  runs itself: allocation, views and copies (the host's, on the plugin's memory)"
+                << (native.empty() ? std::string() : "; native " + native) << '\n'
+                << "  everything else: on the CPU through the fallback, counted per operator ('accelkit --device "
+                << d.selected->plugin << " bench' lists them)\n";
+      for (const auto& n : st.notes) std::cout << "  this LibTorch: " << n << '\n';
+    }
   }
 
   // --model: the model's sizes against the multiples the device's plugin states, for the

@@ -274,6 +274,12 @@ bool k_compatible_shallow_copy(const at::Tensor& /*self*/, const at::Tensor& /*f
 // ---- the CPU fallback ----------------------------------------------------------------------
 void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto& name = op.schema().operator_name();
+  // A view's result must share the device tensor's memory; run on the CPU it would be a copy.
+  for (const auto& ret : op.schema().returns())
+    TORCH_CHECK(ret.alias_info() == nullptr || ret.alias_info()->isWrite(), "accelkit: ", name.name,
+                name.overload_name.empty() ? "" : ".", name.overload_name, " is a view operator, which cannot fall "
+                "back to the CPU (its result would not share the device tensor's memory), and the ", reg().plugin,
+                " plugin does not run it: implement it in the plugin (or express it through as_strided)");
   {
     Registry& r = reg();
     std::lock_guard<std::mutex> lock(r.fallback_mu);
@@ -283,10 +289,16 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   // LibTorch warns on every resize of one ("An output with one or more elements was resized");
   // that is the fallback's plumbing, not the program's: dropped, other warnings kept.
   std::vector<std::string> warnings;
-  {
+  try {
     compat::WarningCollector collect;
     at::native::cpu_fallback(op, stack);
     warnings = collect.messages();
+  } catch (const c10::Error& e) {
+    // Name the operator and the device: a view cannot fall back, an operator may have no CPU
+    // kernel, or the program's own arguments are wrong (LibTorch's words follow).
+    TORCH_CHECK(false, "accelkit: ", name.name, name.overload_name.empty() ? "" : ".", name.overload_name,
+                " is not run by the ", reg().plugin, " plugin itself and failed in the CPU fallback: ",
+                e.what_without_backtrace());
   }
   for (const auto& w : warnings)
     if (w.find("was resized since it had shape") == std::string::npos) TORCH_WARN(w);
@@ -418,11 +430,11 @@ std::string activate(const std::string& plugin, Device& device) {
     } else {
       r.torch_type = registered;
       r.notes.push_back(compat::kPrivateUse1HasName
-                            ? "LibTorch's PrivateUse1 device is named '" + registered + "' already in this process"
-                            : "this LibTorch (< 2.1) gives the device no name of its own: it is privateuseone:N");
+                            ? "its PrivateUse1 device is named '" + registered + "' already in this process"
+                            : "no name of its own for the device before LibTorch 2.1: it is privateuseone:N");
     }
     if (!compat::register_privateuse1_hooks(device_count_or_zero))
-      r.notes.push_back("this LibTorch (< 2.5) has no device hooks for it: no generator of its own");
+      r.notes.push_back("no device hooks before LibTorch 2.5: no generator of its own");
     r.notes.push_back("no autocast for the device: it computes in fp32");
     register_with_libtorch(r);
   } catch (const DeviceUnavailableError&) {
