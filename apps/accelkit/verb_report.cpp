@@ -148,8 +148,7 @@ int verb_report(const Invocation& inv, Context& ctx) {
       j["new_device"] = Json{{"torch_device", torch_device}, {"backend", st.backend}, {"torch_type", st.torch_type},
                              {"native_kernels", st.native_kernels}, {"notes", st.notes}};
     } else {
-      std::string native;
-      for (const auto& k : st.native_kernels) native += (native.empty() ? "" : ", ") + k;
+      const std::string native = join(st.native_kernels, ", ");
       std::cout << "\nNew device type (LibTorch's PrivateUse1, registered by accelkit): " << torch_device << '\n'
                 << "  runs itself: allocation, views and copies (the host's, on the plugin's memory)"
                 << (native.empty() ? std::string() : "; native " + native) << '\n'

@@ -372,6 +372,8 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
   const AdamWConfig adamw;
   // Hand-tuned LibTorch uses LibTorch's own fused AdamW where it has one for this device.
   const bool tuned_fused = support::AtenFusedAdamW::available(device.type());
+  // A hand-tuner also turns TF32 on where the device has it (the fp32 matmuls left outside autocast).
+  const bool tuned_tf32 = rt.device_handle()->info().capabilities.has(Capability::tf32);
   auto make_runner = [&](const std::string& name, int threads, bool autocast, at::ScalarType dtype, bool accelkit) {
     Runner run;
     run.device = device;
@@ -391,8 +393,7 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
     run.info.dtype = dtype_name(run.dtype);
     run.plans = &plans;
     run.plan = accelkit ? rt.precision() : plain_plan(threads);
-    // A hand-tuner also turns TF32 on where the device has it (the fp32 matmuls left outside autocast).
-    if (name == "tuned") run.plan.tf32 = rt.device_handle()->info().capabilities.has(Capability::tf32);
+    if (name == "tuned") run.plan.tf32 = tuned_tf32;
     if (name == "tuned" && spec.model == "cnn") {
       // What a hand-tuner does for a CNN on a CPU: channels-last weights and input (oneDNN's
       // preferred layout for convolutions).
@@ -433,7 +434,7 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
     runners.push_back(make_runner("tuned", physical_cores(rt), bf16, bf16 ? at::kBFloat16 : at::kFloat, false));
     runners.back().info.description = std::string("hand-tuned LibTorch: threads = physical cores, ") +
                                       (bf16 ? "bf16 autocast, " : "fp32 (no native bf16), ") +
-                                      (rt.device_handle()->info().capabilities.has(Capability::tf32) ? "TF32, " : "") +
+                                      (tuned_tf32 ? "TF32, " : "") +
                                       (tuned_fused ? "at::_fused_adamw_" : "torch::optim::AdamW");
   }
   const std::size_t tuned_i = o.vs_tuned ? 2 : 0;

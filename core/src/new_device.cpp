@@ -1,7 +1,6 @@
 #include "accelkit/new_device.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -13,7 +12,6 @@
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/set_native.h>
 #include <ATen/ops/view_native.h>
-#include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/library.h>
 #include <torch/torch.h>

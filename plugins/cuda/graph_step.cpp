@@ -34,13 +34,18 @@ void wait_for(const c10::cuda::CUDAStream& waiter, const c10::cuda::CUDAStream& 
 // state, which would then fail every later random op ("Offset increment outside graph capture").
 // So: end the invalidated capture here, begin an empty one on the same stream and let
 // capture_end close LibTorch's bookkeeping on it.
-void abandon_capture(at::cuda::CUDAGraph& graph, const c10::cuda::CUDAStream& stream) {
+// Ends `stream`'s capture, if one is under way, and drops what it recorded.
+void end_any_capture(cudaStream_t stream) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream.stream(), &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
+  if (cudaStreamIsCapturing(stream, &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
     cudaGraph_t dropped = nullptr;
-    (void)cudaStreamEndCapture(stream.stream(), &dropped);
+    (void)cudaStreamEndCapture(stream, &dropped);
     if (dropped) (void)cudaGraphDestroy(dropped);
   }
+}
+
+void abandon_capture(at::cuda::CUDAGraph& graph, const c10::cuda::CUDAStream& stream) {
+  end_any_capture(stream.stream());
   (void)cudaGetLastError();
   if (cudaStreamBeginCapture(stream.stream(), cudaStreamCaptureModeGlobal) != cudaSuccess) {
     (void)cudaGetLastError();
@@ -50,11 +55,7 @@ void abandon_capture(at::cuda::CUDAGraph& graph, const c10::cuda::CUDAStream& st
     compat::WarningCollector quiet;  // "The CUDA Graph is empty": it is, on purpose
     graph.capture_end();
   } catch (...) {
-    if (cudaStreamIsCapturing(stream.stream(), &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
-      cudaGraph_t dropped = nullptr;
-      (void)cudaStreamEndCapture(stream.stream(), &dropped);
-      if (dropped) (void)cudaGraphDestroy(dropped);
-    }
+    end_any_capture(stream.stream());
   }
   (void)cudaGetLastError();
 }
