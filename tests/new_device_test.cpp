@@ -123,6 +123,9 @@ TEST_CASE("hostmem is a device of its own: LibTorch's name for it, tensors, view
   x.narrow(0, 2, 3).fill_(-1);  // a strided region written from the host side of a copy
   CHECK(torch::equal(x.to(torch::kCPU).narrow(0, 2, 3), torch::full({3}, -1.0f)));
 
+  // Synchronising the device's stream (the table's synchronize; hostmem is synchronous).
+  CHECK_NOTHROW(c10::Stream(c10::Stream::DEFAULT, dev).synchronize());
+
   // An operator the fallback cannot run: a view (its result must share the device's memory).
   CHECK_THROWS_WITH(x.unfold(0, 2, 1), doctest::Contains("unfold is a view operator"));
 
@@ -171,6 +174,112 @@ TEST_CASE("50 steps of Linear + ReLU + MSE + AdamW: parameters bit-equal to the 
     CHECK(f.op != "aten::mm");
     CHECK(f.op != "aten::addmm");
   }
+}
+
+// 10 steps of a small CNN (conv, transposed conv, pooling, BatchNorm, a Linear head) with
+// cross-entropy and AdamW on `device` from the seed; the parameters, on the CPU.
+std::vector<torch::Tensor> train_cnn(const c10::Device& device, std::uint64_t seed) {
+  torch::manual_seed(seed);
+  torch::nn::Sequential net{torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 8, 3).padding(1)),
+                            torch::nn::BatchNorm2d(8),
+                            torch::nn::ReLU(),
+                            torch::nn::MaxPool2d(2),
+                            torch::nn::Conv2d(torch::nn::Conv2dOptions(8, 8, 3).groups(2).bias(false)),
+                            torch::nn::ConvTranspose2d(torch::nn::ConvTranspose2dOptions(8, 4, 2).stride(2)),
+                            torch::nn::Flatten(),
+                            torch::nn::Linear(4 * 4 * 4, 5)};
+  net->to(device);
+  torch::optim::AdamW opt(net->parameters(), torch::optim::AdamWOptions(1e-2));
+  torch::manual_seed(seed + 1);
+  const torch::Tensor x = torch::randn({4, 3, 8, 8}).to(device), y = torch::randint(0, 5, {4}).to(device);
+  for (int i = 0; i < 10; ++i) {
+    opt.zero_grad();
+    torch::nn::functional::cross_entropy(net->forward(x), y).backward();
+    opt.step();
+  }
+  std::vector<torch::Tensor> out;
+  for (const auto& p : net->parameters()) out.push_back(p.detach().to(torch::kCPU));
+  return out;
+}
+
+TEST_CASE("a CNN trains on the device bit-equal to the CPU: convolutions run on CPU copies and are counted") {
+  if (child_case()) return;
+  const std::uint64_t seed = accelkit::test::test_seed();
+  INFO("ACCELKIT_TEST_SEED=" << seed);
+  const c10::Device dev = hostmem().device();
+  accelkit::new_device::reset_fallback_counts();
+  const auto on_device = train_cnn(dev, seed);
+  const auto on_cpu = train_cnn(torch::kCPU, seed);
+  REQUIRE(on_device.size() == on_cpu.size());
+  for (std::size_t i = 0; i < on_cpu.size(); ++i) CHECK(torch::equal(on_device[i], on_cpu[i]));
+  std::map<std::string, std::uint64_t> calls;
+  for (const auto& f : accelkit::new_device::fallback_counts()) calls[f.op] = f.calls;
+  CHECK(calls["aten::convolution_overrideable"] == 30);  // 3 convolutions x 10 steps
+  CHECK(calls["aten::convolution_backward_overrideable"] == 30);
+}
+
+// A Linear + ReLU + Linear forward and backward under bf16 autocast on `device`; the loss, the
+// first layer's output dtype and the gradients, on the CPU.
+struct AutocastRun {
+  torch::Tensor loss;
+  c10::ScalarType hidden_dtype;
+  std::vector<torch::Tensor> grads;
+};
+AutocastRun autocast_step(const c10::Device& device, std::uint64_t seed) {
+  torch::manual_seed(seed);
+  torch::nn::Linear l1(16, 8), l2(8, 1);
+  l1->to(device);
+  l2->to(device);
+  torch::manual_seed(seed + 1);
+  const torch::Tensor x = torch::randn({32, 16}).to(device), y = torch::randn({32, 1}).to(device);
+  AutocastRun r;
+  {
+    accelkit::compat::AutocastGuard autocast(device.type(), true, at::kBFloat16);
+    const torch::Tensor h = l1->forward(x);
+    r.hidden_dtype = h.scalar_type();
+    torch::Tensor loss = torch::mse_loss(l2->forward(torch::relu(h)), y);
+    loss.backward();
+    r.loss = loss.detach().to(torch::kCPU);
+  }
+  for (const auto& p : {l1->weight, l1->bias, l2->weight, l2->bias}) r.grads.push_back(p.grad().to(torch::kCPU));
+  return r;
+}
+
+TEST_CASE("bf16 autocast on the device: the CPU's autocast numerics bit for bit (LibTorch 2.4+), refused before") {
+  if (child_case()) return;
+  Runtime& rt = hostmem();
+  accelkit::PrecisionRequest bf16;
+  bf16.precision = accelkit::Dtype::bf16;
+  auto precision = rt.device_handle()->precision();
+  REQUIRE(precision.ok());
+  const auto plan = precision.value()->plan(bf16);
+  if (!accelkit::compat::kPrivateUse1HasAutocast) {
+    REQUIRE_FALSE(plan.ok());
+    CHECK(plan.status().message().find("LibTorch 2.4") != std::string::npos);
+    CHECK_FALSE(rt.device_handle()->info().capabilities.has(accelkit::Capability::bf16));
+    return;
+  }
+  REQUIRE(plan.ok());
+  CHECK(plan.value().autocast);
+  CHECK((plan.value().dtype == accelkit::Dtype::bf16));
+  CHECK(rt.device_handle()->info().capabilities.has(accelkit::Capability::bf16));
+
+  // Applied, LibTorch reads it back; the runtime's own plan is applied again afterwards.
+  REQUIRE(precision.value()->apply(plan.value()).ok());
+  CHECK(accelkit::compat::autocast_enabled(c10::DeviceType::PrivateUse1));
+  CHECK((accelkit::compat::autocast_dtype(c10::DeviceType::PrivateUse1) == at::kBFloat16));
+  REQUIRE(precision.value()->apply(rt.precision()).ok());
+  CHECK_FALSE(accelkit::compat::autocast_enabled(c10::DeviceType::PrivateUse1));
+
+  const std::uint64_t seed = accelkit::test::test_seed();
+  INFO("ACCELKIT_TEST_SEED=" << seed);
+  const AutocastRun dev = autocast_step(rt.device(), seed), cpu = autocast_step(torch::kCPU, seed);
+  CHECK((dev.hidden_dtype == at::kBFloat16));  // the Linear ran in bf16
+  CHECK((cpu.hidden_dtype == at::kBFloat16));
+  CHECK((dev.loss.scalar_type() == at::kFloat));  // mse_loss in fp32
+  CHECK(torch::equal(dev.loss, cpu.loss));
+  REQUIRE(dev.grads.size() == cpu.grads.size());
+  for (std::size_t i = 0; i < cpu.grads.size(); ++i) CHECK(torch::equal(dev.grads[i], cpu.grads[i]));
 }
 
 TEST_CASE("checking mode: training runs through the plugin's calls only, and a direct read of device memory faults") {

@@ -1,13 +1,17 @@
 #include "accelkit/new_device.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <tuple>
 
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/CPUFallback.h>
+#include <ATen/ops/convolution.h>
+#include <ATen/ops/convolution_backward.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/set_native.h>
@@ -104,6 +108,11 @@ class Guard final : public c10::impl::DeviceGuardImplInterface {
   }
   c10::DeviceIndex deviceCount() const noexcept override {
     return static_cast<c10::DeviceIndex>(device_count_or_zero());
+  }
+  // c10::Stream::synchronize() on the device: the plugin's synchronize, when it has one (a
+  // synchronous device has nothing queued).
+  void synchronizeStream(const c10::Stream& s) const override {
+    if (reg().active && rt().synchronize) rt().synchronize(s.device_index());
   }
 };
 
@@ -270,6 +279,44 @@ at::Tensor k_copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst)
 bool k_compatible_shallow_copy(const at::Tensor& /*self*/, const at::Tensor& /*from*/) { return true; }
 
 // ---- the CPU fallback ----------------------------------------------------------------------
+void count_fallback(const std::string& op) {
+  Registry& r = reg();
+  std::lock_guard<std::mutex> lock(r.fallback_mu);
+  ++r.fallbacks[op];
+}
+
+// LibTorch sends a convolution on a device it does not know to convolution_overrideable and
+// its backward to convolution_backward_overrideable, whose defaults throw: the boxed fallback
+// never sees them. Run on CPU copies like the fallback does, and counted with it.
+at::Tensor on_host(const at::Tensor& t) { return t.defined() ? t.to(at::kCPU) : t; }
+at::Tensor on_device_of(const at::Tensor& t, const at::Tensor& like) { return t.defined() ? t.to(like.device()) : t; }
+
+at::Tensor k_convolution(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
+                         at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
+                         at::IntArrayRef output_padding, int64_t groups) {
+  count_fallback("aten::convolution_overrideable");
+  c10::optional<at::Tensor> host_bias;
+  if (bias && bias->defined()) host_bias = on_host(*bias);
+  return on_device_of(at::convolution(on_host(input), on_host(weight), host_bias, stride, padding, dilation, transposed,
+                                      output_padding, groups),
+                      input);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> k_convolution_backward(
+    const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride,
+    at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed, at::IntArrayRef output_padding, int64_t groups,
+    std::array<bool, 3> output_mask) {
+  count_fallback("aten::convolution_backward_overrideable");
+  // The bias has one element per output channel: weight is (out, in/groups, ...), or
+  // (in, out/groups, ...) when transposed.
+  const std::vector<int64_t> bias_sizes{transposed ? weight.size(1) * groups : weight.size(0)};
+  auto [gi, gw, gb] = at::convolution_backward(on_host(grad_output), on_host(input), on_host(weight),
+                                               output_mask[2] ? at::OptionalIntArrayRef(bias_sizes) : c10::nullopt,
+                                               stride, padding, dilation, transposed, output_padding, groups,
+                                               output_mask);
+  return {on_device_of(gi, input), on_device_of(gw, input), on_device_of(gb, input)};
+}
+
 void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto& name = op.schema().operator_name();
   // A view's result must share the device tensor's memory; run on the CPU it would be a copy.
@@ -278,11 +325,7 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
                 name.overload_name.empty() ? "" : ".", name.overload_name, " is a view operator, which cannot fall "
                 "back to the CPU (its result would not share the device tensor's memory), and the ", reg().plugin,
                 " plugin does not run it: implement it in the plugin (or express it through as_strided)");
-  {
-    Registry& r = reg();
-    std::lock_guard<std::mutex> lock(r.fallback_mu);
-    ++r.fallbacks[name.overload_name.empty() ? name.name : name.name + "." + name.overload_name];
-  }
+  count_fallback(name.overload_name.empty() ? name.name : name.name + "." + name.overload_name);
   // The fallback hands the CPU kernel out= tensors of the caller's placeholder shape, and
   // LibTorch warns on every resize of one ("An output with one or more elements was resized");
   // that is the fallback's plumbing, not the program's: dropped, other warnings kept.
@@ -321,6 +364,13 @@ void register_with_libtorch(Registry& r) {
   // implementation is device-neutral as long as the storage is already large enough.
   aten.impl("set_.source_Storage_storage_offset", TORCH_FN(at::native::set_storage_cpu_));
   aten.impl("set_.source_Storage", TORCH_FN(at::native::set_));
+  // A plugin that runs convolutions itself registers these two; the CPU copies are the default.
+  auto plugin_runs = [&](const char* op) {
+    return std::any_of(r.rt.kernels.begin(), r.rt.kernels.end(), [&](const NativeKernel& k) { return k.op == op; });
+  };
+  if (!plugin_runs("convolution_overrideable")) aten.impl("convolution_overrideable", TORCH_FN(k_convolution));
+  if (!plugin_runs("convolution_backward_overrideable"))
+    aten.impl("convolution_backward_overrideable", TORCH_FN(k_convolution_backward));
   make("aten", c10::DispatchKey::AutogradPrivateUse1)
       .impl("_has_compatible_shallow_copy_type", TORCH_FN(k_compatible_shallow_copy));
   for (const NativeKernel& k : r.rt.kernels) {
@@ -332,6 +382,7 @@ void register_with_libtorch(Registry& r) {
     r.native.push_back(k.op);
   }
   make("_", c10::DispatchKey::PrivateUse1).fallback(torch::CppFunction::makeFromBoxedFunction<&fallback>());
+  for (auto& lib : compat::register_privateuse1_autocast()) r.libraries.push_back(std::move(lib));
 }
 
 // One backward on the device. The autograd engine sizes its per-device threads once, at the
@@ -433,7 +484,8 @@ std::string activate(const std::string& plugin, Device& device) {
     }
     if (!compat::register_privateuse1_hooks(device_count_or_zero))
       r.notes.push_back("no device hooks before LibTorch 2.5: no generator of its own");
-    r.notes.push_back("no autocast for the device: it computes in fp32");
+    if (!compat::kPrivateUse1HasAutocast)
+      r.notes.push_back("no autocast for the device before LibTorch 2.4: it computes in fp32");
     register_with_libtorch(r);
   } catch (const DeviceUnavailableError&) {
     throw;

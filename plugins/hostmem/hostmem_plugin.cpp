@@ -24,6 +24,7 @@
 #include "accelkit/sdk/device_runtime.hpp"
 #include "accelkit/sdk/plugin.hpp"
 #include "accelkit/sdk/precision.hpp"
+#include "accelkit/sdk/torch_compat_new_device.hpp"
 #include "arena.hpp"
 
 #ifndef HOSTMEM_NAME
@@ -80,17 +81,31 @@ at::Tensor host_view(const at::Tensor& t) {
   return out;
 }
 
+// bf16 through LibTorch's autocast for the device, which the host registers from LibTorch 2.4.
+constexpr bool kAutocast = compat::kPrivateUse1HasAutocast;
+
 class HostmemPrecision final : public Precision {
  public:
   Result<PrecisionPlan> plan(const PrecisionRequest& request) noexcept override {
     return guarded("hostmem plan", [&]() -> Result<PrecisionPlan> {
-      if (request.precision && *request.precision != Dtype::fp32)
-        return Status(StatusCode::not_supported, std::string("hostmem computes in fp32 only (asked ") +
-                                                     to_string(*request.precision) + ")");
+      const Dtype asked = request.precision.value_or(Dtype::fp32);
+      if (asked == Dtype::fp16 || (asked == Dtype::bf16 && !kAutocast))
+        return Status(StatusCode::not_supported,
+                      std::string("hostmem computes in fp32") + (kAutocast ? " or bf16" : "") + " (asked " +
+                          to_string(asked) + (kAutocast ? ")" : "; bf16 needs the device's autocast, LibTorch 2.4+)"));
       if (request.tf32 == Toggle::on) return Status(StatusCode::not_supported, "hostmem has no TF32");
       PrecisionPlan p;
       p.threads = request.threads;
-      p.reasons.push_back("fp32: hostmem runs LibTorch's CPU kernels (native mm/addmm and the CPU fallback)");
+      if (asked == Dtype::bf16) {
+        p.dtype = Dtype::bf16;
+        p.autocast = true;
+        p.reasons.push_back("bf16 autocast: requested (LibTorch's CPU kernels in bf16; matmuls and convolutions "
+                            "in bf16, losses and norms in fp32)");
+      } else {
+        p.reasons.push_back(std::string("fp32: ") + (request.precision ? "requested" : "the default") +
+                            ": hostmem runs LibTorch's CPU kernels (native mm/addmm and the CPU fallback)" +
+                            (kAutocast ? "; bf16 autocast on request" : ""));
+      }
       p.reasons.push_back(request.threads > 0 ? "threads: as asked"
                                               : "threads: LibTorch's default (the CPU does the work)");
       return p;
@@ -98,13 +113,25 @@ class HostmemPrecision final : public Precision {
   }
   Status apply(const PrecisionPlan& plan) noexcept override {
     return guarded("hostmem apply", [&]() -> Status {
+      if (plan.dtype == Dtype::fp16 || (plan.dtype == Dtype::bf16 && !kAutocast) || plan.tf32)
+        return Status(StatusCode::not_supported, "hostmem runs fp32" + std::string(kAutocast ? " or bf16" : ""));
       if (plan.threads > 0) at::set_num_threads(plan.threads);
+      const bool autocast = plan.autocast && plan.dtype == Dtype::bf16;
+      if (autocast) compat::set_autocast_dtype(c10::DeviceType::PrivateUse1, at::kBFloat16);
+      if (kAutocast) compat::set_autocast_enabled(c10::DeviceType::PrivateUse1, autocast);
       return Status();
     });
   }
   Result<std::vector<AppliedValue>> read_back() noexcept override {
     return guarded("hostmem read_back", [&]() -> Result<std::vector<AppliedValue>> {
-      return std::vector<AppliedValue>{{"num_threads", std::to_string(at::get_num_threads()), PlanField::threads}};
+      std::vector<AppliedValue> v{{"num_threads", std::to_string(at::get_num_threads()), PlanField::threads}};
+      if (kAutocast) {
+        v.push_back({"autocast_enabled", compat::autocast_enabled(c10::DeviceType::PrivateUse1) ? "true" : "false",
+                     PlanField::autocast});
+        v.push_back({"autocast_dtype", c10::toString(compat::autocast_dtype(c10::DeviceType::PrivateUse1)),
+                     PlanField::autocast_dtype});
+      }
+      return v;
     });
   }
 };
@@ -119,6 +146,7 @@ DeviceInfo device_info() {
   d.cores = std::max(1u, std::thread::hardware_concurrency());
   d.memory_bytes = arena_bytes();
   d.capabilities.add(Capability::fp32);
+  if (kAutocast) d.capabilities.add(Capability::bf16);
   d.capabilities.add(Capability::reference_device);
   d.capabilities.set("native_kernels", "mm,addmm");
   d.properties = {{"memory", "an arena of its own (not the CPU allocator)"},

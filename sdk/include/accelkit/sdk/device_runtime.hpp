@@ -65,7 +65,8 @@ struct DeviceRuntime {
   // Required. Moves `bytes` between host and device memory, or within the device; synchronous
   // for the host (the bytes have arrived when it returns).
   std::function<void(void* dst, const void* src, std::size_t bytes, CopyKind kind, int index)> copy;
-  // Optional. Waits for the device's queued work (a synchronous device leaves it empty).
+  // Optional. Waits for the device's queued work (a synchronous device leaves it empty); what
+  // LibTorch's c10::Stream::synchronize() on the device calls.
   std::function<void(int index)> synchronize;
   // Optional. Kernels the plugin runs natively; every other operator falls back to the CPU.
   std::vector<NativeKernel> kernels;
