@@ -61,4 +61,6 @@ endif()
 if(TARGET accelkit_cuda_torch)
   accelkit_add_test(cuda_torch_gpu_test SOURCES cuda_torch_gpu_test.cpp
     LINK accelkit_cuda_torch accelkit_cuda_probe torch)
+  # accelkit/prefetch.hpp (header-only) from the core.
+  target_include_directories(${cuda_torch_gpu_test_target} PRIVATE "${PROJECT_SOURCE_DIR}/core/include")
 endif()

@@ -4,11 +4,15 @@
 // numerics, and NVML against nvidia-smi. Skipped without a GPU.
 #include <doctest/doctest.h>
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
 #include <cstdio>
+#include <optional>
+#include <utility>
 #include <string>
 
+#include <accelkit/prefetch.hpp>
 #include <accelkit/sdk/torch_compat.hpp>
 
 #include "cuda_captured_step.hpp"
@@ -208,6 +212,31 @@ TEST_CASE("bf16 autocast matmul stays within bf16 round-off of fp32" * doctest::
   // Inputs rounded to bf16 (2^-9 relative each), sum of 512 products: relative to sqrt(512).
   const double err = (out.to(torch::kDouble) - ref).abs().max().item<double>() / std::sqrt(512.0);
   CHECK(err < 0.05);
+}
+
+TEST_CASE("the prefetcher stages batches on a side stream; the step's stream sees them complete" * doctest::skip(!gpu())) {
+  constexpr int kBatches = 6;
+  int produced = 0;
+  accelkit::Prefetcher<std::pair<torch::Tensor, torch::Tensor>> batches(
+      [&]() -> std::optional<std::pair<torch::Tensor, torch::Tensor>> {
+        if (produced == kBatches) return std::nullopt;
+        auto gen = at::detail::createCPUGenerator(100 + produced++);
+        return std::make_pair(at::randn({1024, 1024}, gen), at::randint(0, 10, {1024}, gen));
+      },
+      accelkit::PrefetchOptions{2, torch::Device(torch::kCUDA, 0)});
+  int i = 0;
+  while (auto b = batches.next()) {
+    CHECK(b->first.is_cuda());
+    CHECK(b->second.is_cuda());
+    // Used at once on the current stream: the event makes it wait for the side stream's copy.
+    const torch::Tensor doubled = (b->first * 2).sum(1).cpu();
+    auto gen = at::detail::createCPUGenerator(100 + i);
+    const torch::Tensor x = at::randn({1024, 1024}, gen), y = at::randint(0, 10, {1024}, gen);
+    CHECK(torch::allclose(doubled, (x * 2).sum(1), 1e-5, 1e-4));
+    CHECK(torch::equal(b->second.cpu(), y));
+    ++i;
+  }
+  CHECK(i == kBatches);
 }
 
 TEST_CASE("NVML readings agree with nvidia-smi" * doctest::skip(!gpu())) {

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@
 
 #include "accelkit/bench.hpp"
 #include "accelkit/new_device.hpp"
+#include "accelkit/prefetch.hpp"
 #include "accelkit/runtime.hpp"
 #include "accelkit/sdk/torch_compat_new_device.hpp"
 #include "test_support.hpp"
@@ -280,6 +282,28 @@ TEST_CASE("bf16 autocast on the device: the CPU's autocast numerics bit for bit 
   CHECK(torch::equal(dev.loss, cpu.loss));
   REQUIRE(dev.grads.size() == cpu.grads.size());
   for (std::size_t i = 0; i < cpu.grads.size(); ++i) CHECK(torch::equal(dev.grads[i], cpu.grads[i]));
+}
+
+TEST_CASE("the prefetcher delivers batches on the device, equal to what was produced") {
+  if (child_case()) return;
+  const c10::Device dev = hostmem().device();
+  int produced = 0;
+  accelkit::Prefetcher<torch::data::Example<>> batches(
+      [&]() -> std::optional<torch::data::Example<>> {
+        if (produced == 4) return std::nullopt;
+        const int i = produced++;
+        return torch::data::Example<>{torch::arange(6, torch::kFloat).view({2, 3}) + i, torch::full({2}, i)};
+      },
+      accelkit::PrefetchOptions{2, dev});
+  int i = 0;
+  while (auto b = batches.next()) {
+    CHECK(b->data.device() == dev);
+    CHECK(b->target.device() == dev);
+    CHECK(torch::equal(b->data.to(torch::kCPU), torch::arange(6, torch::kFloat).view({2, 3}) + i));
+    CHECK(torch::equal(b->target.to(torch::kCPU), torch::full({2}, i)));
+    ++i;
+  }
+  CHECK(i == 4);
 }
 
 TEST_CASE("checking mode: training runs through the plugin's calls only, and a direct read of device memory faults") {

@@ -70,7 +70,7 @@ TEST_CASE("schema: display order, types, env names and options, [routing] and [t
   }
   CHECK(top == std::vector<std::string>{"device", "no_gpu", "precision", "tf32", "compile", "sdpa_backend",
                                         "fused_optimizer", "adamw_implementation", "master_weights", "threads",
-                                        "blas_kernels", "batch_size", "profile", "sampler", "autotune",
+                                        "blas_kernels", "batch_size", "prefetch", "profile", "sampler", "autotune",
                                         "autotune_cache", "log_level", "plugin_scan", "plugin_scan_timeout",
                                         "plugin_scan_memory", "prefer", "require"});
   CHECK(routing == op_class_names().size());

@@ -146,6 +146,21 @@ TEST_CASE("resume is exact: N steps + resume to 2N == 2N uninterrupted (bitwise)
   }
 }
 
+TEST_CASE("the input pipeline: prefetching (depth 3) trains bit-equal to producing in the step, and is measured") {
+  TempDir tmp("accelkit-train");
+  auto cfg = small(tmp.path() / "inline", 25);
+  const TrainResult inline_run = train(cfg, false, runtime("fp32", {{"prefetch", "0"}}));
+  cfg.checkpoint_dir = (tmp.path() / "ahead").string();
+  const TrainResult ahead = train(cfg, false, runtime("fp32", {{"prefetch", "3"}}));
+  CHECK(inline_run.prefetch == 0);
+  CHECK(ahead.prefetch == 3);
+  REQUIRE(ahead.losses.size() == 25);
+  CHECK(ahead.losses == inline_run.losses);  // bitwise
+  CHECK(ahead.data_produce_ms > 0);
+  CHECK(inline_run.data_wait_ms >= inline_run.data_produce_ms * 0.5);  // in the step, waiting is producing
+  CHECK(ahead.train_ms > 0);
+}
+
 TEST_CASE("a stop request (Ctrl-C) finishes the step, saves, and the resumed run is exact") {
   TempDir tmp("accelkit-train");
   auto whole_cfg = small(tmp.path() / "whole", 40);

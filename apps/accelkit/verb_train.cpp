@@ -17,9 +17,11 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <iomanip>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "accelkit/checkpoint.hpp"
@@ -207,6 +209,18 @@ std::string checkpoint_plan(const TrainConfig& c) {
   return out;
 }
 
+// Whether the steps waited on their input: the number that says if the pipeline is the
+// bottleneck.
+std::string data_line(int prefetch, double wait_ms, double produce_ms, double step_ms) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(2) << "data: " << produce_ms << " ms per step to produce the input ("
+      << (prefetch > 0 ? std::to_string(prefetch) + " batches prefetched" : std::string("in the step: prefetch 0"))
+      << "); the steps waited " << wait_ms << " ms each for it, "
+      << std::setprecision(0) << (step_ms > 0 ? 100.0 * wait_ms / step_ms : 0.0) << "% of a step"
+      << (step_ms > 0 && wait_ms > 0.1 * step_ms ? ": the input pipeline holds the training back" : "");
+  return out.str();
+}
+
 int train(const ContextOptions& options, bool resume, bool json) {
   auto rt = Runtime::start(options);
   TrainConfig config = train_config_from(rt->context().settings());
@@ -259,6 +273,9 @@ int train(const ContextOptions& options, bool resume, bool json) {
 
   const std::optional<std::string> saved = result.saved.empty() ? std::nullopt : std::optional(result.saved.back());
   const int signal = g_train_signal;
+  const auto trained = static_cast<double>(std::max<std::int64_t>(1, result.end_step - result.start_step));
+  const double data_wait_per_step = result.data_wait_ms / trained;
+  const double data_produce_per_step = result.data_produce_ms / trained;
   if (json) {
     std::cout << Json{{"event", "end"}, {"step", result.end_step}, {"steps", config.steps},
                       {"start_step", result.start_step}, {"interrupted", result.interrupted},
@@ -266,7 +283,10 @@ int train(const ContextOptions& options, bool resume, bool json) {
                       {"initial_loss", result.losses.empty() ? Json(nullptr) : Json(result.losses.front())},
                       {"final_loss", result.losses.empty() ? Json(nullptr) : Json(result.losses.back())},
                       {"checkpoint", saved ? Json(*saved) : Json(nullptr)}, {"optimizer", result.optimizer},
-                      {"precision", result.precision}}
+                      {"precision", result.precision},
+                      {"data", {{"prefetch", result.prefetch},
+                                {"wait_ms_per_step", data_wait_per_step},
+                                {"produce_ms_per_step", data_produce_per_step}}}}
                      .dump()
               << std::endl;
   }
@@ -281,6 +301,9 @@ int train(const ContextOptions& options, bool resume, bool json) {
     std::cerr << "done: step " << result.end_step << "/" << config.steps << ", loss " << loss_text(result.losses.back())
               << " (from " << loss_text(result.losses.front()) << ")"
               << (saved ? ", checkpoint " + *saved : std::string()) << '\n';
+  if (!json && result.end_step > result.start_step)
+    std::cerr << data_line(result.prefetch, data_wait_per_step, data_produce_per_step, result.train_ms / trained)
+              << '\n';
   return kExitOk;
 }
 

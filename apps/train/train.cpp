@@ -13,6 +13,7 @@
 #include <torch/version.h>
 
 #include "accelkit/checkpoint.hpp"
+#include "accelkit/prefetch.hpp"
 #include "accelkit/runtime.hpp"
 #include "accelkit/version.hpp"
 
@@ -175,11 +176,18 @@ struct Trainer::State {
     step = 0;
   }
 
-  // The batch of step `index`: the same on every device and in every run with this seed.
-  std::pair<at::Tensor, at::Tensor> batch(std::int64_t index) {
+  // The input of step `index`, on the CPU: the same in every run with this seed. The data
+  // pipeline's part of a step (the Prefetcher runs it on its thread).
+  at::Tensor input(std::int64_t index) const {
     auto gen = at::detail::createCPUGenerator(stream_seed(cfg.seed, Stream::data, static_cast<std::uint64_t>(index)));
-    at::Tensor x = at::randn({cfg.batch_size, cfg.width}, gen, at::TensorOptions().dtype(at::kFloat));
-    x = x.to(rt.device());
+    return at::randn({cfg.batch_size, cfg.width}, gen, at::TensorOptions().dtype(at::kFloat));
+  }
+
+  // The batch of step `index`: the same on every device and in every run with this seed.
+  std::pair<at::Tensor, at::Tensor> batch(std::int64_t index) { return label(input(index).to(rt.device())); }
+
+  // The input (on the device) and the teacher's targets for it.
+  std::pair<at::Tensor, at::Tensor> label(const at::Tensor& x) {
     torch::NoGradGuard no_grad;
     // The teacher in fp32 whatever autocast the precision plan switched on for this thread.
     compat::AutocastGuard fp32(rt.device().type(), false, compat::autocast_dtype(rt.device().type()));
@@ -189,8 +197,8 @@ struct Trainer::State {
 
   // One optimizer step over micro_batches micro-batches; returns the mean loss (detached,
   // on the device).
-  at::Tensor train_step() {
-    auto [x, y] = batch(step);
+  at::Tensor train_step(const at::Tensor& input_on_device) {
+    auto [x, y] = label(input_on_device);
     zero_grad(*opt.optimizer);
     auto xs = x.chunk(cfg.micro_batches);
     auto ys = y.chunk(cfg.micro_batches);
@@ -407,8 +415,23 @@ TrainResult Trainer::run(const TrainOptions& options) {
   const auto t0 = Clock::now();
   auto t1 = t0;  // end of the first step
   std::vector<at::Tensor> pending;  // losses not yet read back from the device
+  // The inputs of the remaining steps, produced ahead on a background thread (prefetch = 0: in
+  // the step) and delivered on the device.
+  const int depth = *s.rt.context().config().prefetch;
+  Prefetcher<at::Tensor> inputs(
+      [&s, next = s.step, steps = cfg.steps]() mutable -> std::optional<at::Tensor> {
+        if (next >= steps) return std::nullopt;
+        return s.input(next++);
+      },
+      PrefetchOptions{static_cast<std::size_t>(depth), s.rt.device()});
+  result.prefetch = depth;
   while (s.step < cfg.steps) {
-    pending.push_back(s.train_step());
+    std::optional<at::Tensor> x = inputs.next();
+    if (!x) throw TrainError("the input pipeline ended at step " + std::to_string(s.step));
+    pending.push_back(s.train_step(*x));
+    const PrefetchStats data = inputs.stats();
+    result.data_wait_ms = data.waited_ms;
+    result.data_produce_ms = data.produce_ms;
     const bool last = s.step == cfg.steps;
     const bool stop = options.stop && options.stop->load();
     const bool log = s.step % cfg.log_every == 0 || last || stop;
@@ -440,6 +463,7 @@ TrainResult Trainer::run(const TrainOptions& options) {
                                                        : 0;
     progress.eta_s = progress.steps_per_s > 0 ? static_cast<double>(cfg.steps - s.step) / progress.steps_per_s : 0;
     result.end_step = s.step;
+    result.train_ms = progress.elapsed_s * 1e3;
     if (dir && (last || stop || (cfg.checkpoint_every > 0 && s.step % cfg.checkpoint_every == 0))) save();
     if (options.on_step) options.on_step(progress);
     if (stop && !last) {

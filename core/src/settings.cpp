@@ -375,6 +375,9 @@ std::vector<SettingSpec> make_schema() {
                                      store_enum<BlasKernels>(ACCELKIT_FIELD(blas_kernels))));
   s.push_back(int_spec("batch_size", 0, 0, INT32_MAX, "ACCELKIT_BATCH_SIZE", "batch size (0 = auto)",
                        store_as<std::int64_t>(ACCELKIT_FIELD(batch_size))));
+  s.push_back(int_spec("prefetch", 2, 0, 64, "ACCELKIT_PREFETCH",
+                       "batches the input pipeline keeps ready on a background thread (0 = produced in the step)",
+                       store_as<int>(ACCELKIT_FIELD(prefetch))));
   s.push_back(enum_spec<Profile>("profile", Profile::balanced, "ACCELKIT_PROFILE", "tuning profile",
                                  store_enum<Profile>(ACCELKIT_FIELD(profile))));
   s.push_back(flag_spec("sampler", true, "ACCELKIT_SAMPLER", "background telemetry sampler thread",

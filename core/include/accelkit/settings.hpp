@@ -105,6 +105,7 @@ struct Config {
   Setting<int> threads;                       // 0 = the plugin's choice
   Setting<BlasKernels> blas_kernels;
   Setting<std::int64_t> batch_size;           // 0 = auto
+  Setting<int> prefetch;                      // batches kept ready by accelkit::Prefetcher; 0 = none
   Setting<Profile> profile;
   Setting<bool> sampler;
   Setting<bool> autotune;

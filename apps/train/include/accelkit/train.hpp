@@ -79,6 +79,12 @@ struct TrainResult {
   std::vector<double> losses;              // loss of steps start_step+1 .. end_step
   std::string optimizer;                   // implementation, e.g. "fused AdamW (avx512, 2 threads)"
   std::string precision;                   // "bf16 autocast", "fp16 autocast + loss scaling", "fp32"
+  // The input pipeline (accelkit::Prefetcher): batches kept ready (the prefetch setting), the
+  // time the steps waited for their input and the time producing it took, in all (ms).
+  int prefetch = 0;
+  double data_wait_ms = 0;
+  double data_produce_ms = 0;
+  double train_ms = 0;  // the run's steps, wall time
 };
 
 class Trainer {
