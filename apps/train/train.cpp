@@ -417,14 +417,13 @@ TrainResult Trainer::run(const TrainOptions& options) {
   std::vector<at::Tensor> pending;  // losses not yet read back from the device
   // The inputs of the remaining steps, produced ahead on a background thread (prefetch = 0: in
   // the step) and delivered on the device.
-  const int depth = *s.rt.context().config().prefetch;
   Prefetcher<at::Tensor> inputs(
       [&s, next = s.step, steps = cfg.steps]() mutable -> std::optional<at::Tensor> {
         if (next >= steps) return std::nullopt;
         return s.input(next++);
       },
-      PrefetchOptions{static_cast<std::size_t>(depth), s.rt.device()});
-  result.prefetch = depth;
+      s.rt.prefetch_options());
+  result.prefetch = static_cast<int>(inputs.options().depth);
   while (s.step < cfg.steps) {
     std::optional<at::Tensor> x = inputs.next();
     if (!x) throw TrainError("the input pipeline ended at step " + std::to_string(s.step));

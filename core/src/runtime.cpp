@@ -133,6 +133,10 @@ at::ScalarType Runtime::autocast_dtype() const {
 
 void Runtime::prepare(torch::nn::Module& module) const { module.to(torch_device_); }
 
+PrefetchOptions Runtime::prefetch_options() const {
+  return PrefetchOptions{static_cast<std::size_t>(*context_->config().prefetch), torch_device_};
+}
+
 OptimizerChoice Runtime::make_adamw(const std::vector<at::Tensor>& params, const AdamWConfig& c,
                                     bool model_weights) const {
   return make_adamw_as(params, c, current_.fused_optimizer, model_weights);

@@ -28,6 +28,7 @@
 #include "accelkit/inference.hpp"
 #include "accelkit/loss_scaler.hpp"
 #include "accelkit/model_file.hpp"
+#include "accelkit/prefetch.hpp"
 #include "accelkit/quantize.hpp"
 #include "accelkit/sdk/optimizer.hpp"
 #include "accelkit/sdk/precision.hpp"
@@ -59,6 +60,9 @@ class Runtime {
   const std::shared_ptr<Device>& device_handle() const noexcept { return device_; }
   c10::Device device() const noexcept { return torch_device_; }
   const PrecisionPlan& precision() const noexcept { return plan_; }
+  // How far ahead accelkit::Prefetcher feeds this device (the prefetch setting) and where it
+  // delivers: accelkit::prefetch_loader(*loader, rt->prefetch_options()).
+  PrefetchOptions prefetch_options() const;
 
   // Moves the module's parameters and buffers to the device.
   void prepare(torch::nn::Module& module) const;
