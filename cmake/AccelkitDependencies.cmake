@@ -51,6 +51,25 @@ find_package(tomlplusplus REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(Threads REQUIRED)
+# LZ4 (its frame format, lz4frame.h) for the tensor cache (core/src/tensor_cache.cpp), as the
+# target accelkit_lz4. The installed static core names it -llz4 instead (core/CMakeLists.txt).
+find_package(PkgConfig QUIET)
+if(PKG_CONFIG_FOUND)
+  pkg_check_modules(LZ4 QUIET IMPORTED_TARGET liblz4)
+endif()
+add_library(accelkit_lz4 INTERFACE IMPORTED)
+if(TARGET PkgConfig::LZ4)
+  target_link_libraries(accelkit_lz4 INTERFACE PkgConfig::LZ4)
+else()
+  find_path(ACCELKIT_LZ4_INCLUDE_DIR lz4frame.h)
+  find_library(ACCELKIT_LZ4_LIBRARY NAMES lz4)
+  if(NOT ACCELKIT_LZ4_INCLUDE_DIR OR NOT ACCELKIT_LZ4_LIBRARY)
+    message(FATAL_ERROR "liblz4 not found (lz4frame.h and the lz4 library, neither through pkg-config nor in the "
+      "system directories): install the Debian package liblz4-dev, or add an LZ4 install to CMAKE_PREFIX_PATH")
+  endif()
+  target_include_directories(accelkit_lz4 INTERFACE "${ACCELKIT_LZ4_INCLUDE_DIR}")
+  target_link_libraries(accelkit_lz4 INTERFACE "${ACCELKIT_LZ4_LIBRARY}")
+endif()
 
 include(AccelkitTorch)
 

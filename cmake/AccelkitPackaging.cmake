@@ -30,7 +30,7 @@ installing one makes its hardware usable, removing it falls back to the CPU.")
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libaccelkit-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 # accelkit::core's link-time packages (AccelkitInstall.cmake) as Debian -dev packages.
-set(_accelkit_dev_depends "${_accelkit_main_dep}, libtorch-dev, libboost-dev")
+set(_accelkit_dev_depends "${_accelkit_main_dep}, libtorch-dev, libboost-dev, liblz4-dev")
 set(_accelkit_deb_of_spdlog libspdlog-dev)
 set(_accelkit_deb_of_tomlplusplus libtomlplusplus-dev)
 set(_accelkit_deb_of_nlohmann_json nlohmann-json3-dev)

@@ -18,6 +18,7 @@
 #include "accelkit/prefetch.hpp"
 #include "accelkit/quantize.hpp"
 #include "accelkit/readings.hpp"
+#include "accelkit/tensor_cache.hpp"
 #include "accelkit/routing.hpp"
 #include "accelkit/runtime.hpp"
 #include "accelkit/settings.hpp"
