@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "accelkit/sdk/support/adamw_state.hpp"
+#include "accelkit/sdk/support/master_weights.hpp"
 #include "accelkit/sdk/torch_compat.hpp"
 #include "fused_adamw_kernel.hpp"
 
@@ -119,69 +120,19 @@ FusedAdamW::FusedAdamW(std::vector<torch::Tensor> params, AdamWOptions defaults,
                  master_weights) {}
 
 void FusedAdamW::adopt_master_weights() {
-  torch::NoGradGuard no_grad;
-  for (auto& group : param_groups_) {
-    for (auto& p : group.params()) {
-      const auto dtype = p.scalar_type();
-      if ((dtype != at::kFloat && dtype != at::kBFloat16) || masters_.count(p.unsafeGetTensorImpl())) continue;
-      if (dtype == at::kFloat && p.dim() < 2) continue;  // vectors stay fp32 (see the header)
-      TORCH_CHECK(p.device().is_cpu(), "FusedAdamW: parameters must be on the CPU, got ", p.device());
-      at::Tensor low = p.detach().to(at::kBFloat16);  // the param's layout where it is dense
-      // A float param's own storage becomes the master when its layout matches: nothing copied.
-      at::Tensor master = support::with_layout(dtype == at::kFloat ? p.detach() : low.to(at::kFloat), low);
-      if (dtype == at::kFloat) {
-        if (p.grad().defined()) p.mutable_grad() = p.grad().to(at::kBFloat16);
-        p.set_data(low);
-      }
-      masters_.emplace(p.unsafeGetTensorImpl(), std::move(master));
-    }
-  }
+  masters_.adopt(param_groups_, "FusedAdamW", [](const at::Tensor& p) { return p.device().is_cpu(); }, "on the CPU");
 }
 
-at::Tensor FusedAdamW::master_of(const at::Tensor& param) const {
-  auto it = masters_.find(param.unsafeGetTensorImpl());
-  return it == masters_.end() ? at::Tensor() : it->second;
-}
+at::Tensor FusedAdamW::master_of(const at::Tensor& param) const { return masters_.of(param); }
 
 void FusedAdamW::save(torch::serialize::OutputArchive& archive) const {
   AdamW::save(archive);
-  if (masters_.empty()) return;
-  torch::serialize::OutputArchive masters(archive.compilation_unit());
-  std::int64_t index = 0;
-  for (const auto& group : param_groups_)
-    for (const auto& p : group.params()) {
-      auto it = masters_.find(p.unsafeGetTensorImpl());
-      if (it != masters_.end()) masters.write(std::to_string(index), it->second, /*is_buffer=*/true);
-      ++index;
-    }
-  archive.write(kMasterArchiveKey, masters);
+  masters_.save(param_groups_, archive);
 }
 
 void FusedAdamW::load(torch::serialize::InputArchive& archive) {
   AdamW::load(archive);
-  if (!master_weights_) return;
-  torch::NoGradGuard no_grad;
-  torch::serialize::InputArchive masters;
-  const bool has_masters = archive.try_read(kMasterArchiveKey, masters);
-  std::int64_t index = 0, restarted = 0;
-  for (auto& group : param_groups_)
-    for (auto& p : group.params()) {
-      const std::string key = std::to_string(index++);
-      if (p.scalar_type() != at::kBFloat16) continue;
-      at::Tensor m;
-      if (has_masters && masters.try_read(key, m, /*is_buffer=*/true)) {
-        TORCH_CHECK(m.sizes() == p.sizes(), "FusedAdamW: the checkpoint's master weight ", key, " has shape ",
-                    m.sizes(), " but its parameter has ", p.sizes());
-        m = m.to(p.device(), at::kFloat);
-      } else {
-        m = p.detach().to(at::kFloat);
-        ++restarted;
-      }
-      masters_[p.unsafeGetTensorImpl()] = std::move(m);
-    }
-  if (restarted > 0)
-    TORCH_WARN("FusedAdamW: the checkpoint holds no fp32 master weights for ", restarted, " bf16 parameter(s) "
-               "(saved by an optimizer without master weights?); they restart from the bf16 values");
+  if (master_weights_) masters_.load(param_groups_, archive, "FusedAdamW");
 }
 
 void FusedAdamW::set_isa(AdamWIsa isa) {
@@ -231,10 +182,7 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
       const double bc1 = prep.bc1, bc2 = prep.bc2;
       float* master = nullptr;
       if (master_weights_ && dtype == at::kBFloat16) {
-        auto m = masters_.find(p.unsafeGetTensorImpl());
-        if (m == masters_.end()) m = masters_.emplace(p.unsafeGetTensorImpl(), p.detach().to(at::kFloat)).first;
-        support::settle_state(m->second, p, pw, "FusedAdamW", "master weight");
-        master = m->second.data_ptr<float>();
+        master = masters_.for_step(p, pw, "FusedAdamW").data_ptr<float>();
       }
 
       detail::AdamWSpan span{};

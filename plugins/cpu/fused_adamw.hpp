@@ -32,6 +32,8 @@
 
 #include <torch/optim/adamw.h>
 
+#include "accelkit/sdk/support/master_weights.hpp"
+
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -75,14 +77,14 @@ class FusedAdamW : public torch::optim::AdamW {
   std::string implementation() const;
 
   // The checkpoint key of the master copies.
-  static constexpr const char* kMasterArchiveKey = "accelkit_master_weights";
+  static constexpr const char* kMasterArchiveKey = support::MasterWeights::kArchiveKey;
 
  private:
   void adopt_master_weights();
   bool maximize_;
   bool master_weights_;
   AdamWIsa isa_;
-  std::unordered_map<const c10::TensorImpl*, at::Tensor> masters_;
+  support::MasterWeights masters_;
 };
 
 }  // namespace accelkit::cpu

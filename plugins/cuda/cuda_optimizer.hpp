@@ -9,6 +9,7 @@ class CudaOptimizer final : public Optimizer {
  public:
   explicit CudaOptimizer(int device_index) : device_index_(device_index) {}
   std::string implementation() const override;
+  std::vector<AdamWImplementation> adamw_implementations() const override;
   Result<std::shared_ptr<torch::optim::Optimizer>> create_adamw(const std::vector<at::Tensor>& params,
                                                                 const AdamWConfig& config) noexcept override;
 

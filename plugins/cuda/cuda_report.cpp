@@ -63,7 +63,11 @@ DeviceInfo device_info(const GpuFacts& g, const TorchCudaStatus& torch, const Cu
     if (f.sdpa_mem_efficient) caps.add(Capability::sdpa_mem_efficient);
     caps.add(Capability::memory_stats);
     if (torch.graph_capture) caps.add(Capability::graph_capture);
-    if (torch.fused_adamw && kernel_runs_on(torch.kernel_archs, cc)) caps.add(Capability::fused_adamw);
+    if (torch.fused_adamw && kernel_runs_on(torch.kernel_archs, cc)) {
+      caps.add(Capability::fused_adamw);
+      // The fused AdamW keeps fp32 masters of bf16 weights (the kernel writes the bf16 copy).
+      if (f.bf16) caps.add(Capability::master_weights);
+    }
   }
   if (g.has_temperature) caps.add(Capability::thermal);
   if (g.has_power) caps.add(Capability::power);

@@ -46,11 +46,26 @@ AdamWDtype kernel_dtype(at::ScalarType t) {
 }  // namespace
 
 FusedAdamWCuda::FusedAdamWCuda(std::vector<torch::optim::OptimizerParamGroup> param_groups, AdamWOptions defaults,
-                               bool maximize)
-    : AdamW(std::move(param_groups), std::move(defaults)), maximize_(maximize) {}
+                               bool maximize, bool master_weights)
+    : AdamW(std::move(param_groups), std::move(defaults)), maximize_(maximize), master_weights_(master_weights) {
+  if (master_weights_)
+    masters_.adopt(param_groups_, "FusedAdamWCuda", [](const at::Tensor& p) { return p.is_cuda(); }, "CUDA tensors");
+}
 
-FusedAdamWCuda::FusedAdamWCuda(std::vector<torch::Tensor> params, AdamWOptions defaults, bool maximize)
-    : FusedAdamWCuda({torch::optim::OptimizerParamGroup(std::move(params))}, std::move(defaults), maximize) {}
+FusedAdamWCuda::FusedAdamWCuda(std::vector<torch::Tensor> params, AdamWOptions defaults, bool maximize,
+                               bool master_weights)
+    : FusedAdamWCuda({torch::optim::OptimizerParamGroup(std::move(params))}, std::move(defaults), maximize,
+                     master_weights) {}
+
+void FusedAdamWCuda::save(torch::serialize::OutputArchive& archive) const {
+  AdamW::save(archive);
+  masters_.save(param_groups_, archive);
+}
+
+void FusedAdamWCuda::load(torch::serialize::InputArchive& archive) {
+  AdamW::load(archive);
+  if (master_weights_) masters_.load(param_groups_, archive, "FusedAdamWCuda");
+}
 
 void FusedAdamWCuda::set_capturable(bool capturable) {
   if (capturable_ && !capturable) sync_host_steps();
@@ -70,7 +85,8 @@ void FusedAdamWCuda::sync_host_steps() {
 }
 
 std::string FusedAdamWCuda::implementation() const {
-  return std::string("fused multi-tensor AdamW (CUDA") + (capturable_ ? ", capturable)" : ")");
+  return std::string("fused multi-tensor AdamW (CUDA") + (capturable_ ? ", capturable" : "") +
+         (master_weights_ ? ", bf16 weights + fp32 master)" : ")");
 }
 
 torch::Tensor FusedAdamWCuda::step(LossClosure closure) {
@@ -81,7 +97,7 @@ torch::Tensor FusedAdamWCuda::step(LossClosure closure) {
     loss = closure();
   }
 
-  // One launch list per (device, dtype) within a group: the group's constants are shared.
+  // One launch list per (device, dtype, master weights) within a group: the group's constants are shared.
   struct Batch {
     std::vector<AdamWTensorArgs> tensors;
   };
@@ -91,7 +107,7 @@ torch::Tensor FusedAdamWCuda::step(LossClosure closure) {
 
   for (auto& group : param_groups_) {
     const auto& o = static_cast<const AdamWOptions&>(group.options());
-    std::map<std::pair<int, int>, Batch> batches;  // (device index, dtype)
+    std::map<std::tuple<int, int, bool>, Batch> batches;  // (device index, dtype, master)
     std::vector<at::Tensor> steps_to_advance;
 
     for (auto& p : group.params()) {
@@ -125,6 +141,11 @@ torch::Tensor FusedAdamWCuda::step(LossClosure closure) {
 
       AdamWTensorArgs a{};
       a.param = pw.data_ptr();
+      const bool master = master_weights_ && dtype == at::kBFloat16;
+      if (master) {  // the kernel updates the master and writes its bf16 rounding into the param
+        a.param = masters_.for_step(p, pw, "FusedAdamWCuda").data_ptr<float>();
+        a.model_param = pw.data_ptr();
+      }
       a.grad = prep.grad.data_ptr();
       a.exp_avg = st.exp_avg().data_ptr<float>();
       a.exp_avg_sq = st.exp_avg_sq().data_ptr<float>();
@@ -133,7 +154,7 @@ torch::Tensor FusedAdamWCuda::step(LossClosure closure) {
       a.neg_step_size = static_cast<float>(-o.lr() / bc1);
       a.sqrt_bias_correction2 = static_cast<float>(std::sqrt(bc2));
       a.step = device_step;
-      batches[{p.get_device(), static_cast<int>(dtype)}].tensors.push_back(a);
+      batches[{p.get_device(), static_cast<int>(dtype), master}].tensors.push_back(a);
     }
 
     // Device steps advance before the update reads them (same stream, so ordered).
@@ -141,9 +162,9 @@ torch::Tensor FusedAdamWCuda::step(LossClosure closure) {
 
     const AdamWGroupConstants c = group_constants(o, maximize_);
     for (auto& [where, batch] : batches) {
-      const auto device_index = static_cast<c10::DeviceIndex>(where.first);
+      const auto device_index = static_cast<c10::DeviceIndex>(std::get<0>(where));
       c10::cuda::CUDAGuard guard(device_index);
-      const int err = launch_fused_adamw(kernel_dtype(static_cast<at::ScalarType>(where.second)), c,
+      const int err = launch_fused_adamw(kernel_dtype(static_cast<at::ScalarType>(std::get<1>(where))), c,
                                          batch.tensors.data(), batch.tensors.size(),
                                          at::cuda::getCurrentCUDAStream(device_index).stream());
       TORCH_CHECK(err == 0, "FusedAdamWCuda: kernel launch failed: ", fused_adamw_error_string(err));

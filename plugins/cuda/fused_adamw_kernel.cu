@@ -1,6 +1,9 @@
-// Fused multi-tensor AdamW: one launch updates a list of tensors. The tensor list and the
-// chunk -> tensor map travel in the kernel arguments (no host-to-device copy, so a launch can
-// be captured in a CUDA graph); each block updates one 64K-element chunk of one tensor.
+// Fused multi-tensor AdamW: one launch updates a list of tensors. The tensor list and each
+// tensor's first block travel in the kernel arguments (no host-to-device copy, so a launch can
+// be captured in a CUDA graph); each block updates one 64K-element chunk of one tensor and
+// finds its tensor by a binary search over the first blocks. A launch takes whole tensors, as
+// many blocks as they have chunks: 104.9M parameters in 4 tensors are one launch of 1601
+// blocks, not seven of 256 (each launch drains the GPU before the next fills it).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -16,13 +19,15 @@ namespace {
 
 constexpr int kThreads = 512;
 constexpr std::int64_t kChunk = 65536;
-constexpr int kMaxTensors = 24;
-constexpr int kMaxBlocks = 256;
+constexpr int kMaxTensors = 48;
 constexpr int kIlp = 4;
+// Blocks of one launch (the grid's x limit is 2^31 - 1): 2^30 chunks of 64K elements.
+constexpr std::int64_t kMaxBlocks = std::int64_t{1} << 30;
 
 struct TensorEntry {
-  void* param;
+  void* param;        // the param, or its fp32 master with Master
   const void* grad;
+  void* model;        // with Master: the model's low-precision param, written from the master
   float* m;
   float* v;
   float* vmax;
@@ -35,8 +40,8 @@ struct TensorEntry {
 // Kernel arguments: below the 4 KB parameter limit every architecture accepts.
 struct LaunchArgs {
   TensorEntry tensors[kMaxTensors];
-  unsigned char tensor_of_block[kMaxBlocks];
-  int chunk_of_block[kMaxBlocks];
+  int first_block[kMaxTensors];  // ascending; tensors[i] takes blocks first_block[i] ..
+  int n_tensors;
   float decay, beta1, one_minus_beta1, beta2, one_minus_beta2, eps;
   unsigned int grad_sign;
   double lr, beta1_d, beta2_d;
@@ -66,10 +71,19 @@ template <> struct Io<__half> {
   __device__ static void store(__half* p, std::int64_t i, float x) { p[i] = __float2half_rn(x); }
 };
 
-template <typename T, bool Amsgrad>
+// T: the grad's type, and the param's (without Master) or the model copy's (with Master, where
+// the param is the fp32 master).
+template <typename T, bool Amsgrad, bool Master>
 __global__ void __launch_bounds__(kThreads) adamw_kernel(const LaunchArgs args) {
-  const TensorEntry& t = args.tensors[args.tensor_of_block[blockIdx.x]];
-  const std::int64_t begin = static_cast<std::int64_t>(args.chunk_of_block[blockIdx.x]) * kChunk;
+  const int block = static_cast<int>(blockIdx.x);
+  int lo = 0, hi = args.n_tensors - 1;  // the last tensor whose first block is <= block
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (args.first_block[mid] <= block) lo = mid;
+    else hi = mid - 1;
+  }
+  const TensorEntry& t = args.tensors[lo];
+  const std::int64_t begin = static_cast<std::int64_t>(block - args.first_block[lo]) * kChunk;
   const std::int64_t end = begin + kChunk < t.numel ? begin + kChunk : t.numel;
 
   float neg_step_size = t.neg_step_size, sqrt_bc2 = t.sqrt_bc2;
@@ -79,6 +93,8 @@ __global__ void __launch_bounds__(kThreads) adamw_kernel(const LaunchArgs args) 
     sqrt_bc2 = static_cast<float>(sqrt(1.0 - pow(args.beta2_d, s)));
   }
   T* __restrict__ p = static_cast<T*>(t.param);
+  float* __restrict__ master = static_cast<float*>(t.param);
+  T* __restrict__ model = static_cast<T*>(t.model);
   const T* __restrict__ g = static_cast<const T*>(t.grad);
   float* __restrict__ m = t.m;
   float* __restrict__ v = t.v;
@@ -91,7 +107,7 @@ __global__ void __launch_bounds__(kThreads) adamw_kernel(const LaunchArgs args) 
     for (int k = 0; k < kIlp; ++k) {
       const std::int64_t i = base + static_cast<std::int64_t>(k) * kThreads;
       if (i < end) {
-        pr[k] = Io<T>::load(p, i);
+        pr[k] = Master ? master[i] : Io<T>::load(p, i);
         gr[k] = __uint_as_float(__float_as_uint(Io<T>::load(g, i)) ^ args.grad_sign);
         mr[k] = m[i];
         vr[k] = v[i];
@@ -113,29 +129,39 @@ __global__ void __launch_bounds__(kThreads) adamw_kernel(const LaunchArgs args) 
       }
       const float den = sqrtf(d) / sqrt_bc2 + args.eps;
       pi = pi + (neg_step_size * mi) / den;
-      Io<T>::store(p, i, pi);
+      if (Master) {
+        master[i] = pi;
+        Io<T>::store(model, i, pi);
+      } else {
+        Io<T>::store(p, i, pi);
+      }
       m[i] = mi;
       v[i] = vi;
     }
   }
 }
 
-template <typename T>
+template <typename T, bool Master>
 cudaError_t launch_one(const LaunchArgs& args, int blocks, bool amsgrad, cudaStream_t stream) {
   if (amsgrad)
-    adamw_kernel<T, true><<<blocks, kThreads, 0, stream>>>(args);
+    adamw_kernel<T, true, Master><<<blocks, kThreads, 0, stream>>>(args);
   else
-    adamw_kernel<T, false><<<blocks, kThreads, 0, stream>>>(args);
+    adamw_kernel<T, false, Master><<<blocks, kThreads, 0, stream>>>(args);
   return cudaGetLastError();
 }
 
-cudaError_t launch(AdamWDtype dtype, const LaunchArgs& args, int blocks, bool amsgrad, cudaStream_t stream) {
+cudaError_t launch(AdamWDtype dtype, bool master, const LaunchArgs& args, int blocks, bool amsgrad,
+                   cudaStream_t stream) {
   switch (dtype) {
-    case AdamWDtype::bf16: return launch_one<__nv_bfloat16>(args, blocks, amsgrad, stream);
-    case AdamWDtype::f16: return launch_one<__half>(args, blocks, amsgrad, stream);
+    case AdamWDtype::bf16:
+      return master ? launch_one<__nv_bfloat16, true>(args, blocks, amsgrad, stream)
+                    : launch_one<__nv_bfloat16, false>(args, blocks, amsgrad, stream);
+    case AdamWDtype::f16:
+      return master ? launch_one<__half, true>(args, blocks, amsgrad, stream)
+                    : launch_one<__half, false>(args, blocks, amsgrad, stream);
     case AdamWDtype::f32: break;
   }
-  return launch_one<float>(args, blocks, amsgrad, stream);
+  return launch_one<float, false>(args, blocks, amsgrad, stream);
 }
 
 constexpr int kArchs[] = {ACCELKIT_CUDA_ARCH_LIST};
@@ -160,31 +186,35 @@ int launch_fused_adamw(AdamWDtype dtype, const AdamWGroupConstants& c, const Ada
   args.beta1_d = c.beta1_d;
   args.beta2_d = c.beta2_d;
 
-  int n_tensors = 0, n_blocks = 0;
+  // Whole tensors per launch, up to kMaxTensors of them or kMaxBlocks chunks.
+  const bool master = tensors[0].model_param != nullptr;
+  if (master && dtype == AdamWDtype::f32) return static_cast<int>(cudaErrorInvalidValue);
+  std::int64_t n_blocks = 0;
+  args.n_tensors = 0;
+  auto flush = [&]() -> cudaError_t {
+    if (args.n_tensors == 0) return cudaSuccess;
+    const cudaError_t e = launch(dtype, master, args, static_cast<int>(n_blocks), amsgrad, stream);
+    args.n_tensors = 0;
+    n_blocks = 0;
+    return e;
+  };
   for (std::size_t ti = 0; ti < count; ++ti) {
     const AdamWTensorArgs& in = tensors[ti];
     if (in.numel <= 0) continue;
-    if ((in.max_exp_avg_sq != nullptr) != amsgrad) return static_cast<int>(cudaErrorInvalidValue);
+    if ((in.max_exp_avg_sq != nullptr) != amsgrad || (in.model_param != nullptr) != master)
+      return static_cast<int>(cudaErrorInvalidValue);
     const std::int64_t chunks = (in.numel + kChunk - 1) / kChunk;
-    for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
-      if (chunk == 0 || n_tensors == 0) {  // (re)register the tensor in this launch
-        args.tensors[n_tensors] = TensorEntry{in.param, in.grad, in.exp_avg, in.exp_avg_sq, in.max_exp_avg_sq,
-                                              in.step, in.numel, in.neg_step_size, in.sqrt_bias_correction2};
-        ++n_tensors;
-      }
-      args.tensor_of_block[n_blocks] = static_cast<unsigned char>(n_tensors - 1);
-      args.chunk_of_block[n_blocks] = static_cast<int>(chunk);
-      ++n_blocks;
-      const bool last_chunk = chunk + 1 == chunks;
-      if (n_blocks == kMaxBlocks || (last_chunk && n_tensors == kMaxTensors)) {
-        if (cudaError_t e = launch(dtype, args, n_blocks, amsgrad, stream); e != cudaSuccess) return static_cast<int>(e);
-        n_blocks = 0;
-        n_tensors = 0;
-      }
-    }
+    if (chunks > kMaxBlocks) return static_cast<int>(cudaErrorInvalidValue);
+    if (args.n_tensors == kMaxTensors || n_blocks + chunks > kMaxBlocks)
+      if (cudaError_t e = flush(); e != cudaSuccess) return static_cast<int>(e);
+    args.tensors[args.n_tensors] = TensorEntry{in.param, in.grad, in.model_param, in.exp_avg, in.exp_avg_sq,
+                                               in.max_exp_avg_sq, in.step, in.numel, in.neg_step_size,
+                                               in.sqrt_bias_correction2};
+    args.first_block[args.n_tensors] = static_cast<int>(n_blocks);
+    ++args.n_tensors;
+    n_blocks += chunks;
   }
-  if (n_blocks > 0)
-    if (cudaError_t e = launch(dtype, args, n_blocks, amsgrad, stream); e != cudaSuccess) return static_cast<int>(e);
+  if (cudaError_t e = flush(); e != cudaSuccess) return static_cast<int>(e);
   return 0;
 }
 

@@ -8,7 +8,9 @@
 //   m = m*beta1 + g*(1-beta1);     v = v*beta2 + ((1-beta2)*g)*g;
 //   d = amsgrad ? (vmax = max(vmax, v)) : v
 //   p = p + (neg_step_size * m) / (sqrt(d) / sqrt_bias_correction2 + eps)
-// param and grad share one dtype (fp32, bf16 or fp16); the state is fp32.
+// param and grad share one dtype (fp32, bf16 or fp16); the state is fp32. With master weights
+// (model_param set) the param is the fp32 master, grad and model_param are bf16 or fp16, and
+// the update writes the master and its rounding into model_param.
 #pragma once
 
 #include <cstddef>
@@ -43,10 +45,15 @@ struct AdamWTensorArgs {
   // A float step counter on the device, already incremented for this step; lets a captured
   // CUDA graph replay with the right bias correction. Null: use the host values above.
   const float* step;
+  // Master weights: the model's bf16/fp16 param, written with the updated fp32 `param`'s
+  // rounding; `grad` then has this dtype. Null otherwise (then null for every tensor of the
+  // launch).
+  void* model_param;
 };
 
-// Updates every tensor with as few launches as the kernel-argument limits allow (chunks of
-// 64K elements; up to kMaxTensorsPerLaunch tensors and kMaxBlocksPerLaunch chunks a launch),
+// Updates every tensor with as few launches as the kernel-argument limit allows (whole tensors,
+// up to 48 a launch, one block per 64K-element chunk; `dtype` is the grad's, and the param's
+// without master weights, where f32 with model_param set is an invalid value),
 // enqueued on `stream` (a cudaStream_t; null = the legacy default stream). Returns 0 or the
 // cudaError_t of the first failed launch. Does not synchronise. Safe to capture in a graph.
 int launch_fused_adamw(AdamWDtype dtype, const AdamWGroupConstants& constants, const AdamWTensorArgs* tensors,
