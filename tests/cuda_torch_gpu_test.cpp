@@ -2,10 +2,10 @@
 // against torch::optim::AdamW on fresh random data, whole-step graph capture against eager
 // (GraphedStep, and the SDK's CapturedStep over it), the eager fallback, bf16 autocast
 // numerics, and NVML against nvidia-smi. Skipped without a GPU.
-#include <doctest/doctest.h>
-
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
+
+#include "torch_doctest.hpp"
 
 #include <cstdio>
 #include <optional>
@@ -103,8 +103,11 @@ TEST_CASE("master weights: the fp32 master follows torch::optim::AdamW; params a
     FusedAdamWCuda fused(model, options, false, /*master_weights=*/true);
     torch::optim::AdamW plain(ref, options);
     CHECK(fused.implementation().find("bf16 weights + fp32 master") != std::string::npos);
-    for (std::size_t i = 0; i < model.size(); ++i)
-      CHECK(model[i].scalar_type() == (model[i].dim() >= 2 ? torch::kBFloat16 : torch::kFloat));
+    for (std::size_t i = 0; i < model.size(); ++i) {
+      const bool matrix_bf16_vector_fp32 =
+          model[i].scalar_type() == (model[i].dim() >= 2 ? torch::kBFloat16 : torch::kFloat);
+      CHECK(matrix_bf16_vector_fp32);
+    }
     for (int step = 0; step < 50; ++step) {
       for (std::size_t i = 0; i < model.size(); ++i) {
         auto g = torch::randn(model[i].sizes(), torch::kCUDA).to(model[i].scalar_type());
@@ -263,7 +266,7 @@ TEST_CASE("bf16 autocast matmul stays within bf16 round-off of fp32" * doctest::
     compat::AutocastGuard guard(c10::DeviceType::CUDA, true, at::kBFloat16);
     out = torch::matmul(a, b);
   }
-  CHECK(out.scalar_type() == torch::kBFloat16);
+  CHECK((out.scalar_type() == torch::kBFloat16));
   // Inputs rounded to bf16 (2^-9 relative each), sum of 512 products: relative to sqrt(512).
   const double err = (out.to(torch::kDouble) - ref).abs().max().item<double>() / std::sqrt(512.0);
   CHECK(err < 0.05);
@@ -276,19 +279,34 @@ TEST_CASE("the prefetcher stages batches on a side stream; the step's stream see
       [&]() -> std::optional<std::pair<torch::Tensor, torch::Tensor>> {
         if (produced == kBatches) return std::nullopt;
         auto gen = at::detail::createCPUGenerator(100 + produced++);
-        return std::make_pair(at::randn({1024, 1024}, gen), at::randint(0, 10, {1024}, gen));
+        auto x = at::randn({1024, 1024}, gen);  // drawn in this order, as the reference is
+        auto y = at::randint(0, 10, {1024}, gen);
+        return std::make_pair(std::move(x), std::move(y));
       },
       accelkit::PrefetchOptions{2, torch::Device(torch::kCUDA, 0)});
+  std::vector<torch::Tensor> xs, ys;
+  for (int j = 0; j < kBatches; ++j) {
+    auto gen = at::detail::createCPUGenerator(100 + j);
+    xs.push_back(at::randn({1024, 1024}, gen));
+    ys.push_back(at::randint(0, 10, {1024}, gen));
+  }
   int i = 0;
   while (auto b = batches.next()) {
     CHECK(b->first.is_cuda());
     CHECK(b->second.is_cuda());
+    REQUIRE(i < kBatches);
     // Used at once on the current stream: the event makes it wait for the side stream's copy.
     const torch::Tensor doubled = (b->first * 2).sum(1).cpu();
-    auto gen = at::detail::createCPUGenerator(100 + i);
-    const torch::Tensor x = at::randn({1024, 1024}, gen), y = at::randint(0, 10, {1024}, gen);
-    CHECK(torch::allclose(doubled, (x * 2).sum(1), 1e-5, 1e-4));
-    CHECK(torch::equal(b->second.cpu(), y));
+    const double diff = (doubled - (xs[i] * 2).sum(1)).abs().max().item<double>();
+    torch::cuda::synchronize();
+    const torch::Tensor on_host = b->first.cpu();
+    std::string holds = "none";
+    for (int j = 0; j < kBatches; ++j)
+      if (torch::equal(on_host, xs[j])) holds = std::to_string(j);
+    MESSAGE("batch " << i << ": max |sum diff| " << diff << "; after a device sync it holds batch " << holds);
+    CHECK(torch::equal(on_host, xs[i]));
+    CHECK(torch::allclose(doubled, (xs[i] * 2).sum(1), 1e-5, 1e-3));
+    CHECK(torch::equal(b->second.cpu(), ys[i]));
     ++i;
   }
   CHECK(i == kBatches);
