@@ -333,6 +333,13 @@ TEST_CASE("report --apply reads the values back from LibTorch") {
       CHECK(v["match"] == true);
     }
     CHECK_MESSAGE(saw_threads, describe(r));
+    // The CPU plugin's memory figures: this process's resident set and the machine's memory.
+    const json& mem = j["memory"];
+    REQUIRE_MESSAGE(mem["in_use"].is_number_integer(), describe(r));
+    CHECK(mem["in_use"].get<std::uint64_t>() > 0);
+    CHECK(mem["peak"].get<std::uint64_t>() >= mem["in_use"].get<std::uint64_t>());
+    CHECK(mem["available"].get<std::uint64_t>() <= mem["total"].get<std::uint64_t>());
+    CHECK(mem["source"].get<std::string>().find("/proc/self/status") != std::string::npos);
   }
   SUBCASE("threads from a config") {
     auto r = run_cli({"report", "--apply", "--json", "--config", config("threads_one.toml")});

@@ -13,6 +13,7 @@
 #include "accelkit/sdk/precision.hpp"
 #include "cli.hpp"
 #include "format.hpp"
+#include "accelkit/memory_scope.hpp"
 #include "json_out.hpp"
 #include "render.hpp"
 #include "render_autotune.hpp"
@@ -132,6 +133,28 @@ int verb_report(const Invocation& inv, Context& ctx) {
                           {"plan", plan_json(plan.value())}};
   } else {
     render_plan(std::cout, request, plan.value());
+  }
+
+  // The device's memory now, as its plugin reports it (Device::memory()).
+  {
+    const Result<MemoryStats> mem = device->memory();
+    auto bytes = [](const std::optional<std::uint64_t>& b) { return b ? Json(*b) : Json(nullptr); };
+    if (inv.json) {
+      j["memory"] = mem.ok() ? Json{{"in_use", bytes(mem.value().in_use)},   {"peak", bytes(mem.value().peak)},
+                                    {"reserved", bytes(mem.value().reserved)}, {"total", bytes(mem.value().total)},
+                                    {"available", bytes(mem.value().available)}, {"source", mem.value().source},
+                                    {"note", mem.value().note}}
+                             : Json{{"error", mem.status().message()}};
+    } else if (!mem.ok()) {
+      std::cout << "\nMemory: not reported (" << mem.status().message() << ")\n";
+    } else {
+      const MemoryStats& m = mem.value();
+      auto text = [](const std::optional<std::uint64_t>& b) { return b ? format_bytes(*b) : std::string("n/a"); };
+      std::cout << "\nMemory (" << m.source << "):\n  in use " << text(m.in_use) << ", peak " << text(m.peak)
+                << ", reserved " << text(m.reserved) << "; device total " << text(m.total) << ", available "
+                << text(m.available) << '\n';
+      if (!m.note.empty()) std::cout << "  " << m.note << '\n';
+    }
   }
 
   // A device type LibTorch does not know: registered now (as a program's Runtime::start would),

@@ -3,6 +3,7 @@
 #include "cpu_monitor.hpp"
 #include "cpu_optimizer.hpp"
 #include "cpu_precision.hpp"
+#include "process_memory.hpp"
 
 namespace accelkit::cpu {
 
@@ -27,6 +28,18 @@ Result<std::shared_ptr<Monitor>> CpuDevice::monitor() noexcept {
     if (!monitor_) monitor_ = std::make_shared<CpuMonitor>();
     return monitor_;
   });
+}
+
+Result<MemoryStats> CpuDevice::memory() noexcept {
+  return guarded("cpu memory", [] { return read_process_memory(); });
+}
+
+Status CpuDevice::reset_peak_memory() noexcept {
+  try {
+    return reset_process_peak();
+  } catch (const std::exception& e) {
+    return Status(StatusCode::internal, std::string("cpu reset_peak_memory: ") + e.what());
+  }
 }
 
 }  // namespace accelkit::cpu

@@ -18,6 +18,9 @@ class CpuDevice final : public Device {
   Result<std::shared_ptr<Precision>> precision() noexcept override;
   Result<std::shared_ptr<Optimizer>> optimizer() noexcept override;
   Result<std::shared_ptr<Monitor>> monitor() noexcept override;
+  // The process's resident set and its peak, the machine's total and available memory.
+  Result<MemoryStats> memory() noexcept override;
+  Status reset_peak_memory() noexcept override;
 
  private:
   CpuProbe probe_;

@@ -65,6 +65,7 @@ CpuReport make_cpu_report(const CpuProbe& p) {
   caps.add(Capability::fp32);
   caps.add(Capability::fused_adamw);
   caps.add(Capability::master_weights);
+  caps.add(Capability::memory_stats);  // the process's resident set and its peak
   if (!bf16.empty()) caps.add(Capability::bf16);
   if (!p.sensors.temperature.empty()) caps.add(Capability::thermal);
   if (!p.sensors.power.empty() && p.sensors.power_readable) caps.add(Capability::power);

@@ -3,6 +3,8 @@
 #include "cuda_precision.hpp"
 #include "nvml_monitor.hpp"
 #ifdef ACCELKIT_CUDA_TORCH_GLUE
+#include <c10/cuda/CUDACachingAllocator.h>
+
 #include "cuda_captured_step.hpp"
 #include "cuda_optimizer.hpp"
 #endif
@@ -41,6 +43,51 @@ Result<std::shared_ptr<Monitor>> CudaDevice::monitor() noexcept {
     if (!monitor_) monitor_ = std::make_shared<NvmlMonitor>(process_nvml(), gpu_.nvml, nvml_note_);
     return monitor_;
   });
+}
+
+Result<MemoryStats> CudaDevice::memory() noexcept {
+  return guarded("cuda memory", [&] {
+    MemoryStats s;
+    std::string nvml_part;
+    if (const NvmlApi* nvml = process_nvml(); nvml && gpu_.nvml && nvml->memory) {
+      NvmlMemory mem{};
+      if (nvml->memory(gpu_.nvml, &mem) == 0) {
+        s.total = mem.total;
+        s.available = mem.free;
+        nvml_part = "; NVML memory info (total, free)";
+      }
+    }
+    if (!s.total && gpu_.memory_bytes > 0) s.total = gpu_.memory_bytes;
+#ifdef ACCELKIT_CUDA_TORCH_GLUE
+    if (info_.capabilities.has(Capability::memory_stats)) {
+      const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(gpu_.ordinal));
+      // Index 0 of each StatArray is StatType::AGGREGATE (both pools) in every LibTorch.
+      s.in_use = static_cast<std::uint64_t>(stats.allocated_bytes[0].current);
+      s.peak = static_cast<std::uint64_t>(stats.allocated_bytes[0].peak);
+      s.reserved = static_cast<std::uint64_t>(stats.reserved_bytes[0].current);
+      s.source = "LibTorch's CUDA caching allocator (allocated, peak, reserved)" + nvml_part;
+      s.note = "this process's tensors on " + info_.id + "; reserved is what the allocator's cache holds";
+      return s;
+    }
+#endif
+    s.source = nvml_part.empty() ? "the driver's device facts" : nvml_part.substr(2);
+    s.note = "no allocator figures: LibTorch in this process has no CUDA";
+    return s;
+  });
+}
+
+Status CudaDevice::reset_peak_memory() noexcept {
+#ifdef ACCELKIT_CUDA_TORCH_GLUE
+  if (info_.capabilities.has(Capability::memory_stats)) {
+    try {
+      c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(gpu_.ordinal));
+      return Status();
+    } catch (const std::exception& e) {
+      return Status(StatusCode::internal, std::string("cuda reset_peak_memory: ") + e.what());
+    }
+  }
+#endif
+  return Status(StatusCode::not_supported, "LibTorch in this process has no CUDA: no allocator peak to reset");
 }
 
 Result<std::shared_ptr<CapturedStep>> CudaDevice::capture_step(torch::optim::Optimizer& optimizer,

@@ -21,6 +21,10 @@ class CudaDevice final : public Device {
   Result<std::shared_ptr<Precision>> precision() noexcept override;
   Result<std::shared_ptr<Optimizer>> optimizer() noexcept override;
   Result<std::shared_ptr<Monitor>> monitor() noexcept override;
+  // LibTorch's caching allocator on this GPU (in use, peak, reserved; where LibTorch has CUDA)
+  // and NVML's total and free memory.
+  Result<MemoryStats> memory() noexcept override;
+  Status reset_peak_memory() noexcept override;
   // GraphedStep behind accelkit::CapturedStep; not_supported without the LibTorch-CUDA glue.
   Result<std::shared_ptr<CapturedStep>> capture_step(torch::optim::Optimizer& optimizer, std::function<void()> step,
                                                      int warmup) noexcept override;

@@ -15,6 +15,7 @@
 #include "accelkit/model_file.hpp"
 #include "accelkit/negotiation.hpp"
 #include "accelkit/pci.hpp"
+#include "accelkit/memory_scope.hpp"
 #include "accelkit/prefetch.hpp"
 #include "accelkit/quantize.hpp"
 #include "accelkit/readings.hpp"

@@ -58,6 +58,10 @@
  *        LibTorch's PrivateUse1 device; Capability::reference_device keeps a reference
  *        device out of `auto`. A 5.x plugin is refused: its Device vtable has no runtime()
  *        slot.
+ *   7.0  Device memory through the contract: Device::memory() returns MemoryStats
+ *        (memory.hpp: in use, peak, reserved, total, available, with their source) and
+ *        Device::reset_peak_memory() starts a new peak, for MemoryScope, `bench` and `report`.
+ *        A 6.x plugin is refused: its Device vtable has neither slot.
  *
  * Thread-safety: accelkit_plugin_info may be called from any thread, any number of times.
  */
@@ -67,7 +71,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ACCELKIT_ABI_MAJOR 6u
+#define ACCELKIT_ABI_MAJOR 7u
 #define ACCELKIT_ABI_MINOR 0u
 
 /* Name of the C entry point and of the Boost.DLL alias of the C++ factory. */

@@ -17,6 +17,7 @@
 
 #include "accelkit/sdk/capability.hpp"
 #include "accelkit/sdk/device_runtime.hpp"
+#include "accelkit/sdk/memory.hpp"
 #include "accelkit/sdk/status.hpp"
 #include "accelkit/sdk/step_capture.hpp"
 
@@ -128,6 +129,16 @@ class Device {
   // Since ABI 6.0.
   virtual Result<DeviceRuntime> runtime() noexcept {
     return Status(StatusCode::not_supported, "this device is one LibTorch knows; it brings no device runtime");
+  }
+
+  // This process's memory on the device now (memory.hpp), unknown fields nullopt. A device
+  // that reports memory lists Capability::memory_stats. Since ABI 7.0.
+  virtual Result<MemoryStats> memory() noexcept {
+    return Status(StatusCode::not_supported, "this device's plugin reports no memory figures");
+  }
+  // Starts a new high-water mark: MemoryStats::peak reads the peak from here on. Since ABI 7.0.
+  virtual Status reset_peak_memory() noexcept {
+    return Status(StatusCode::not_supported, "this device's plugin keeps no peak it can reset");
   }
 };
 
