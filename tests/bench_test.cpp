@@ -199,7 +199,7 @@ TEST_CASE("bench_json has the documented fields") {
   const BenchResult r = accelkit::run_bench(runtime(), o);
   const auto j = nlohmann::json::parse(accelkit::bench_json(r));
   for (const char* key : {"model", "shape", "device", "torch_version", "params", "baseline", "accelkit", "tuned",
-                          "speedup", "speedup_vs_tuned", "floor", "accuracy", "load_average", "machine"})
+                          "speedup", "speedup_vs_tuned", "floor", "data", "memory_source", "accuracy", "load_average", "machine"})
     CHECK_MESSAGE(j.contains(key), key);
   for (const char* key : {"logical_cores", "threads_used", "other_cores_before", "other_cores_during", "busy", "note", "waited"})
     CHECK_MESSAGE(j["machine"].contains(key), key);
@@ -208,8 +208,13 @@ TEST_CASE("bench_json has the documented fields") {
   CHECK(j["machine"]["other_cores_before"].get<double>() >= 0);  // this machine has /proc/stat
   CHECK(j["machine"]["busy"].get<bool>() == !j["machine"]["note"].get<std::string>().empty());
   for (const char* v : {"baseline", "accelkit", "tuned"})
-    for (const char* key : {"median_ms", "min_ms", "max_ms", "threads", "dtype", "blas", "optimizer", "samples_ms"})
+    for (const char* key : {"median_ms", "min_ms", "max_ms", "threads", "dtype", "blas", "optimizer", "samples_ms",
+                            "step_peak_bytes"})
       CHECK_MESSAGE(j[v].contains(key), (std::string(v) + "." + key));
+  // The CPU reports its resident set: every variant has a step peak (>= 0 bytes), and its source.
+  CHECK(r.baseline.step_peak_bytes.has_value());
+  CHECK(r.accelkit.step_peak_bytes.has_value());
+  CHECK(j["memory_source"].get<std::string>().find("/proc") != std::string::npos);
   CHECK(j["baseline"]["median_ms"].get<double>() > 0);
   CHECK(j["speedup"].get<double>() ==
         doctest::Approx(j["baseline"]["median_ms"].get<double>() / j["accelkit"]["median_ms"].get<double>()).epsilon(1e-4));
@@ -298,6 +303,47 @@ TEST_CASE("bad options are refused with a clear message") {
   o.steps = 0;
   CHECK(run_verb(o, false, out) == 2);  // usage error, nothing run
   CHECK(out.empty());
+}
+
+// --data-ms: every variant's steps wait for a producer of at least data_ms of work per batch
+// (lower bounds only: no timing target in a unit test); accelkit's batches come through the
+// prefetcher, whose wait and production time are reported in the result, the text and JSON.
+TEST_CASE("--data-ms: a slow producer feeds every variant; accelkit prefetches and reports its wait") {
+  BenchOptions o = tiny("mlp");
+  o.data_ms = 15;
+  o.steps = 10;  // two blocks of 8 per variant
+  o.vs_tuned = true;
+  const accelkit::BenchResult r = accelkit::run_bench(runtime(), o);
+  REQUIRE(r.data.has_value());
+  CHECK(r.data->producer_ms == 15);
+  CHECK(r.data->prefetch == static_cast<int>(runtime().prefetch_options().depth));
+  CHECK(r.data->block_steps == 8);
+  CHECK(r.data->accelkit_produce_ms >= 15);  // the producer's work, timed on its thread
+  CHECK(r.data->accelkit_wait_ms >= 0);
+  for (const auto* v : {&r.baseline, &r.accelkit, &*r.tuned}) {
+    INFO(v->name);
+    CHECK(v->time.samples_ms.size() == 2);  // one sample per block
+    if (v != &r.accelkit) CHECK(v->time.min_ms >= 15);  // each step produced its own batch
+  }
+  CHECK(r.accuracy.ok);
+
+  std::string out;
+  o.vs_tuned = false;
+  REQUIRE(run_verb(o, false, out) == 0);
+  CHECK(out.find("data: a producer of 15.00 ms of CPU work per batch") != std::string::npos);
+  CHECK(out.find("fwd ms") == std::string::npos);  // blocks are timed whole: no phases
+  REQUIRE(run_verb(o, true, out) == 0);
+  const auto j = nlohmann::json::parse(out);
+  CHECK(j["data"]["producer_ms"].get<double>() == 15);
+  CHECK(j["data"]["accelkit_wait_ms"].get<double>() >= 0);
+  CHECK(j["data"]["block_steps"].get<int>() == 8);
+
+  o = tiny("mlp");
+  o.data_ms = -1;
+  CHECK(message(o) == "bench: --data-ms must be between 0 and 10000 ms per batch");
+  o = tiny("optimizer");
+  o.data_ms = 5;
+  CHECK(message(o).find("the optimizer model has no data") != std::string::npos);
 }
 
 TEST_CASE("the verb prints a table and JSON") {

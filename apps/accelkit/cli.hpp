@@ -56,6 +56,7 @@ struct Invocation {
   std::vector<std::string> inputs; // bench --input (a model file's)
   std::string mode;                // bench --mode infer|train
   double wait_quiet = 0;           // bench --wait-quiet[=S]
+  double data_ms = 0;              // bench --data-ms MS
   std::string quantize;            // bench --quantize int8
 
   SettingsInputs settings_inputs() const;

@@ -94,6 +94,7 @@ int verb_bench(const Invocation& inv) {
   b.inputs = inv.inputs;
   b.mode = inv.mode;
   b.wait_quiet_s = inv.wait_quiet;
+  b.data_ms = inv.data_ms;
   b.quantize = inv.quantize;
   return run_bench(inv.context_options(), b, inv.json);
 }

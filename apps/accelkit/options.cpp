@@ -26,7 +26,7 @@ constexpr VerbDoc kVerbs[] = {
      "decision, settings with provenance, precision plan (--apply: apply and read back; --model: the model's "
      "dimension alignment)"},
     {"monitor", "monitor [--interval S] [--count N] [--csv | --json]", "sample the selected device's sensors"},
-    {"bench", "bench [--model M|FILE --input SHAPE...] [--mode infer|train] [--steps N] [--vs-tuned] [--vs-eager] [--quantize int8] [--wait-quiet[=S]] [--json]",
+    {"bench", "bench [--model M|FILE --input SHAPE...] [--mode infer|train] [--steps N] [--vs-tuned] [--vs-eager] [--quantize int8] [--data-ms MS] [--wait-quiet[=S]] [--json]",
      "time a training step or your model: accelkit vs plain LibTorch"},
     {"train", "train --config FILE [--resume] [--json]", "train the example model ([train] table in FILE)"},
     {"help", "help [VERB | settings]", "this text, one verb's, or every setting as a table"},
@@ -112,6 +112,8 @@ po::options_description verb_options() {
       ("vs-eager", po::bool_switch(), "bench: also time accelkit's settings with the step run eagerly (a captured step's own gain)")
       ("wait-quiet", po::value<double>()->implicit_value(60)->value_name("S"),
        "bench: first wait (up to S seconds, default 60) until other processes leave the CPUs alone")
+      ("data-ms", po::value<double>()->value_name("MS"),
+       "bench: feed every step from a producer of MS ms of CPU work per batch; accelkit prefetches (setting prefetch)")
       ("quantize", po::value<std::string>()->value_name("int8"),
        "bench: also time the model file with its Linear layers in INT8 (Runtime::quantize)")
       ("resume", po::bool_switch(), "train: continue from the newest valid checkpoint");
@@ -193,6 +195,7 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   if (vm.count("mode")) inv.mode = vm["mode"].as<std::string>();
   if (vm.count("wait-quiet")) inv.wait_quiet = vm["wait-quiet"].as<double>();
   if (vm.count("quantize")) inv.quantize = vm["quantize"].as<std::string>();
+  if (vm.count("data-ms")) inv.data_ms = vm["data-ms"].as<double>();
   if (vm.count("steps")) inv.steps = vm["steps"].as<int>();
   if (vm.count("warmup")) inv.warmup = vm["warmup"].as<int>();
   if (vm.count("batch")) inv.batch = vm["batch"].as<int>();
@@ -213,7 +216,7 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   only_for(vm, "interval", inv.verb, "monitor");
   only_for(vm, "count", inv.verb, "monitor");
   only_for(vm, "csv", inv.verb, "monitor");
-  for (const char* o : {"input", "mode", "steps", "warmup", "batch", "width", "vs-tuned", "vs-eager", "wait-quiet", "quantize"})
+  for (const char* o : {"input", "mode", "steps", "warmup", "batch", "width", "vs-tuned", "vs-eager", "wait-quiet", "quantize", "data-ms"})
     only_for(vm, o, inv.verb, "bench");
   if (vm.count("model") && inv.verb != "bench" && inv.verb != "report")
     throw UsageError("--model is an option of 'bench' and 'report', not of '" +

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "accelkit/bench.hpp"
+#include "accelkit/memory_scope.hpp"
 #include "accelkit/runtime.hpp"
 #include "cli.hpp"
 #include "format.hpp"
@@ -67,7 +68,7 @@ void render(std::ostream& out, const BenchResult& r) {
       << r.warmup << " warm-up, variants alternating every round; load average " << load_text(r.load_before)
       << " -> " << load_text(r.load_after) << "\n\n";
   // Phases (medians): zero_grad + forward + loss, backward, optimizer step.
-  const bool phases = r.model != "optimizer" && r.mode == "train";
+  const bool phases = r.model != "optimizer" && r.mode == "train" && !r.data;  // --data-ms times whole blocks
   // BLAS kernels: a column when the device reports them (CPU with OpenBLAS).
   const bool blas = !r.baseline.blas.empty() || !r.accelkit.blas.empty();
   std::vector<std::string> headers{"variant", "threads", "dtype"};
@@ -86,6 +87,24 @@ void render(std::ostream& out, const BenchResult& r) {
   if (r.int8) add_variant(t, *r.int8, base, phases, blas);
   t.print(out);
   out << "\naccelkit step: " << r.accelkit.step_mode << '\n';
+  if (r.baseline.step_peak_bytes) {
+    out << "memory: one step's peak over its start - baseline " << format_bytes(*r.baseline.step_peak_bytes);
+    for (const BenchVariant* v : {&r.accelkit, r.tuned ? &*r.tuned : nullptr, r.eager ? &*r.eager : nullptr})
+      if (v && v->step_peak_bytes) out << ", " << v->name << ' ' << format_bytes(*v->step_peak_bytes);
+    out << " [" << r.memory_source << "]\n";
+  } else if (!r.memory_source.empty()) {
+    out << "memory: " << r.memory_source << '\n';
+  }
+  if (r.data) {
+    const BenchData& d = *r.data;
+    const double step = r.accelkit.time.median_ms;
+    out << "data: a producer of " << fixed(d.producer_ms, 2) << " ms of CPU work per batch feeds every step (blocks of "
+        << d.block_steps << " steps); accelkit "
+        << (d.prefetch > 0 ? "prefetches " + std::to_string(d.prefetch) + " batches" : std::string("produces in the step (prefetch 0)"))
+        << ", the others produce in the step; accelkit's steps waited " << fixed(d.accelkit_wait_ms, 2)
+        << " ms each for their batch (" << fixed(step > 0 ? 100 * d.accelkit_wait_ms / step : 0, 0) << "% of a step)"
+        << (step > 0 && d.accelkit_wait_ms > 0.1 * step ? ": the input pipeline holds the training back" : "") << '\n';
+  }
   if (!r.machine.waited.empty()) out << "\nwarning: --wait-quiet: " << r.machine.waited << '\n';
   if (r.machine.busy) out << "\nwarning: " << r.machine.note << '\n';
   out << "\naccelkit is " << fixed(r.speedup, 2) << "x the baseline";

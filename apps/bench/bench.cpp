@@ -27,6 +27,8 @@
 #include "bench_common.hpp"
 #include "bench_models.hpp"
 #include "accelkit/device_sync.hpp"
+#include "accelkit/memory_scope.hpp"
+#include "accelkit/prefetch.hpp"
 
 namespace accelkit {
 
@@ -66,6 +68,9 @@ void validate(const BenchOptions& o) {
   if (o.baseline_threads < 0) bad("baseline threads must be >= 0, got " + std::to_string(o.baseline_threads));
   if (o.floor_copy_bytes < 0 || o.floor_matmul_n < 0) bad("floor sizes must be >= 0 (0 = default)");
   if (!(o.wait_quiet_s >= 0 && o.wait_quiet_s <= 3600)) bad("--wait-quiet must be between 0 and 3600 seconds");
+  if (!(o.data_ms >= 0 && o.data_ms <= 10000)) bad("--data-ms must be between 0 and 10000 ms per batch");
+  if (o.data_ms > 0 && (file || o.model == "optimizer"))
+    bad("--data-ms feeds the built-in mlp, transformer and cnn models (the optimizer model has no data)");
   if (!o.quantize.empty() && o.quantize != "int8") bad("--quantize must be int8, got '" + o.quantize.substr(0, 40) + "'");
   if (!o.quantize.empty() && (!file || bench_mode(o) != "infer"))
     bad("--quantize is for a model file in inference mode (--model FILE --mode infer)");
@@ -292,6 +297,85 @@ std::string tolerance_why(const BenchOptions& o, const ModelSpec& spec, const Ru
          "it by 10% or more. 2e-2 = about 10x bf16's roundoff separates the two";
 }
 
+
+}  // namespace
+
+// --data-ms: every variant's steps fed by a producer of `o.data_ms` ms of CPU work per batch,
+// timed in blocks of kDataBlock steps (synchronised at the block's ends only, as a training
+// loop runs), the variants alternating block by block in a fresh order each round. The
+// accelkit variant (runners[1]) takes its batches through a Prefetcher made for the block; the
+// others produce each batch in the step. Each batch is copied into the static x (a captured
+// step reads it there; an eager one pays the same copy). One sample per block: its mean step.
+namespace {
+
+constexpr int kDataBlock = 8;
+
+BenchData time_with_data(Runtime& rt, const BenchOptions& o, std::vector<Runner>& runners, at::Tensor& x,
+                         const at::Tensor& target, std::vector<std::vector<double>>& samples,
+                         const BenchProgressFn& progress, const std::string& label, std::mt19937_64& rng) {
+  const c10::Device device = x.device();
+  const at::Tensor x_host = x.to(at::kCPU);
+  const PrefetchOptions prefetch = rt.prefetch_options();
+  // CPU work standing in for decoding: square roots until the time is spent, then a fresh batch.
+  auto produce = [&]() -> at::Tensor {
+    const auto until = Clock::now() + std::chrono::duration<double, std::milli>(o.data_ms);
+    double sink = 0;
+    std::uint64_t k = 0;
+    while (Clock::now() < until)
+      for (int j = 0; j < 256; ++j) sink += std::sqrt(static_cast<double>(++k));
+    at::Tensor batch = x_host.clone();
+    if (sink < 0) batch.zero_();  // never true; keeps the work from being optimised away
+    return batch;
+  };
+  BenchData d;
+  d.producer_ms = o.data_ms;
+  d.prefetch = static_cast<int>(prefetch.depth);
+  d.block_steps = kDataBlock;
+  std::vector<double> waits, produces;
+  auto block = [&](std::size_t i) {
+    Runner& run = runners[i];
+    run.enter();
+    synchronize(device);
+    const auto t0 = Clock::now();
+    if (i == 1) {
+      int made = 0;
+      Prefetcher<at::Tensor> batches(
+          [&]() -> std::optional<at::Tensor> {
+            if (made == kDataBlock) return std::nullopt;
+            ++made;
+            return produce();
+          },
+          prefetch);
+      while (auto b = batches.next()) {
+        x.copy_(*b);
+        run.step(x, target);
+      }
+      synchronize(device);
+      const PrefetchStats st = batches.stats();
+      waits.push_back(st.waited_ms / kDataBlock);
+      produces.push_back(st.produce_ms / kDataBlock);
+    } else {
+      for (int k = 0; k < kDataBlock; ++k) {
+        x.copy_(produce());
+        run.step(x, target);
+      }
+      synchronize(device);
+    }
+    samples[i].push_back(ms_since(t0) / kDataBlock);
+  };
+  const int rounds = (o.steps + kDataBlock - 1) / kDataBlock;
+  std::vector<std::size_t> order(runners.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  for (int round = 0; round < rounds; ++round) {
+    report(progress, label, "timing", round * kDataBlock, rounds * kDataBlock);
+    std::shuffle(order.begin(), order.end(), rng);
+    for (std::size_t i : order) block(i);
+  }
+  report(progress, label, "timing", rounds * kDataBlock, rounds * kDataBlock);
+  d.accelkit_wait_ms = median_of(waits);
+  d.accelkit_produce_ms = median_of(produces);
+  return d;
+}
 
 }  // namespace
 
@@ -557,24 +641,42 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
     report(progress, label, "warmup", w, o.warmup);
     for (Runner& run : runners) run.step(x, target);
   }
+  // Each variant's step peak: one untimed step inside a MemoryScope.
+  std::vector<std::optional<std::uint64_t>> step_peaks(runners.size());
+  for (std::size_t i = 0; i < runners.size(); ++i) {
+    runners[i].enter();
+    synchronize(device);
+    MemoryScope scope(rt.device_handle(), "step");
+    runners[i].step(x, target);
+    synchronize(device);
+    const MemoryReport m = scope.stop();
+    if (m.measured) step_peaks[i] = m.peak_over_start();
+    r.memory_source = m.measured ? m.source : "not measured: " + m.note;
+  }
   std::vector<std::vector<double>> samples(runners.size());
   std::vector<std::array<std::vector<double>, 3>> phases(runners.size());
   std::vector<std::size_t> order(runners.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::mt19937_64 rng(o.seed);
   const std::optional<CpuSample> timing_start = sample_cpu();
-  for (int round = 0; round < o.steps; ++round) {
-    report(progress, label, "timing", round, o.steps);
-    // A fresh (seeded) order every round, so no variant always runs right after another one
-    // (the step after a 1-thread phase starts its second core cold).
-    std::shuffle(order.begin(), order.end(), rng);
-    for (std::size_t i : order) {
-      double ph[3] = {0, 0, 0};
-      samples[i].push_back(runners[i].timed_step(x, target, ph));
-      for (int p = 0; p < 3; ++p) phases[i][p].push_back(ph[p]);
+  if (o.data_ms > 0) {
+    r.data = time_with_data(rt, o, runners, x, target, samples, progress, label, rng);
+    for (std::size_t i = 0; i < runners.size(); ++i)
+      for (auto& p : phases[i]) p.assign(1, 0.0);  // blocks are timed whole: no phases
+  } else {
+    for (int round = 0; round < o.steps; ++round) {
+      report(progress, label, "timing", round, o.steps);
+      // A fresh (seeded) order every round, so no variant always runs right after another one
+      // (the step after a 1-thread phase starts its second core cold).
+      std::shuffle(order.begin(), order.end(), rng);
+      for (std::size_t i : order) {
+        double ph[3] = {0, 0, 0};
+        samples[i].push_back(runners[i].timed_step(x, target, ph));
+        for (int p = 0; p < 3; ++p) phases[i][p].push_back(ph[p]);
+      }
     }
+    report(progress, label, "timing", o.steps, o.steps);
   }
-  report(progress, label, "timing", o.steps, o.steps);
   int most_threads = 0;
   for (const Runner& run : runners) most_threads = std::max(most_threads, run.info.threads);
   machine_after(r.machine, timing_start, most_threads);
@@ -585,6 +687,7 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
     v.forward_ms = median_of(phases[i][0]);
     v.backward_ms = median_of(phases[i][1]);
     v.optimizer_ms = median_of(phases[i][2]);
+    v.step_peak_bytes = step_peaks[i];
   };
   finish(r.baseline, 0);
   finish(r.accelkit, 1);

@@ -125,6 +125,8 @@ void variant(Writer& w, const char* key, const BenchVariant& v) {
       .field("description", v.description);
   if (v.rel_error) w.field("rel_error", *v.rel_error);
   if (v.cosine) w.field("cosine", *v.cosine);
+  if (v.step_peak_bytes) w.field("step_peak_bytes", static_cast<std::int64_t>(*v.step_peak_bytes));
+  else w.null("step_peak_bytes");
   w.open_array("samples_ms");
   for (double s : v.time.samples_ms) w.element(s);
   w.close();
@@ -212,6 +214,20 @@ std::string bench_json(const BenchResult& r, int indent) {
         .close();
   } else {
     w.null("floor");
+  }
+
+  w.field("memory_source", r.memory_source);
+  if (r.data) {
+    const BenchData& d = *r.data;
+    w.open("data")
+        .field("producer_ms", d.producer_ms)
+        .field("prefetch", d.prefetch)
+        .field("block_steps", d.block_steps)
+        .field("accelkit_wait_ms", d.accelkit_wait_ms)
+        .field("accelkit_produce_ms", d.accelkit_produce_ms)
+        .close();
+  } else {
+    w.null("data");
   }
 
   const BenchAccuracy& a = r.accuracy;

@@ -59,6 +59,13 @@ struct BenchOptions {
   // A model file in inference mode: "int8" also times Runtime::quantize's INT8 Linear model
   // (a variant of its own, its output error shown; never chosen for accelkit: it is lossy).
   std::string quantize;
+  // > 0 (built-in training models): each step's input comes from a producer that spends this
+  // many ms of CPU work per batch (a stand-in for decoding and augmentation). The accelkit
+  // variant takes its batches through accelkit::Prefetcher (the `prefetch` setting, staged on
+  // the device); the others produce each batch in the step, as a plain program does. The
+  // variants then alternate in blocks of BenchData::block_steps steps (a fresh prefetcher per
+  // block, so its thread never runs during another variant's steps).
+  double data_ms = 0;
   bool floors = true;         // measure copy bandwidth and the matmul rate
   std::int64_t floor_copy_bytes = 0;  // per buffer; 0 = 512 MiB on CPU, 1 GiB on a GPU
   int floor_matmul_n = 0;             // n of the n^3 matmul; 0 = 2048 on CPU, 8192 on a GPU
@@ -102,6 +109,9 @@ struct BenchVariant {
   double backward_ms = 0;
   double optimizer_ms = 0;
   std::vector<double> check;  // accuracy check: loss per step (optimizer: parameter norm)
+  // The device memory one step took above what was in use when it began (MemoryScope around
+  // one untimed step after the warm-up); nullopt where the device reports no memory.
+  std::optional<std::uint64_t> step_peak_bytes;
   // Inference: outputs against the baseline's on the same inputs (none for the baseline).
   std::optional<double> rel_error;
   std::optional<double> cosine;
@@ -159,6 +169,17 @@ struct BenchMachine {
   std::string waited;             // --wait-quiet: "" when it became quiet, else what was seen
 };
 
+// --data-ms: the input pipeline's part of the run.
+struct BenchData {
+  double producer_ms = 0;       // CPU work per batch asked for
+  int prefetch = 0;             // the accelkit variant's prefetch depth (0: in the step, too)
+  int block_steps = 0;          // steps per block (one timed sample = a block's mean step)
+  // The accelkit variant's steps: median over blocks of the time they waited for their batch,
+  // and of the producer's time per batch (on its thread), per step (ms).
+  double accelkit_wait_ms = 0;
+  double accelkit_produce_ms = 0;
+};
+
 struct BenchResult {
   std::string model;       // mlp | transformer | cnn | optimizer | the model file's path
   std::string mode = "train";  // train | infer
@@ -183,6 +204,9 @@ struct BenchResult {
   std::optional<double> speedup_vs_tuned;  // tuned median / accelkit median
   std::optional<double> speedup_vs_eager;  // eager median / accelkit median
   BenchFloor floor;
+  std::optional<BenchData> data;  // --data-ms
+  // Where the step peaks come from (the device's MemoryStats::source), or why there are none.
+  std::string memory_source;
   BenchAccuracy accuracy;
   // With the `autotune` setting (profile auto): how the accelkit variant's settings were
   // chosen, on this model, before the check (mlp, transformer; the optimizer model has no loss).
