@@ -104,6 +104,11 @@ void render(std::ostream& out, const BenchResult& r) {
         << ", the others produce in the step; accelkit's steps waited " << fixed(d.accelkit_wait_ms, 2)
         << " ms each for their batch (" << fixed(step > 0 ? 100 * d.accelkit_wait_ms / step : 0, 0) << "% of a step)"
         << (step > 0 && d.accelkit_wait_ms > 0.1 * step ? ": the input pipeline holds the training back" : "") << '\n';
+    // A CPU-bound producer on a CPU whose cores all compute the step: they share the cores.
+    if (d.prefetch > 0 && r.torch_device == "cpu" && r.accelkit.threads >= r.machine.logical_cores)
+      out << "  the producer thread shares the " << r.machine.logical_cores << " cores the step's " << r.accelkit.threads
+          << " threads compute on: a CPU-bound producer gains from prefetching only with a core of its own (--threads "
+          << std::max(1, r.machine.logical_cores - 1) << ")\n";
   }
   if (!r.machine.waited.empty()) out << "\nwarning: --wait-quiet: " << r.machine.waited << '\n';
   if (r.machine.busy) out << "\nwarning: " << r.machine.note << '\n';
