@@ -70,7 +70,7 @@ TEST_CASE("schema: display order, types, env names and options, [routing] and [t
   }
   CHECK(top == std::vector<std::string>{"device", "no_gpu", "precision", "tf32", "compile", "sdpa_backend",
                                         "fused_optimizer", "adamw_implementation", "master_weights", "threads",
-                                        "blas_kernels", "batch_size", "prefetch", "profile", "sampler", "autotune",
+                                        "blas_kernels", "batch_size", "prefetch", "memory_margin", "profile", "sampler", "autotune",
                                         "autotune_cache", "log_level", "plugin_scan", "plugin_scan_timeout",
                                         "plugin_scan_memory", "prefer", "require"});
   CHECK(routing == op_class_names().size());
@@ -201,6 +201,7 @@ TEST_CASE("file layer: every key, with file:line:column") {
   CHECK_FALSE(*s->plugin_scan);
   CHECK(*s->plugin_scan_timeout == 30);
   CHECK(*s->plugin_scan_memory == 1024);
+  CHECK(*s->memory_margin == 15);
   for (const auto& [key, eff] : s.all()) {
     if (key.find('.') != std::string::npos) continue;  // [routing] and [train]: not in this file
     CHECK_MESSAGE(eff.origin == Origin::file, key);

@@ -18,6 +18,7 @@
 #include "accelkit/runtime.hpp"
 #include "accelkit/version.hpp"
 #include "autotune_cache.hpp"
+#include "model_snapshot.hpp"
 #include "accelkit/device_sync.hpp"
 #include "strings.hpp"
 
@@ -135,42 +136,6 @@ double median(std::vector<double> v) {
   const std::size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
-
-// The model's parameters and buffers, LibTorch's CPU generator: saved on construction,
-// put back by restore().
-class ModelSnapshot {
- public:
-  explicit ModelSnapshot(torch::nn::Module& m) : module_(m) {
-    at::NoGradGuard no_grad;
-    for (const auto& p : m.parameters()) params_.push_back(p.detach().clone());
-    for (const auto& b : m.buffers()) buffers_.push_back(b.detach().clone());
-    at::Generator gen = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    rng_ = gen.get_state();
-  }
-  void restore(bool rng) {
-    at::NoGradGuard no_grad;
-    auto params = module_.parameters();
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      // A trial with master weights left the param in bf16: give it back its own dtype.
-      if (params[i].scalar_type() == params_[i].scalar_type()) params[i].copy_(params_[i]);
-      else params[i].set_data(params_[i].clone());
-      params[i].mutable_grad() = at::Tensor();
-    }
-    auto buffers = module_.buffers();
-    for (std::size_t i = 0; i < buffers.size(); ++i) buffers[i].copy_(buffers_[i]);
-    if (rng) {
-      at::Generator gen = at::detail::getDefaultCPUGenerator();
-      std::lock_guard<std::mutex> lock(gen.mutex());
-      gen.set_state(rng_);
-    }
-  }
-
- private:
-  torch::nn::Module& module_;
-  std::vector<at::Tensor> params_, buffers_;
-  at::Tensor rng_;
-};
 
 constexpr std::uint64_t kTrialSeed = 0x5eed;
 

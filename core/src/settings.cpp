@@ -378,6 +378,9 @@ std::vector<SettingSpec> make_schema() {
   s.push_back(int_spec("prefetch", 2, 0, 64, "ACCELKIT_PREFETCH",
                        "batches the input pipeline keeps ready on a background thread (0 = produced in the step)",
                        store_as<int>(ACCELKIT_FIELD(prefetch))));
+  s.push_back(int_spec("memory_margin", 10, 0, 90, "ACCELKIT_MEMORY_MARGIN",
+                       "percent of the device's memory the batch-size finder leaves free",
+                       store_as<int>(ACCELKIT_FIELD(memory_margin))));
   s.push_back(enum_spec<Profile>("profile", Profile::balanced, "ACCELKIT_PROFILE", "tuning profile",
                                  store_enum<Profile>(ACCELKIT_FIELD(profile))));
   s.push_back(flag_spec("sampler", true, "ACCELKIT_SAMPLER", "background telemetry sampler thread",

@@ -90,6 +90,20 @@ Status CudaDevice::reset_peak_memory() noexcept {
   return Status(StatusCode::not_supported, "LibTorch in this process has no CUDA: no allocator peak to reset");
 }
 
+Status CudaDevice::empty_cache() noexcept {
+#ifdef ACCELKIT_CUDA_TORCH_GLUE
+  if (info_.capabilities.has(Capability::memory_stats)) {
+    try {
+      c10::cuda::CUDACachingAllocator::emptyCache();
+      return Status();
+    } catch (const std::exception& e) {
+      return Status(StatusCode::internal, std::string("cuda empty_cache: ") + e.what());
+    }
+  }
+#endif
+  return Status(StatusCode::not_supported, "LibTorch in this process has no CUDA: no allocator cache to empty");
+}
+
 Result<std::shared_ptr<CapturedStep>> CudaDevice::capture_step(torch::optim::Optimizer& optimizer,
                                                                std::function<void()> step, int warmup) noexcept {
   return guarded("cuda capture_step", [&]() -> Result<std::shared_ptr<CapturedStep>> {

@@ -25,6 +25,7 @@ class CudaDevice final : public Device {
   // and NVML's total and free memory.
   Result<MemoryStats> memory() noexcept override;
   Status reset_peak_memory() noexcept override;
+  Status empty_cache() noexcept override;
   // GraphedStep behind accelkit::CapturedStep; not_supported without the LibTorch-CUDA glue.
   Result<std::shared_ptr<CapturedStep>> capture_step(torch::optim::Optimizer& optimizer, std::function<void()> step,
                                                      int warmup) noexcept override;

@@ -24,6 +24,7 @@
 #include "accelkit/adamw_choice.hpp"
 #include "accelkit/alignment.hpp"
 #include "accelkit/autotune.hpp"
+#include "accelkit/batch_finder.hpp"
 #include "accelkit/context.hpp"
 #include "accelkit/inference.hpp"
 #include "accelkit/loss_scaler.hpp"
@@ -139,6 +140,10 @@ class Runtime {
   // tunes nothing and returns the current choices with origin "settings". Settings the user
   // fixed (config file, environment, command line) are never overridden.
   TuneDecision autotune(const TuneProblem& problem, const TuneOptions& options = {});
+  // The batch-size finder (batch_finder.hpp): the largest batch this device trains `problem`
+  // with inside the memory budget, and the accumulation steps for a target effective batch.
+  // Throws BatchDoesNotFitError when not even options.min fits.
+  BatchDecision find_batch_size(const BatchProblem& problem, const BatchSearchOptions& options = {});
   // The last autotune() decision, if any.
   const std::optional<TuneDecision>& tune_decision() const noexcept { return tune_; }
 

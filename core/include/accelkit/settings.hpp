@@ -106,6 +106,7 @@ struct Config {
   Setting<BlasKernels> blas_kernels;
   Setting<std::int64_t> batch_size;           // 0 = auto
   Setting<int> prefetch;                      // batches kept ready by accelkit::Prefetcher; 0 = none
+  Setting<int> memory_margin;                 // % of the device's memory the batch-size finder leaves free
   Setting<Profile> profile;
   Setting<bool> sampler;
   Setting<bool> autotune;

@@ -60,7 +60,8 @@
  *        slot.
  *   7.0  Device memory through the contract: Device::memory() returns MemoryStats
  *        (memory.hpp: in use, peak, reserved, total, available, with their source) and
- *        Device::reset_peak_memory() starts a new peak, for MemoryScope, `bench` and `report`.
+ *        Device::reset_peak_memory() starts a new peak, for MemoryScope, `bench` and `report`;
+ *        Device::empty_cache() gives the allocator's cache back (the batch-size finder).
  *        A 6.x plugin is refused: its Device vtable has neither slot.
  *
  * Thread-safety: accelkit_plugin_info may be called from any thread, any number of times.

@@ -140,6 +140,11 @@ class Device {
   virtual Status reset_peak_memory() noexcept {
     return Status(StatusCode::not_supported, "this device's plugin keeps no peak it can reset");
   }
+  // Gives the allocator's cached, unused memory back to the device (LibTorch's emptyCache()),
+  // e.g. after an out-of-memory error. Since ABI 7.0.
+  virtual Status empty_cache() noexcept {
+    return Status(StatusCode::not_supported, "this device's plugin has no allocator cache to empty");
+  }
 };
 
 }  // namespace accelkit

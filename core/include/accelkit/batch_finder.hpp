@@ -1,0 +1,102 @@
+// The batch-size finder: how large a batch this device can train this model with.
+//
+// Runtime::find_batch_size(problem, options) runs real training steps (forward, loss, backward,
+// the AdamW make_adamw gives) and reads the device's memory through its plugin:
+//   - where the device counts its allocator (a GPU): the batch grows (x2 from `start`) until a
+//     step runs out of memory or its peak passes the budget, then a binary search between the
+//     last batch that fitted and the first that did not (to within 1/16 of it). An
+//     out-of-memory error (c10::OutOfMemoryError, or LibTorch's "out of memory" text) is a
+//     trial that did not fit: the allocator's cache is emptied (Device::empty_cache()) and the
+//     search goes on.
+//   - on the CPU (the process's resident set): running out of memory would meet the kernel's
+//     OOM killer, so nothing beyond small batches runs: the step's memory is measured at two
+//     small batches, the per-sample growth fitted, and the largest batch that fits the budget
+//     computed from it.
+// The budget is the memory available when the search starts less the `memory_margin` setting
+// (percent of the device's total, default 10), or less when options.memory_budget says so.
+// Trials leave no trace: the model's parameters, buffers and LibTorch's CPU random state are
+// put back after the search.
+//
+// With a target effective batch, the answer is a batch and the gradient-accumulation steps
+// that reach it: accumulation = ceil(target / largest), batch = ceil(target / accumulation).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+
+#include "accelkit/sdk/optimizer.hpp"
+
+namespace accelkit {
+
+struct BatchProblem {
+  std::string name;                    // shown in the decision; optional
+  torch::nn::Module* model = nullptr;  // on the runtime's device already (Runtime::prepare)
+  std::function<at::Tensor(const at::Tensor& input)> forward;  // runs under the plan's autocast
+  // Runs outside autocast; `output` is converted to fp32 first.
+  std::function<at::Tensor(const at::Tensor& output, const at::Tensor& target)> loss;
+  // A batch of `batch` samples, input and target, on the device.
+  std::function<std::pair<at::Tensor, at::Tensor>(std::int64_t batch)> make_batch;
+  AdamWConfig adamw;
+};
+
+struct BatchTrial {
+  std::int64_t batch = 0;
+  bool fits = false;
+  std::uint64_t peak_bytes = 0;  // the most in use during the step (0 when not measured)
+  std::string note;              // "out of memory", "peak over the budget", "measured"
+};
+
+struct BatchSearchOptions {
+  std::int64_t min = 1;
+  std::int64_t max = 65536;
+  std::int64_t start = 0;                   // the first batch tried on a GPU (a preset); 0 = min
+  std::int64_t target_effective_batch = 0;  // 0: none (accumulation 1)
+  int margin_pct = -1;                      // -1: the memory_margin setting
+  std::uint64_t memory_budget = 0;          // > 0: at most this many bytes for the training
+  std::function<void(const BatchTrial&)> progress;  // after each trial
+};
+
+struct BatchDecision {
+  std::int64_t batch = 0;          // what to train with
+  std::int64_t accumulation = 1;   // gradient-accumulation steps
+  std::int64_t effective = 0;      // batch x accumulation
+  std::int64_t largest = 0;        // the largest batch found to fit
+  std::uint64_t memory_at_largest = 0;  // the step's peak at `largest` (measured or fitted)
+  std::uint64_t budget = 0;        // bytes the search allowed
+  int margin_pct = 0;
+  std::string method;              // "search" (trials to the limit) | "fit" (measured growth)
+  std::string device;
+  std::string why;                 // one line for people
+  std::vector<BatchTrial> trials;
+};
+
+// Nothing fits, not even options.min: the message names the memory needed and available.
+class BatchDoesNotFitError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+namespace batch_finder {
+
+// The search on trials (pure; tested directly): grow x2 from start (min when 0) while trials
+// fit, then binary search to within max(1, lo / 16). Throws BatchDoesNotFitError when
+// options.min does not fit.
+BatchDecision search(const std::function<BatchTrial(std::int64_t)>& trial, const BatchSearchOptions& options);
+
+// The largest batch whose fitted memory (fixed + per_sample x batch) stays within `budget`,
+// clamped to [min, max]; throws BatchDoesNotFitError when min does not fit.
+std::int64_t fit(double fixed_bytes, double per_sample_bytes, std::uint64_t budget, const BatchSearchOptions& options);
+
+// Fills batch, accumulation and effective from decision.largest and the target.
+void accumulate(BatchDecision& decision, std::int64_t target_effective_batch);
+
+}  // namespace batch_finder
+
+}  // namespace accelkit

@@ -1,0 +1,145 @@
+// The batch-size finder (batch_finder.hpp): the GPU search on scripted trials whose "device"
+// runs out of memory above N samples (growth, recovery after each out-of-memory trial, the
+// binary search), the CPU fit, the accumulation steps for a target effective batch, and
+// Runtime::find_batch_size on the CPU on a real model with a small memory budget: its answer
+// fits the budget and the search leaves the model and the random state as they were.
+#include <torch/torch.h>
+
+#include "torch_doctest.hpp"
+
+#include <cstdlib>
+#include <memory>
+
+#include <accelkit/batch_finder.hpp>
+#include <accelkit/runtime.hpp>
+
+using namespace accelkit;
+
+namespace {
+
+// A device that runs out of memory above `limit` samples; a step takes 1000 bytes a sample.
+std::function<BatchTrial(std::int64_t)> oom_above(std::int64_t limit, std::vector<std::int64_t>& tried) {
+  return [limit, &tried](std::int64_t b) {
+    tried.push_back(b);
+    BatchTrial t;
+    t.batch = b;
+    t.fits = b <= limit;
+    t.peak_bytes = t.fits ? static_cast<std::uint64_t>(b) * 1000 : 0;
+    t.note = t.fits ? "fits" : "out of memory";
+    return t;
+  };
+}
+
+}  // namespace
+
+TEST_CASE("search: grows x2 to the first out-of-memory, then bisects to within 1/16 below the limit") {
+  for (std::int64_t limit : {1, 7, 300, 1000, 4097}) {
+    std::vector<std::int64_t> tried;
+    BatchSearchOptions o;
+    o.max = 65536;
+    const BatchDecision d = batch_finder::search(oom_above(limit, tried), o);
+    INFO("limit " << limit);
+    CHECK(d.largest <= limit);
+    CHECK(d.largest >= limit - std::max<std::int64_t>(1, limit / 16));
+    CHECK(d.memory_at_largest == static_cast<std::uint64_t>(d.largest) * 1000);
+    CHECK(d.trials.size() == tried.size());
+    CHECK(tried.size() <= 25);
+    // After an out-of-memory trial the search went on (the recovery) unless it was the last.
+    std::size_t ooms = 0;
+    for (auto b : tried) ooms += b > limit;
+    CHECK(ooms >= 1);
+  }
+}
+
+TEST_CASE("search: a preset start above the limit halves down first; max caps the growth") {
+  std::vector<std::int64_t> tried;
+  BatchSearchOptions o;
+  o.start = 1024;  // a preset (e.g. ROCm's) is where the search starts, not the answer
+  const BatchDecision d = batch_finder::search(oom_above(300, tried), o);
+  CHECK(tried.front() == 1024);
+  CHECK(d.largest <= 300);
+  CHECK(d.largest >= 300 - 300 / 16);
+
+  tried.clear();
+  o = BatchSearchOptions{};
+  o.max = 1000;
+  const BatchDecision capped = batch_finder::search(oom_above(1'000'000, tried), o);
+  CHECK(capped.largest == 1000);
+  CHECK(tried.back() == 1000);
+}
+
+TEST_CASE("search: nothing fits at min - an error naming the batch, no answer") {
+  std::vector<std::int64_t> tried;
+  BatchSearchOptions o;
+  o.min = 4;
+  CHECK_THROWS_WITH_AS(batch_finder::search(oom_above(2, tried), o), "the model does not fit at batch 4 (out of memory)",
+                       BatchDoesNotFitError);
+  o.min = 0;
+  CHECK_THROWS_AS(batch_finder::search(oom_above(2, tried), o), std::invalid_argument);
+}
+
+TEST_CASE("fit: the largest batch inside the budget; accumulation reaches a target effective batch") {
+  BatchSearchOptions o;
+  CHECK(batch_finder::fit(100e6, 1e6, 612'000'000, o) == 512);
+  CHECK(batch_finder::fit(-5e6, 1e6, 612'000'000, o) == 612);  // a negative intercept counts as 0
+  CHECK(batch_finder::fit(0, 0, 1'000, o) == o.max);           // no growth measured
+  o.max = 100;
+  CHECK(batch_finder::fit(0, 1e6, 612'000'000, o) == 100);
+  o.min = 8;
+  CHECK_THROWS_AS(batch_finder::fit(100e6, 1e6, 105'000'000, o), BatchDoesNotFitError);
+
+  BatchDecision d;
+  d.largest = 384;
+  batch_finder::accumulate(d, 1000);
+  CHECK(d.accumulation == 3);
+  CHECK(d.batch == 334);
+  CHECK(d.effective == 1002);
+  batch_finder::accumulate(d, 200);
+  CHECK(d.accumulation == 1);
+  CHECK(d.batch == 200);
+  batch_finder::accumulate(d, 0);
+  CHECK(d.batch == 384);
+  CHECK(d.effective == 384);
+}
+
+TEST_CASE("Runtime::find_batch_size on the CPU: a small budget bounds the batch; no trace in the model or RNG") {
+  ::setenv("ACCELKIT_PLUGIN_PATH", ACCELKIT_PLUGIN_OUTPUT_DIR, 1);
+  ContextOptions co;
+  co.settings.cli = {{"device", "cpu"}, {"precision", "fp32"}};
+  auto rt = Runtime::start(co);
+  torch::manual_seed(3);
+  torch::nn::Sequential model(torch::nn::Linear(256, 1024), torch::nn::ReLU(), torch::nn::Linear(1024, 1024),
+                              torch::nn::ReLU(), torch::nn::Linear(1024, 16));
+  rt->prepare(*model);
+  std::vector<at::Tensor> before;
+  for (const auto& p : model->parameters()) before.push_back(p.detach().clone());
+
+  BatchProblem p;
+  p.name = "mlp";
+  p.model = model.ptr().get();
+  p.forward = [&](const at::Tensor& x) { return model->forward(x); };
+  p.loss = [](const at::Tensor& y, const at::Tensor& t) { return torch::mse_loss(y, t); };
+  p.make_batch = [](std::int64_t b) { return std::make_pair(torch::randn({b, 256}), torch::randn({b, 16})); };
+  BatchSearchOptions o;
+  o.memory_budget = 96u << 20;
+  o.target_effective_batch = 50'000;
+  torch::manual_seed(5);
+  const at::Tensor expect_next = torch::rand({4});  // what the random stream gives next
+  torch::manual_seed(5);
+  const BatchDecision d = rt->find_batch_size(p, o);
+  MESSAGE(d.why);
+  CHECK(d.method == "fit");
+  CHECK(d.device == "cpu:0");
+  CHECK(d.budget <= o.memory_budget);
+  CHECK(d.largest >= 1);
+  CHECK(d.largest < 65536);  // the budget, not max, bounded it
+  CHECK(d.memory_at_largest <= d.budget);
+  CHECK(d.trials.size() >= 2);
+  CHECK(d.accumulation * d.batch == d.effective);
+  CHECK(d.effective >= 50'000);
+  CHECK(d.batch <= d.largest);
+  // No trace: the parameters as they were, and the random stream where it was.
+  const auto params = model->parameters();
+  for (std::size_t i = 0; i < params.size(); ++i) CHECK(torch::equal(params[i], before[i]));
+  CHECK(torch::equal(torch::rand({4}), expect_next));
+}
