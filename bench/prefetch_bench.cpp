@@ -23,17 +23,13 @@
 #include <torch/torch.h>
 
 #include "accelkit/prefetch.hpp"
+#include "bench_timing.hpp"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using accelkit::bench_timing::Clock;
+using accelkit::bench_timing::median;
+using accelkit::bench_timing::ms_since;
 
 struct Options {
   bool sleep = false;        // producer: sleep (I/O) instead of decoding
