@@ -340,6 +340,8 @@ TEST_CASE("report --apply reads the values back from LibTorch") {
     CHECK(mem["peak"].get<std::uint64_t>() >= mem["in_use"].get<std::uint64_t>());
     CHECK(mem["available"].get<std::uint64_t>() <= mem["total"].get<std::uint64_t>());
     CHECK(mem["source"].get<std::string>().find("/proc/self/status") != std::string::npos);
+    CHECK(j["data_pipeline"]["prefetch"] == 2);
+    CHECK(j["data_pipeline"]["from"] == "built-in");
   }
   SUBCASE("threads from a config") {
     auto r = run_cli({"report", "--apply", "--json", "--config", config("threads_one.toml")});

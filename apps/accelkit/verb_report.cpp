@@ -135,6 +135,22 @@ int verb_report(const Invocation& inv, Context& ctx) {
     render_plan(std::cout, request, plan.value());
   }
 
+  // The input pipeline: how far ahead batches are produced, and where the wait is measured.
+  {
+    const Setting<int>& pf = ctx.config().prefetch;
+    const std::string where =
+        "the steps' wait for data is measured where steps run: accelkit train ends with 'data: ...' (JSON "
+        "data.wait_ms_per_step), accelkit bench --data-ms MS shows it for a producer of MS ms, Prefetcher::stats() in a program";
+    if (inv.json) {
+      j["data_pipeline"] = Json{{"prefetch", *pf}, {"from", pf.from()}, {"wait_measured_by", where}};
+    } else {
+      std::cout << "\nData pipeline: prefetch " << *pf << " (from " << pf.from() << "): "
+                << (*pf > 0 ? "batches produced " + std::to_string(*pf) + " ahead on a background thread"
+                            : std::string("batches produced in the step"))
+                << "\n  " << where << '\n';
+    }
+  }
+
   // The device's memory now, as its plugin reports it (Device::memory()).
   {
     const Result<MemoryStats> mem = device->memory();
