@@ -10,9 +10,8 @@
 
 namespace accelkit::cpu {
 
-MemInfo parse_meminfo(std::string_view text) {
+std::map<std::string, std::uint64_t> parse_kb_lines(std::string_view text, std::string& implausible) {
   std::map<std::string, std::uint64_t> kb;
-  std::string implausible;
   std::size_t pos = 0;
   while (pos < text.size()) {
     std::size_t nl = text.find('\n', pos);
@@ -38,6 +37,12 @@ MemInfo parse_meminfo(std::string_view text) {
     }
     kb[key] = *bytes;
   }
+  return kb;
+}
+
+MemInfo parse_meminfo(std::string_view text) {
+  std::string implausible;
+  std::map<std::string, std::uint64_t> kb = parse_kb_lines(text, implausible);
   MemInfo out;
   out.implausible = implausible;
   if (auto it = kb.find("MemTotal"); it != kb.end()) out.total_bytes = it->second;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,5 +19,10 @@ struct MemInfo {
 };
 
 MemInfo parse_meminfo(std::string_view text);
+
+// The "Key: N kB" lines of a procfs text (/proc/meminfo, /proc/<pid>/status) in bytes; lines
+// without a number are skipped, a figure that cannot be memory is left out and the first one
+// named in `implausible`.
+std::map<std::string, std::uint64_t> parse_kb_lines(std::string_view text, std::string& implausible);
 
 }  // namespace accelkit::cpu

@@ -11,33 +11,15 @@
 #include "meminfo.hpp"
 
 namespace accelkit::cpu {
-namespace {
-
-// "VmRSS:\t  123456 kB" -> bytes.
-std::optional<std::uint64_t> kb_field(std::string_view text, std::string_view key) {
-  std::size_t at = 0;
-  while (at < text.size()) {
-    std::size_t end = text.find('\n', at);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view line = text.substr(at, end - at);
-    at = end + 1;
-    if (line.size() <= key.size() || line.substr(0, key.size()) != key || line[key.size()] != ':') continue;
-    std::size_t i = key.size() + 1;
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
-    std::uint64_t kb = 0;
-    std::size_t digits = 0;
-    for (; i < line.size() && line[i] >= '0' && line[i] <= '9' && digits < 15; ++i, ++digits)
-      kb = kb * 10 + static_cast<std::uint64_t>(line[i] - '0');
-    if (digits == 0 || digits == 15 || line.substr(i).find("kB") == std::string_view::npos) return std::nullopt;
-    return kb * 1024;
-  }
-  return std::nullopt;
-}
-
-}  // namespace
 
 ProcStatusMemory parse_proc_status_memory(std::string_view text) {
-  return {kb_field(text, "VmRSS"), kb_field(text, "VmHWM")};
+  std::string implausible;
+  const std::map<std::string, std::uint64_t> kb = parse_kb_lines(text, implausible);
+  auto field = [&](const char* key) -> std::optional<std::uint64_t> {
+    auto it = kb.find(key);
+    return it == kb.end() ? std::nullopt : std::optional<std::uint64_t>(it->second);
+  };
+  return {field("VmRSS"), field("VmHWM")};
 }
 
 MemoryStats read_process_memory(const host::FileReader& reader) {
