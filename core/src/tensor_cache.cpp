@@ -119,41 +119,31 @@ void tc_touch(int fd) {
   (void)::futimens(fd, times);  // recency is best effort: a file the process may not touch still reads
 }
 
-void tc_put_u32(std::string& out, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+// Little-endian unsigned integers of any width, appended to `out`.
+template <typename T>
+void tc_put_le(std::string& out, T v) {
+  for (std::size_t i = 0; i < sizeof(T); ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
-
-void tc_put_u64(std::string& out, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
+void tc_put_u32(std::string& out, std::uint32_t v) { tc_put_le(out, v); }
+void tc_put_u64(std::string& out, std::uint64_t v) { tc_put_le(out, v); }
 
 // Reads the little-endian fields of a header held in memory, never past its end.
 struct TcReader {
   const unsigned char* p;
   std::size_t left;
 
-  bool u8(std::uint8_t& v) {
-    if (left < 1) return false;
-    v = *p++;
-    --left;
-    return true;
-  }
-  bool u32(std::uint32_t& v) {
-    if (left < 4) return false;
+  template <typename T>
+  bool le(T& v) {
+    if (left < sizeof(T)) return false;
     v = 0;
-    for (int i = 0; i < 4; ++i) v |= static_cast<std::uint32_t>(p[i]) << (8 * i);
-    p += 4;
-    left -= 4;
+    for (std::size_t i = 0; i < sizeof(T); ++i) v = static_cast<T>(v | static_cast<T>(static_cast<T>(p[i]) << (8 * i)));
+    p += sizeof(T);
+    left -= sizeof(T);
     return true;
   }
-  bool u64(std::uint64_t& v) {
-    if (left < 8) return false;
-    v = 0;
-    for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
-    p += 8;
-    left -= 8;
-    return true;
-  }
+  bool u8(std::uint8_t& v) { return le(v); }
+  bool u32(std::uint32_t& v) { return le(v); }
+  bool u64(std::uint64_t& v) { return le(v); }
   bool text(std::string& s) {
     std::uint32_t n = 0;
     if (!u32(n) || n > left) return false;
