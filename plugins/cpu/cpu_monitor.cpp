@@ -36,6 +36,9 @@ std::vector<Reading> CpuMonitor::sample_unchecked(Clock::time_point now) {
                 "x86_pkg_temp thermal zone";
   }
   out.push_back(std::move(temp));
+  if (temperature_)
+    if (auto limit = read_temperature_limit(*temperature_, read_))
+      out.push_back({reading::temperature_limit_c, limit->celsius, "C", limit->source, ""});
 
   Reading power{reading::power_w, std::nullopt, "W", "", ""};
   if (!rapl_.empty()) power.source = rapl_.source();

@@ -129,4 +129,25 @@ TemperatureValue read_temperature(const TemperatureSource& source, const host::F
   return out;
 }
 
+std::optional<TemperatureLimit> read_temperature_limit(const TemperatureSource& source, const host::FileReader& read) {
+  std::optional<TemperatureLimit> out;
+  for (const std::string& input : source.inputs) {
+    // .../hwmonN/tempK_input -> .../hwmonN/tempK_max, _crit
+    if (input.size() < 6 || input.compare(input.size() - 6, 6, "_input") != 0) continue;
+    const std::string stem = input.substr(0, input.size() - 6);
+    for (const char* kind : {"_max", "_crit"}) {
+      auto milli = host::read_int(read, stem + kind);
+      if (!milli || *milli <= 0) continue;
+      const double c = static_cast<double>(*milli) / 1000.0;
+      if (!out || c < out->celsius) {
+        const auto slash = stem.rfind('/');
+        out = TemperatureLimit{c, source.description.substr(0, source.description.find(' ', 6)) + " " +
+                                      stem.substr(slash == std::string::npos ? 0 : slash + 1) + kind};
+      }
+      break;  // _max when there is one: the lower, where the CPU starts to throttle
+    }
+  }
+  return out;
+}
+
 }  // namespace accelkit::cpu

@@ -26,4 +26,13 @@ struct TemperatureValue {
 };
 TemperatureValue read_temperature(const TemperatureSource& source, const host::FileReader& read);
 
+// Where the CPU starts to protect itself: the lowest temp<N>_max (else temp<N>_crit) beside the
+// source's hwmon inputs, in C, with the file it came from. nullopt for thermal zones and for
+// chips that publish neither (k10temp usually does not).
+struct TemperatureLimit {
+  double celsius = 0;
+  std::string source;  // "hwmon coretemp temp1_max"
+};
+std::optional<TemperatureLimit> read_temperature_limit(const TemperatureSource& source, const host::FileReader& read);
+
 }  // namespace accelkit::cpu

@@ -33,6 +33,7 @@ bool load_nvml_api(const std::string& library, NvmlApi* api, std::string* error)
   if (!sym.optional("nvmlDeviceGetCurrentClocksEventReasons", out.clock_event_reasons))
     sym.optional("nvmlDeviceGetCurrentClocksThrottleReasons", out.clock_event_reasons);
   sym.optional("nvmlDeviceGetComputeRunningProcesses_v3", out.running_compute_processes);
+  sym.optional("nvmlDeviceGetTemperatureThreshold", out.temperature_threshold);
   // nvmlInit is reference counted and cheap to keep: the monitor needs it for the process's life.
   if (NvmlReturn r = out.init(); r != kNvmlSuccess) {
     *error = "nvmlInit_v2 failed: " + nvml_error_text(out, r);

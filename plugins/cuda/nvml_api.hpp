@@ -40,6 +40,8 @@ struct NvmlApi {
   NvmlReturn (*clock)(NvmlDevice, int type, unsigned int* mhz) = nullptr;
   // nvmlDeviceGetCurrentClocksEventReasons, or the older ...ThrottleReasons; optional.
   NvmlReturn (*clock_event_reasons)(NvmlDevice, unsigned long long* reasons) = nullptr;
+  // nvmlDeviceGetTemperatureThreshold (type 1: slowdown); optional.
+  NvmlReturn (*temperature_threshold)(NvmlDevice, int type, unsigned int* c) = nullptr;
   NvmlReturn (*utilization)(NvmlDevice, NvmlUtilization*) = nullptr;
   NvmlReturn (*memory)(NvmlDevice, NvmlMemory*) = nullptr;
   // nvmlDeviceGetComputeRunningProcesses_v3, called with a null array to count; optional.
@@ -56,6 +58,14 @@ bool load_nvml_api(const std::string& library, NvmlApi* api, std::string* error)
 
 // "Not Supported (3)", from nvmlErrorString when there is one.
 std::string nvml_error_text(const NvmlApi& api, NvmlReturn r);
+
+// NVML_TEMPERATURE_THRESHOLD_SLOWDOWN: where the GPU starts to slow its clocks.
+inline constexpr int kNvmlTemperatureThresholdSlowdown = 1;
+
+// The reasons of a clocks-event mask that mean the GPU is slowing itself down to protect
+// itself (power cap, thermal and hardware slowdowns, power brake), not idling or following a
+// setting.
+inline constexpr unsigned long long kNvmlThrottleMask = 0x4ull | 0x8ull | 0x20ull | 0x40ull | 0x80ull;
 
 // Names of the set bits of an NVML clocks-event (throttle) reasons mask, comma-separated
 // ("sw_power_cap,hw_thermal_slowdown"); "none" for 0.

@@ -72,6 +72,23 @@ std::vector<Reading> NvmlMonitor::sample_unchecked() const {
   e = nvml_->memory(device_, &mem);
   set(at(8), e, static_cast<double>(mem.used));
   set(at(9), e, static_cast<double>(mem.total));
+  // What the thermal guard acts on: the GPU's own slowdown temperature, and whether it slows
+  // itself down now (the protective reasons of the clocks-event mask).
+  if (nvml_->temperature_threshold) {
+    Reading limit{reading::temperature_limit_c, std::nullopt, "C", "NVML slowdown temperature", ""};
+    e = nvml_->temperature_threshold(device_, kNvmlTemperatureThresholdSlowdown, &u);
+    set(limit, e, u);
+    out.push_back(std::move(limit));
+  }
+  Reading throttled{reading::throttled, std::nullopt, "bool", "NVML clocks event reasons", ""};
+  if (at(5).value) {
+    const auto mask = static_cast<unsigned long long>(*at(5).value) & kNvmlThrottleMask;
+    throttled.value = mask ? 1.0 : 0.0;
+    throttled.note = mask ? clock_event_reason_names(mask) : std::string();
+  } else {
+    throttled.note = at(5).note;
+  }
+  out.push_back(std::move(throttled));
   return out;
 }
 

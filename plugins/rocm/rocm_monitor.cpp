@@ -45,6 +45,10 @@ std::vector<Reading> RocmMonitor::sample_unchecked() const {
     temp.note = missing(hwmon + "/temp1_input");
   }
   out.push_back(std::move(temp));
+  // amdgpu's edge limit (temp1_crit): the thermal guard's default threshold.
+  if (!hwmon.empty())
+    if (auto crit = host::read_int(hwmon + "/temp1_crit"); crit && *crit > 0)
+      out.push_back({reading::temperature_limit_c, static_cast<double>(*crit) / 1000.0, "C", "hwmon amdgpu temp1_crit", ""});
 
   Reading power{reading::power_w, std::nullopt, "W", "", ""};
   if (card_.power_file.empty()) {

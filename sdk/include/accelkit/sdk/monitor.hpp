@@ -22,6 +22,12 @@ inline constexpr const char* memory_used_bytes = "memory_used_bytes";
 inline constexpr const char* memory_total_bytes = "memory_total_bytes";
 inline constexpr const char* clock_mhz = "clock_mhz";
 inline constexpr const char* memory_clock_mhz = "memory_clock_mhz";
+// The temperature at which the device starts to slow itself down (NVML's slowdown threshold,
+// hwmon temp*_max or temp*_crit): the thermal guard's default threshold.
+inline constexpr const char* temperature_limit_c = "temperature_limit_c";
+// 1 while the device runs slower than it could for its own protection (thermal or power
+// limits), 0 when not; the note says why ("HW thermal slowdown, SW power cap"). Unit "bool".
+inline constexpr const char* throttled = "throttled";
 }  // namespace reading
 
 struct Reading {

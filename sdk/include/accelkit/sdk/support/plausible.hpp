@@ -28,7 +28,7 @@ inline constexpr double kMaxPowerW = 2000;                 // per device: the la
 inline constexpr std::uint64_t kMaxMemoryBytes = std::uint64_t{64} << 40;  // 64 TiB per device or host
 inline constexpr double kMaxClockMhz = 10000;              // 10 GHz
 
-// The range of a Reading's unit ("C", "W", "bytes", "MHz", "%"); nullopt for a unit without
+// The range of a Reading's unit ("C", "W", "bytes", "MHz", "%", "bool"); nullopt for a unit without
 // one (the value is then only required to be finite).
 inline std::optional<Range> range_for(std::string_view unit) noexcept {
   if (unit == "C") return Range{kMinTemperatureC, kMaxTemperatureC};
@@ -36,6 +36,7 @@ inline std::optional<Range> range_for(std::string_view unit) noexcept {
   if (unit == "bytes") return Range{0, static_cast<double>(kMaxMemoryBytes)};
   if (unit == "MHz") return Range{0, kMaxClockMhz};
   if (unit == "%") return Range{0, 100};
+  if (unit == "bool") return Range{0, 1};
   return std::nullopt;
 }
 
