@@ -10,8 +10,13 @@
 #include <cstdlib>
 #include <memory>
 
+#include <filesystem>
+#include <fstream>
+
 #include <accelkit/batch_finder.hpp>
 #include <accelkit/runtime.hpp>
+
+#include "test_support.hpp"
 
 using namespace accelkit;
 
@@ -104,6 +109,8 @@ TEST_CASE("fit: the largest batch inside the budget; accumulation reaches a targ
 
 TEST_CASE("Runtime::find_batch_size on the CPU: a small budget bounds the batch; no trace in the model or RNG") {
   ::setenv("ACCELKIT_PLUGIN_PATH", ACCELKIT_PLUGIN_OUTPUT_DIR, 1);
+  test::TempDir cache("accelkit-batch-cache");
+  test::ScopedEnv env("ACCELKIT_CACHE_DIR", cache.path().string());
   ContextOptions co;
   co.settings.cli = {{"device", "cpu"}, {"precision", "fp32"}};
   auto rt = Runtime::start(co);
@@ -142,4 +149,108 @@ TEST_CASE("Runtime::find_batch_size on the CPU: a small budget bounds the batch;
   const auto params = model->parameters();
   for (std::size_t i = 0; i < params.size(); ++i) CHECK(torch::equal(params[i], before[i]));
   CHECK(torch::equal(torch::rand({4}), expect_next));
+}
+
+namespace {
+
+struct CpuProblem {
+  torch::nn::Sequential model{torch::nn::Linear(128, 512), torch::nn::ReLU(), torch::nn::Linear(512, 8)};
+  BatchProblem p;
+  explicit CpuProblem(Runtime& rt) {
+    rt.prepare(*model);
+    p.name = "cached mlp";
+    p.model = model.ptr().get();
+    p.forward = [this](const at::Tensor& x) { return model->forward(x); };
+    p.loss = [](const at::Tensor& y, const at::Tensor& t) { return torch::mse_loss(y, t); };
+    p.make_batch = [](std::int64_t b) { return std::make_pair(torch::randn({b, 128}), torch::randn({b, 8})); };
+  }
+};
+
+std::unique_ptr<Runtime> cpu_runtime() {
+  ::setenv("ACCELKIT_PLUGIN_PATH", ACCELKIT_PLUGIN_OUTPUT_DIR, 1);
+  ContextOptions co;
+  co.settings.cli = {{"device", "cpu"}, {"precision", "fp32"}};
+  return Runtime::start(co);
+}
+
+}  // namespace
+
+TEST_CASE("find_batch_size caches its decision: the second call reads it back, a damaged entry is measured again") {
+  test::TempDir cache("accelkit-batch-cache");
+  test::ScopedEnv env("ACCELKIT_CACHE_DIR", cache.path().string());
+  auto rt = cpu_runtime();
+  CpuProblem problem(*rt);
+  BatchSearchOptions o;
+  o.memory_budget = 64u << 20;
+  o.max = 4096;
+  const BatchDecision first = rt->find_batch_size(problem.p, o);
+  CHECK(first.origin == "measured");
+  REQUIRE_FALSE(first.cache_file.empty());
+  CHECK(std::filesystem::exists(first.cache_file));
+  CHECK(first.cache_file.rfind(cache.path().string() + "/batch/", 0) == 0);
+
+  // The same device, versions, model and options: the cache answers, with its evidence.
+  o.target_effective_batch = 3 * first.largest + 1;
+  const BatchDecision second = rt->find_batch_size(problem.p, o);
+  CHECK(second.origin == "cache");
+  CHECK(second.cache_file == first.cache_file);
+  CHECK(second.largest == first.largest);
+  CHECK(second.memory_at_largest == first.memory_at_largest);
+  CHECK(second.trials.size() == first.trials.size());
+  CHECK(second.accumulation == 4);  // the target is applied to the cached largest batch
+  CHECK(second.effective >= o.target_effective_batch);
+  bool recorded = false;
+  for (const auto& d : rt->context().decisions())
+    if (d.key == "batch_size") recorded = d.source.find("batch finder cache") != std::string::npos;
+  CHECK(recorded);
+  // list_batch_cache (what report shows) finds it.
+  const auto listed = list_batch_cache(cache.path().string());
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0].largest == first.largest);
+
+  // Another model is another key.
+  torch::nn::Sequential other(torch::nn::Linear(128, 256), torch::nn::ReLU(), torch::nn::Linear(256, 8));
+  rt->prepare(*other);
+  BatchProblem q = problem.p;
+  q.model = other.ptr().get();
+  q.forward = [&](const at::Tensor& x) { return other->forward(x); };
+  CHECK(rt->find_batch_size(q, o).origin == "measured");
+  CHECK(list_batch_cache(cache.path().string()).size() == 2);
+
+  // A damaged entry: not used, measured again and rewritten.
+  { std::ofstream(first.cache_file, std::ios::trunc) << "{\"format\": 1, \"key\": "; }
+  const auto corrupt = list_batch_cache(cache.path().string());
+  bool listed_corrupt = false;
+  for (const auto& d : corrupt) listed_corrupt = listed_corrupt || d.origin == "corrupt";
+  CHECK(listed_corrupt);
+  const BatchDecision third = rt->find_batch_size(problem.p, o);
+  CHECK(third.origin == "measured");
+  CHECK(rt->find_batch_size(problem.p, o).origin == "cache");
+
+  // autotune_cache = false: neither read nor written.
+  ContextOptions co;
+  co.settings.cli = {{"device", "cpu"}, {"precision", "fp32"}, {"autotune_cache", "false"}};
+  auto uncached = Runtime::start(co);
+  CpuProblem again(*uncached);
+  const BatchDecision fresh = uncached->find_batch_size(again.p, o);
+  CHECK(fresh.origin == "measured");
+  CHECK(fresh.cache_file.empty());
+}
+
+TEST_CASE("find_batch_size on the CPU refuses, before any step, a model whose weights and AdamW state pass the budget") {
+  test::TempDir cache("accelkit-batch-cache");
+  test::ScopedEnv env("ACCELKIT_CACHE_DIR", cache.path().string());
+  auto rt = cpu_runtime();
+  CpuProblem problem(*rt);
+  int steps = 0;
+  auto forward = problem.p.forward;
+  problem.p.forward = [&](const at::Tensor& x) {
+    ++steps;
+    return forward(x);
+  };
+  BatchSearchOptions o;
+  o.memory_budget = 256u << 10;  // 256 KiB: the 70K parameters' weights, gradients and moments need ~1.1 MB
+  CHECK_THROWS_WITH_AS(rt->find_batch_size(problem.p, o), doctest::Contains("no step was run"), BatchDoesNotFitError);
+  CHECK(steps == 0);
+  CHECK(list_batch_cache(cache.path().string()).empty());  // nothing cached for a failure
 }

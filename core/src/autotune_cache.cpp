@@ -79,7 +79,7 @@ TuneCandidate candidate_from(const json& j) {
 
 }  // namespace
 
-std::optional<TuneDecision> read_entry(const std::string& path, std::string* problem) {
+std::optional<std::string> read_entry_text(const std::string& path, std::string* problem) {
   problem->clear();
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -88,8 +88,33 @@ std::optional<TuneDecision> read_entry(const std::string& path, std::string* pro
   }
   std::stringstream text;
   text << in.rdbuf();
+  return text.str();
+}
+
+void write_entry_text(const std::string& path, const std::string& text) {
+  const fs::path target(path);
+  std::error_code ec;
+  fs::create_directories(target.parent_path(), ec);
+  if (ec) throw std::runtime_error("cannot create " + target.parent_path().string() + ": " + ec.message());
+  write_file_atomically(path, text);
+}
+
+std::vector<std::string> entry_files(const std::string& dir, const char* kind) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  const fs::path root = fs::path(dir) / kind;
+  if (dir.empty() || !fs::is_directory(root, ec)) return files;
+  for (const auto& e : fs::directory_iterator(root, ec))
+    if (e.path().extension() == ".json" && e.path().filename().string()[0] != '.') files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::optional<TuneDecision> read_entry(const std::string& path, std::string* problem) {
+  const std::optional<std::string> text = read_entry_text(path, problem);
+  if (!text) return std::nullopt;
   try {
-    const json j = json::parse(text.str());
+    const json j = json::parse(*text);
     if (!j.is_object()) throw std::runtime_error("not a JSON object");
     const int format = j.at("format").get<int>();
     if (format != kCacheFormat)
@@ -141,33 +166,20 @@ void write_entry(const std::string& path, const TuneDecision& d) {
                {"model", d.model},       {"versions", d.versions}, {"space", d.space},
                {"created", d.created},   {"why", d.why},           {"chosen", candidate_json(d.chosen)},
                {"trials", std::move(trials)}};
-  const std::string text = j.dump(2) + "\n";
-
-  const fs::path target(path);
-  std::error_code ec;
-  fs::create_directories(target.parent_path(), ec);
-  if (ec) throw std::runtime_error("cannot create " + target.parent_path().string() + ": " + ec.message());
-  write_file_atomically(path, text);
+  write_entry_text(path, j.dump(2) + "\n");
 }
 
 }  // namespace autotune_detail
 
 std::vector<TuneDecision> list_autotune_cache(const std::string& dir) {
   std::vector<TuneDecision> out;
-  std::error_code ec;
-  const fs::path root = fs::path(dir) / "autotune";
-  if (dir.empty() || !fs::is_directory(root, ec)) return out;
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(root, ec))
-    if (e.path().extension() == ".json" && e.path().filename().string()[0] != '.') files.push_back(e.path());
-  std::sort(files.begin(), files.end());
-  for (const auto& f : files) {
+  for (const std::string& f : autotune_detail::entry_files(dir, "autotune")) {
     std::string problem;
-    auto d = autotune_detail::read_entry(f.string(), &problem);
+    auto d = autotune_detail::read_entry(f, &problem);
     if (!d) {
       TuneDecision bad;
       bad.origin = "corrupt";
-      bad.cache_file = f.string();
+      bad.cache_file = f;
       bad.why = problem.empty() ? "vanished while listed" : problem;
       out.push_back(std::move(bad));
       continue;

@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "accelkit/autotune.hpp"
 
@@ -18,6 +19,16 @@ std::string entry_path(const std::string& dir, const std::string& key);
 
 // Now, UTC, ISO 8601 ("2026-11-25T10:09:09Z"): when a decision was measured.
 std::string utc_now();
+
+// Shared by the caches under the cache directory (autotune/, batch/):
+// The text of the file at `path`: nullopt with *problem empty when there is none, set when it
+// cannot be read.
+std::optional<std::string> read_entry_text(const std::string& path, std::string* problem);
+// Writes `text` atomically (temporary file, fsync, rename, fsync the directory), creating the
+// directories. Throws std::runtime_error with the reason.
+void write_entry_text(const std::string& path, const std::string& text);
+// The entries (*.json, not hidden) in dir/kind, sorted by name; none when it is no directory.
+std::vector<std::string> entry_files(const std::string& dir, const char* kind);
 
 // The entry at `path`. nullopt with *problem empty when there is no file; nullopt with
 // *problem set when the file exists but is not a readable entry of this format.

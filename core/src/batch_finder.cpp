@@ -3,14 +3,23 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <tuple>
 #include <string>
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <c10/util/Exception.h>
 #include <spdlog/spdlog.h>
 
+#include "accelkit/autotune.hpp"
 #include "accelkit/device_sync.hpp"
 #include "accelkit/memory_scope.hpp"
+#include "accelkit/sdk/torch_compat_memory.hpp"
 #include "accelkit/runtime.hpp"
+#include "autotune_cache.hpp"
+#include "batch_cache.hpp"
 #include "model_snapshot.hpp"
 
 namespace accelkit {
@@ -79,7 +88,14 @@ BatchDecision search(const std::function<BatchTrial(std::int64_t)>& trial, const
 
 std::int64_t fit(double fixed_bytes, double per_sample_bytes, std::uint64_t budget, const BatchSearchOptions& o) {
   if (o.min < 1 || o.max < o.min) throw std::invalid_argument("find_batch_size: need 1 <= min <= max");
-  if (per_sample_bytes <= 0) return o.max;
+  if (per_sample_bytes <= 0) {  // no growth measured: the fixed part alone decides
+    if (fixed_bytes > static_cast<double>(budget)) {
+      BatchTrial t;
+      t.peak_bytes = static_cast<std::uint64_t>(fixed_bytes);
+      does_not_fit(o, &t, budget);
+    }
+    return o.max;
+  }
   const double room = static_cast<double>(budget) - std::max(0.0, fixed_bytes);
   const double largest = std::floor(room / per_sample_bytes);
   if (largest < static_cast<double>(o.min)) {
@@ -113,23 +129,114 @@ bool is_out_of_memory(const c10::Error& e) {
 
 }  // namespace
 
+namespace {
+
+std::string shape_text(const at::Tensor& t) {
+  if (!t.defined()) return "none";
+  std::ostringstream out;
+  out << t.sizes() << ' ' << t.scalar_type();
+  return out.str();
+}
+
+// What the step's memory depends on besides the device: the parameters (names, shapes, dtypes),
+// the shapes of one sample, the precision, the optimizer's state.
+std::string batch_model_signature(const BatchProblem& p, const PrecisionPlan& plan, bool master_weights) {
+  std::ostringstream detail;
+  std::int64_t elements = 0;
+  for (const auto& item : p.model->named_parameters()) {
+    detail << item.key() << ' ' << shape_text(item.value()) << ';';
+    elements += item.value().numel();
+  }
+  for (const auto& item : p.model->named_buffers()) detail << item.key() << ' ' << shape_text(item.value()) << ';';
+  // One sample's shapes, drawn without moving LibTorch's random stream (the search leaves no
+  // trace, the cache path neither).
+  at::Tensor input, target;
+  {
+    at::Generator gen = at::detail::getDefaultCPUGenerator();
+    at::Tensor state;
+    {
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      state = gen.get_state();
+    }
+    std::tie(input, target) = p.make_batch(1);
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_state(state);
+  }
+  std::ostringstream out;
+  out << (p.name.empty() ? "model" : p.name) << ": " << elements << " parameters; sample " << shape_text(input) << " -> "
+      << shape_text(target) << "; " << (plan.autocast ? to_string(plan.dtype) : "fp32") << (master_weights ? " master weights" : "")
+      << "; amsgrad " << (p.adamw.amsgrad ? "on" : "off") << "; #" << autotune_detail::hash_hex(detail.str());
+  return out.str();
+}
+
+}  // namespace
+
 BatchDecision Runtime::find_batch_size(const BatchProblem& p, const BatchSearchOptions& options) {
   if (!p.model || !p.forward || !p.loss || !p.make_batch)
     throw std::invalid_argument("find_batch_size: the problem needs a model, forward, loss and make_batch");
   BatchSearchOptions o = options;
-  const int margin = o.margin_pct >= 0 ? o.margin_pct : *context_->config().memory_margin;
+  if (o.min < 1 || o.max < o.min) throw std::invalid_argument("find_batch_size: need 1 <= min <= max");
+  const Config& s = context_->config();
+  const int margin = o.margin_pct >= 0 ? o.margin_pct : *s.memory_margin;
   const Result<MemoryStats> before = device_->memory();
   if (!before.ok())
     throw std::runtime_error("find_batch_size: " + device_->info().id + " reports no memory (" +
                              before.status().message() + ")");
   const MemoryStats& m = before.value();
   const std::uint64_t total = m.total.value_or(0);
-  std::uint64_t budget = 0;
+  // nullopt: the device says nothing of the memory available (a search then stops at the
+  // first out-of-memory error only).
+  std::optional<std::uint64_t> budget;
   if (m.available) {
     const std::uint64_t keep = total * static_cast<std::uint64_t>(margin) / 100;
     budget = *m.available > keep ? *m.available - keep : 0;
+    if (*budget == 0)
+      throw BatchDoesNotFitError("no memory left to train in on " + device_->info().id + ": " +
+                                 format_bytes(*m.available) + " available, and the memory_margin of " +
+                                 std::to_string(margin) + "% keeps " + format_bytes(keep) + " of " + format_bytes(total) +
+                                 " free");
   }
-  if (o.memory_budget > 0) budget = budget > 0 ? std::min(budget, o.memory_budget) : o.memory_budget;
+  if (o.memory_budget > 0) budget = budget ? std::min(*budget, o.memory_budget) : o.memory_budget;
+
+  // The cache: this device, these versions, this model and precision, these search options.
+  const bool master = *s.master_weights && plan_.autocast && plan_.dtype == Dtype::bf16;
+  const std::string fingerprint = autotune_device_fingerprint(*context_) + "; " + autotune_versions(*context_);
+  const std::string model = batch_model_signature(p, plan_, master);
+  std::ostringstream search_text;
+  search_text << "min " << o.min << " max " << o.max << " start " << o.start << " margin " << margin << "% budget "
+              << o.memory_budget;
+  const std::string key = autotune_detail::hash_hex(fingerprint + "\n" + model + "\n" + search_text.str());
+  std::string cache_file;
+  if (o.use_cache && *s.autotune_cache) {
+    const std::string dir = autotune_cache_dir();
+    if (dir.empty()) spdlog::warn("find_batch_size: no cache directory (set ACCELKIT_CACHE_DIR, XDG_CACHE_HOME or HOME)");
+    else cache_file = batch_cache::entry_path(dir, key);
+  }
+  auto adopt = [&](BatchDecision& d, const std::string& source) {
+    batch_finder::accumulate(d, o.target_effective_batch);
+    if (d.accumulation > 1)
+      d.why += "; batch " + std::to_string(d.batch) + " x " + std::to_string(d.accumulation) +
+               " accumulation steps = " + std::to_string(d.effective);
+    decide("batch_size",
+           d.accumulation > 1 ? std::to_string(d.batch) + " x " + std::to_string(d.accumulation) + " accumulation steps"
+                              : std::to_string(d.batch),
+           source, d.why);
+  };
+  if (!cache_file.empty()) {
+    std::string problem;
+    std::optional<BatchDecision> cached = batch_cache::read_entry(cache_file, &problem);
+    if (cached && (cached->key != key || cached->fingerprint != fingerprint || cached->model != model))
+      problem = "it was written for another device, version or model (a key collision)";
+    else if (cached && budget && cached->memory_at_largest > *budget)
+      problem = "its largest batch needed " + format_bytes(cached->memory_at_largest) + ", the budget is now " +
+                format_bytes(*budget);
+    if (cached && problem.empty()) {
+      adopt(*cached, "batch finder cache " + cache_file);
+      return *cached;
+    }
+    if (!problem.empty()) spdlog::warn("find_batch_size: not using {}: {}; searching again", cache_file, problem);
+  }
+
   // A GPU-like device counts its allocator: trials may run out of memory safely. Otherwise the
   // figures are the process's (the CPU): fit small measurements, never run out of memory.
   const bool search = m.reserved.has_value();
@@ -142,7 +249,12 @@ BatchDecision Runtime::find_batch_size(const BatchProblem& p, const BatchSearchO
     t.batch = batch;
     snapshot.restore(false);
     try {
-      MemoryScope scope(device_, "batch " + std::to_string(batch));
+      // A GPU: the device's own allocator figures. The host: the tensor bytes the step allocates
+      // (LibTorch's memory reporting), exact where the resident set misses reused free memory.
+      std::optional<MemoryScope> scope;
+      std::optional<compat::TensorMemoryMeter> meter;
+      if (search) scope.emplace(device_, "batch " + std::to_string(batch));
+      else meter.emplace(torch_device_.type());
       {
         auto [input, target] = p.make_batch(batch);
         OptimizerChoice opt = make_adamw(p.model->parameters(), p.adamw);
@@ -157,10 +269,14 @@ BatchDecision Runtime::find_batch_size(const BatchProblem& p, const BatchSearchO
         opt.optimizer->step();
         detail::synchronize(torch_device_);
       }
-      const MemoryReport r = scope.stop();
-      t.peak_bytes = r.peak > in_use_before ? r.peak - in_use_before : r.peak_over_start();
-      t.fits = budget == 0 || t.peak_bytes <= budget;
-      t.note = t.fits ? "fits" : "the step's peak " + format_bytes(t.peak_bytes) + " passes the budget " + format_bytes(budget);
+      if (scope) {
+        const MemoryReport r = scope->stop();
+        t.peak_bytes = r.peak > in_use_before ? r.peak - in_use_before : r.peak_over_start();
+      } else {
+        t.peak_bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(0, meter->peak()));
+      }
+      t.fits = !budget || t.peak_bytes <= *budget;
+      t.note = t.fits ? "fits" : "the step's peak " + format_bytes(t.peak_bytes) + " passes the budget " + format_bytes(*budget);
     } catch (const c10::Error& e) {
       if (!is_out_of_memory(e)) throw;
       t.fits = false;
@@ -182,6 +298,19 @@ BatchDecision Runtime::find_batch_size(const BatchProblem& p, const BatchSearchO
       // The second batch grows (x4) until the step's memory grows by 16 MiB over the first (a
       // growth well above the allocator's page and cache granularity), never past a quarter of
       // the budget.
+      // The process's memory is the host's: a step that does not fit meets the OOM killer. The
+      // gradients and AdamW's two moments (the parameters are in memory already) are needed at
+      // any batch: refuse before a step when they alone pass the budget.
+      if (budget) {
+        std::uint64_t param_bytes = 0;
+        for (const auto& t : p.model->parameters())
+          param_bytes += static_cast<std::uint64_t>(t.numel()) * static_cast<std::uint64_t>(t.element_size());
+        if (3 * param_bytes > *budget) {
+          throw BatchDoesNotFitError("the model does not fit at any batch: its gradients and AdamW's two moments "
+                                     "alone need " + format_bytes(3 * param_bytes) +
+                                     ", the budget is " + format_bytes(*budget) + " (no step was run)");
+        }
+      }
       const std::int64_t b1 = std::max<std::int64_t>(o.min, 1);
       (void)step(b1);
       BatchTrial t1 = step(b1);
@@ -196,15 +325,15 @@ BatchDecision Runtime::find_batch_size(const BatchProblem& p, const BatchSearchO
         t2.note = "measured";
         d.trials.push_back(t2);
         if (o.progress) o.progress(t2);
-        if (t2.peak_bytes >= t1.peak_bytes + (std::uint64_t{16} << 20) || (budget > 0 && t2.peak_bytes > budget / 4)) break;
+        if (t2.peak_bytes >= t1.peak_bytes + (std::uint64_t{16} << 20) || (budget && t2.peak_bytes > *budget / 4)) break;
       }
       const double per_sample = b2 > b1 ? (static_cast<double>(t2.peak_bytes) - static_cast<double>(t1.peak_bytes)) /
                                               static_cast<double>(b2 - b1)
                                         : 0;
       const double fixed = static_cast<double>(t1.peak_bytes) - per_sample * static_cast<double>(b1);
       d.method = "fit";
-      if (budget == 0) throw std::runtime_error("find_batch_size: " + device_->info().id + " reports no available memory");
-      d.largest = batch_finder::fit(fixed, per_sample, budget, o);
+      if (!budget) throw std::runtime_error("find_batch_size: " + device_->info().id + " reports no available memory");
+      d.largest = batch_finder::fit(fixed, per_sample, *budget, o);
       d.memory_at_largest = static_cast<std::uint64_t>(std::max(0.0, fixed) + std::max(0.0, per_sample) * static_cast<double>(d.largest));
       char line[160];
       std::snprintf(line, sizeof line, "%s per sample, %s fixed, measured at batches %lld and %lld",
@@ -213,24 +342,42 @@ BatchDecision Runtime::find_batch_size(const BatchProblem& p, const BatchSearchO
                     static_cast<long long>(b2));
       d.why = line;
     }
+  } catch (const BatchDoesNotFitError& e) {
+    snapshot.restore(true);
+    // What the device had: the search's own message names what the step needed.
+    std::string had = m.available ? format_bytes(*m.available) + " available on " + device_->info().id : std::string();
+    if (m.available && total > 0) had += " (memory_margin " + std::to_string(margin) + "% of " + format_bytes(total) + ")";
+    throw BatchDoesNotFitError(std::string(e.what()) + (had.empty() ? "" : "; " + had));
   } catch (...) {
     snapshot.restore(true);
     throw;
   }
   snapshot.restore(true);
   d.device = device_->info().id;
-  d.budget = budget;
+  d.budget = budget.value_or(0);
   d.margin_pct = margin;
+  d.key = key;
+  d.fingerprint = fingerprint;
+  d.model = model;
+  d.created = autotune_detail::utc_now();
+  const std::string budget_text =
+      !budget ? "no budget: " + device_->info().id + " reports no memory available, the search stops at out-of-memory"
+      : o.memory_budget > 0 && *budget == o.memory_budget
+          ? "budget " + format_bytes(*budget) + " (asked for)"
+          : "budget " + format_bytes(*budget) + " = available less " + std::to_string(margin) + "% of " + format_bytes(total);
+  d.why = (p.name.empty() ? std::string() : p.name + ": ") + "largest batch " + std::to_string(d.largest) + " (" +
+          format_bytes(d.memory_at_largest) + " at it, " + budget_text + ")" +
+          (d.method == "fit" ? "; fitted: " + d.why : "; searched: " + std::to_string(d.trials.size()) + " trial steps");
   batch_finder::accumulate(d, o.target_effective_batch);
-  const std::string head = (p.name.empty() ? std::string() : p.name + ": ") + "largest batch " +
-                           std::to_string(d.largest) + " (" + format_bytes(d.memory_at_largest) + " at it, budget " +
-                           format_bytes(budget) + " = available less " + std::to_string(margin) + "% of " +
-                           format_bytes(total) + ")";
-  d.why = head + (d.method == "fit" ? "; fitted: " + d.why
-                                    : "; searched: " + std::to_string(d.trials.size()) + " trial steps") +
-          (d.accumulation > 1 ? "; batch " + std::to_string(d.batch) + " x " + std::to_string(d.accumulation) +
-                                    " accumulation steps = " + std::to_string(d.effective)
-                              : "");
+  if (!cache_file.empty()) {
+    try {
+      batch_cache::write_entry(cache_file, d);
+      d.cache_file = cache_file;
+    } catch (const std::exception& e) {
+      spdlog::warn("find_batch_size: cannot write the cache entry {}: {}", cache_file, e.what());
+    }
+  }
+  adopt(d, d.method == "fit" ? "batch finder (fitted)" : "batch finder (searched)");
   spdlog::info("find_batch_size: {}", d.why);
   return d;
 }

@@ -19,6 +19,13 @@
 //
 // With a target effective batch, the answer is a batch and the gradient-accumulation steps
 // that reach it: accumulation = ceil(target / largest), batch = ceil(target / accumulation).
+//
+// Decisions are cached like the auto-tuner's (the `autotune_cache` setting, one JSON file per
+// key under <cache dir>/batch/): the key is the device fingerprint, the versions (accelkit,
+// LibTorch, plugin), the model (parameter shapes and dtypes, the sample's shapes), the
+// precision plan, the AdamW options and the search options. A cached decision is used while
+// its memory at the largest batch still fits the budget of now (other processes may have taken
+// memory since); otherwise the search runs again and rewrites it.
 #pragma once
 
 #include <cstdint>
@@ -60,6 +67,7 @@ struct BatchSearchOptions {
   std::int64_t target_effective_batch = 0;  // 0: none (accumulation 1)
   int margin_pct = -1;                      // -1: the memory_margin setting
   std::uint64_t memory_budget = 0;          // > 0: at most this many bytes for the training
+  bool use_cache = true;                    // and the autotune_cache setting on
   std::function<void(const BatchTrial&)> progress;  // after each trial
 };
 
@@ -72,9 +80,17 @@ struct BatchDecision {
   std::uint64_t budget = 0;        // bytes the search allowed
   int margin_pct = 0;
   std::string method;              // "search" (trials to the limit) | "fit" (measured growth)
-  std::string device;
+  std::string device;              // the device's id ("cuda:0")
   std::string why;                 // one line for people
   std::vector<BatchTrial> trials;
+  // Where the decision came from: "measured" (trials now) or "cache" (cache_file); "corrupt"
+  // for an unreadable cache entry listed by list_batch_cache (why says what is wrong).
+  std::string origin = "measured";
+  std::string cache_file;          // "" when not cached
+  std::string key;                 // the cache key (16 hex digits)
+  std::string fingerprint;         // the device fingerprint and versions the key was made from
+  std::string model;               // the model's signature
+  std::string created;             // when measured, UTC ISO 8601
 };
 
 // Nothing fits, not even options.min: the message names the memory needed and available.
@@ -98,5 +114,9 @@ std::int64_t fit(double fixed_bytes, double per_sample_bytes, std::uint64_t budg
 void accumulate(BatchDecision& decision, std::int64_t target_effective_batch);
 
 }  // namespace batch_finder
+
+// The cached decisions under `dir` (each *.json in dir/batch), oldest first; unreadable
+// entries come with origin "corrupt" and `why` saying what is wrong.
+std::vector<BatchDecision> list_batch_cache(const std::string& dir);
 
 }  // namespace accelkit

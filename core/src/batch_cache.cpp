@@ -1,0 +1,112 @@
+// The batch-size finder's cache entries: one JSON file per key under <cache dir>/batch/, read
+// and written with the auto-tuner's cache helpers (autotune_cache.hpp).
+#include "batch_cache.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "autotune_cache.hpp"
+
+namespace accelkit {
+
+using nlohmann::json;
+
+namespace batch_cache {
+
+std::string entry_path(const std::string& dir, const std::string& key) {
+  return (std::filesystem::path(dir) / "batch" / (key + ".json")).string();
+}
+
+std::optional<BatchDecision> read_entry(const std::string& path, std::string* problem) {
+  const std::optional<std::string> text = autotune_detail::read_entry_text(path, problem);
+  if (!text) return std::nullopt;
+  try {
+    const json j = json::parse(*text);
+    if (!j.is_object()) throw std::runtime_error("not a JSON object");
+    const int format = j.at("format").get<int>();
+    if (format != kFormat)
+      throw std::runtime_error("format " + std::to_string(format) + ", this accelkit reads " + std::to_string(kFormat));
+    BatchDecision d;
+    d.origin = "cache";
+    d.cache_file = path;
+    d.key = j.at("key").get<std::string>();
+    d.fingerprint = j.at("fingerprint").get<std::string>();
+    d.model = j.at("model").get<std::string>();
+    d.created = j.at("created").get<std::string>();
+    d.device = j.at("device").get<std::string>();
+    d.method = j.at("method").get<std::string>();
+    d.why = j.at("why").get<std::string>();
+    d.largest = j.at("largest").get<std::int64_t>();
+    d.batch = j.at("batch").get<std::int64_t>();
+    d.accumulation = j.at("accumulation").get<std::int64_t>();
+    d.memory_at_largest = j.at("memory_at_largest").get<std::uint64_t>();
+    d.budget = j.at("budget").get<std::uint64_t>();
+    d.margin_pct = j.at("margin_pct").get<int>();
+    if (d.largest < 1 || d.batch < 1 || d.accumulation < 1 || (d.method != "search" && d.method != "fit"))
+      throw std::runtime_error("implausible values (largest " + std::to_string(d.largest) + ", batch " +
+                               std::to_string(d.batch) + ", accumulation " + std::to_string(d.accumulation) +
+                               ", method '" + d.method.substr(0, 20) + "')");
+    d.effective = d.batch * d.accumulation;
+    for (const json& t : j.at("trials")) {
+      BatchTrial trial;
+      trial.batch = t.at("batch").get<std::int64_t>();
+      trial.fits = t.at("fits").get<bool>();
+      trial.peak_bytes = t.at("peak_bytes").get<std::uint64_t>();
+      trial.note = t.at("note").get<std::string>();
+      d.trials.push_back(std::move(trial));
+    }
+    return d;
+  } catch (const std::exception& e) {
+    *problem = e.what();
+    return std::nullopt;
+  }
+}
+
+void write_entry(const std::string& path, const BatchDecision& d) {
+  json trials = json::array();
+  for (const BatchTrial& t : d.trials)
+    trials.push_back(json{{"batch", t.batch}, {"fits", t.fits}, {"peak_bytes", t.peak_bytes}, {"note", t.note}});
+  const json j{{"format", kFormat},
+               {"key", d.key},
+               {"fingerprint", d.fingerprint},
+               {"model", d.model},
+               {"created", d.created},
+               {"device", d.device},
+               {"method", d.method},
+               {"why", d.why},
+               {"largest", d.largest},
+               {"batch", d.batch},
+               {"accumulation", d.accumulation},
+               {"memory_at_largest", d.memory_at_largest},
+               {"budget", d.budget},
+               {"margin_pct", d.margin_pct},
+               {"trials", std::move(trials)}};
+  autotune_detail::write_entry_text(path, j.dump(2) + "\n");
+}
+
+}  // namespace batch_cache
+
+std::vector<BatchDecision> list_batch_cache(const std::string& dir) {
+  std::vector<BatchDecision> out;
+  for (const std::string& f : autotune_detail::entry_files(dir, "batch")) {
+    std::string problem;
+    auto d = batch_cache::read_entry(f, &problem);
+    if (!d) {
+      BatchDecision bad;
+      bad.origin = "corrupt";
+      bad.cache_file = f;
+      bad.why = problem.empty() ? "vanished while listed" : problem;
+      out.push_back(std::move(bad));
+      continue;
+    }
+    out.push_back(std::move(*d));
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const BatchDecision& a, const BatchDecision& b) { return a.created < b.created; });
+  return out;
+}
+
+}  // namespace accelkit
