@@ -70,7 +70,9 @@ TEST_CASE("schema: display order, types, env names and options, [routing] and [t
   }
   CHECK(top == std::vector<std::string>{"device", "no_gpu", "precision", "tf32", "compile", "sdpa_backend",
                                         "fused_optimizer", "adamw_implementation", "master_weights", "threads",
-                                        "blas_kernels", "batch_size", "prefetch", "memory_margin", "profile", "sampler", "autotune",
+                                        "blas_kernels", "batch_size", "prefetch", "memory_margin", "profile", "sampler",
+                                        "guard_interval", "guard_policy", "guard_temperature", "guard_hysteresis",
+                                        "guard_power", "autotune",
                                         "autotune_cache", "log_level", "plugin_scan", "plugin_scan_timeout",
                                         "plugin_scan_memory", "prefer", "require"});
   CHECK(routing == op_class_names().size());
@@ -202,6 +204,11 @@ TEST_CASE("file layer: every key, with file:line:column") {
   CHECK(*s->plugin_scan_timeout == 30);
   CHECK(*s->plugin_scan_memory == 1024);
   CHECK(*s->memory_margin == 15);
+  CHECK(*s->guard_interval == 2.5);
+  CHECK((*s->guard_policy == GuardPolicy::pause));
+  CHECK(*s->guard_temperature == 85);
+  CHECK(*s->guard_hysteresis == 8);
+  CHECK(*s->guard_power == 300);
   for (const auto& [key, eff] : s.all()) {
     if (key.find('.') != std::string::npos) continue;  // [routing] and [train]: not in this file
     CHECK_MESSAGE(eff.origin == Origin::file, key);
@@ -468,6 +475,30 @@ TEST_CASE("the README's settings table is the schema's (accelkit help settings)"
   CHECK_MESSAGE(table == settings_table_markdown(),
                 "README.md's settings table is stale: replace it with the output of `accelkit help settings`");
   for (const auto& spec : settings_schema()) CHECK_MESSAGE(table.find("| `" + spec.key + "` |") != std::string::npos, spec.key);
+}
+
+TEST_CASE("guard thresholds that make no sense are refused as settings errors") {
+  auto resolve = [](const std::string& key, const std::string& value) {
+    SettingsInputs in;
+    in.env = std::map<std::string, std::string>{};
+    in.cli.emplace_back(key, value);
+    return Settings::resolve(in);
+  };
+  CHECK(*resolve("guard_temperature", "0")->guard_temperature == 0);
+  CHECK(*resolve("guard_temperature", "83.5")->guard_temperature == 83.5);
+  CHECK_THROWS_AS(resolve("guard_temperature", "-5"), SettingsError);
+  for (const char* bad : {"10", "29.9", "150.5", "1e7"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH_AS(resolve("guard_temperature", bad), doctest::Contains("between 30 and 150 C"), SettingsError);
+  }
+  CHECK_THROWS_WITH_AS(resolve("guard_temperature", "20"), doctest::Contains("room temperature"), SettingsError);
+  CHECK_THROWS_WITH_AS(resolve("guard_temperature", "400"), doctest::Contains("never act"), SettingsError);
+  CHECK_THROWS_AS(resolve("guard_interval", "-1"), SettingsError);
+  CHECK_THROWS_AS(resolve("guard_interval", "0.001"), SettingsError);
+  CHECK_THROWS_AS(resolve("guard_hysteresis", "60"), SettingsError);
+  CHECK_THROWS_AS(resolve("guard_policy", "explode"), SettingsError);
+  CHECK_THROWS_AS(resolve("guard_power", "-3"), SettingsError);
+  CHECK(*resolve("profile", "ultra_low_overhead")->guard_interval == 0);
 }
 
 }  // namespace settings_suite

@@ -89,6 +89,11 @@ template <> const Names<RouteTarget>& names_of<RouteTarget>() {
   return n;
 }
 
+template <> const Names<GuardPolicy>& names_of<GuardPolicy>() {
+  static const Names<GuardPolicy> n = {{GuardPolicy::warn, "warn"}, {GuardPolicy::pause, "pause"}, {GuardPolicy::stop, "stop"}};
+  return n;
+}
+
 template <typename E>
 const char* name_of(E e) noexcept {
   for (const auto& [v, name] : names_of<E>())
@@ -117,6 +122,7 @@ const char* to_string(SdpaBackend b) noexcept { return name_of(b); }
 const char* to_string(Profile p) noexcept { return name_of(p); }
 const char* to_string(LogLevel l) noexcept { return name_of(l); }
 const char* to_string(RouteTarget t) noexcept { return name_of(t); }
+const char* to_string(GuardPolicy p) noexcept { return name_of(p); }
 
 std::string format_value(const SettingValue& v) {
   if (auto* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
@@ -257,6 +263,31 @@ SettingSpec list_spec(std::string key, std::string env, std::string help, std::s
   return s;
 }
 
+// A temperature threshold a device can meet: at or below room temperature the guard would act
+// on every sample, above 150 C on none (silicon shuts down well before).
+std::string check_guard_temperature(const SettingValue& v) {
+  const double t = std::get<double>(v);
+  if (t == 0) return {};
+  if (t < 30)
+    return "must be 0 (the device's own threshold) or between 30 and 150 C, got " + format_value(v) +
+           " C: at or below room temperature the guard would act on every sample";
+  if (t > 150)
+    return "must be 0 (the device's own threshold) or between 30 and 150 C, got " + format_value(v) +
+           " C: no device runs that hot, the guard would never act";
+  return {};
+}
+
+std::string check_guard_interval(const SettingValue& v) {
+  const double s = std::get<double>(v);
+  if (s != 0 && (s < 0.01 || s > 3600)) return "must be 0 (off) or between 0.01 and 3600 seconds, got " + format_value(v);
+  return {};
+}
+
+std::string check_guard_hysteresis(const SettingValue& v) {
+  if (std::get<double>(v) > 50) return "must be at most 50 C, got " + format_value(v);
+  return {};
+}
+
 std::string check_device(const SettingValue& v) {
   const auto& s = std::get<std::string>(v);
   if (DeviceSelector::parse(s)) return {};
@@ -385,6 +416,25 @@ std::vector<SettingSpec> make_schema() {
                                  store_enum<Profile>(ACCELKIT_FIELD(profile))));
   s.push_back(flag_spec("sampler", true, "ACCELKIT_SAMPLER", "background telemetry sampler thread",
                         store_as<bool>(ACCELKIT_FIELD(sampler))));
+  auto number = [&](const char* key, double def, const char* env, const char* help, std::string (*check)(const SettingValue&),
+                    Store store) {
+    s.push_back(spec_of(key, SettingType::number, def, env, help, std::move(store)));
+    s.back().check = check;
+  };
+  number("guard_interval", 5.0, "ACCELKIT_GUARD_INTERVAL",
+         "seconds between the thermal guard's samples during training (0 = off; also off without the sampler)",
+         check_guard_interval, store_as<double>(ACCELKIT_FIELD(guard_interval)));
+  s.push_back(enum_spec<GuardPolicy>("guard_policy", GuardPolicy::warn, "ACCELKIT_GUARD_POLICY",
+                                     "at the guard's temperature: warn, pause (until guard_hysteresis cooler) or stop "
+                                     "(checkpoint, exit 4)",
+                                     store_enum<GuardPolicy>(ACCELKIT_FIELD(guard_policy))));
+  number("guard_temperature", 0.0, "ACCELKIT_GUARD_TEMPERATURE",
+         "the guard's threshold in C: 0 = the device's own slowdown threshold, else 30-150", check_guard_temperature,
+         store_as<double>(ACCELKIT_FIELD(guard_temperature)));
+  number("guard_hysteresis", 5.0, "ACCELKIT_GUARD_HYSTERESIS", "C below the threshold before a pause ends (at most 50)",
+         check_guard_hysteresis, store_as<double>(ACCELKIT_FIELD(guard_hysteresis)));
+  number("guard_power", 0.0, "ACCELKIT_GUARD_POWER", "warn when the device draws more watts than this (0 = never)",
+         nullptr, store_as<double>(ACCELKIT_FIELD(guard_power)));
   s.push_back(flag_spec("autotune", false, "ACCELKIT_AUTOTUNE", "benchmark the candidates and cache the decision",
                         store_as<bool>(ACCELKIT_FIELD(autotune))));
   s.push_back(flag_spec("autotune_cache", true, "ACCELKIT_AUTOTUNE_CACHE",
@@ -854,6 +904,7 @@ const std::vector<ProfileStep>& profile_steps() {
       {P::ultra_low_overhead, "compile", std::string("off"), "ultra_low_overhead turns off graph capture"},
       {P::ultra_low_overhead, "sampler", false, "ultra_low_overhead turns off the sampler thread"},
       {P::ultra_low_overhead, "autotune", false, "ultra_low_overhead turns off benchmarking"},
+      {P::ultra_low_overhead, "guard_interval", 0.0, "ultra_low_overhead turns off the thermal guard's sampling"},
       {P::maximum_performance, "compile", std::string("graph"), "maximum_performance turns on graph capture"},
       {P::maximum_performance, "fused_optimizer", std::string("on"), "maximum_performance turns on the fused optimizer"},
       {P::maximum_performance, "tf32", std::string("on"), "maximum_performance turns on TF32"},

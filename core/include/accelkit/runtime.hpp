@@ -25,6 +25,7 @@
 #include "accelkit/alignment.hpp"
 #include "accelkit/autotune.hpp"
 #include "accelkit/batch_finder.hpp"
+#include "accelkit/guard.hpp"
 #include "accelkit/context.hpp"
 #include "accelkit/inference.hpp"
 #include "accelkit/loss_scaler.hpp"
@@ -144,6 +145,10 @@ class Runtime {
   // with inside the memory budget, and the accumulation steps for a target effective batch.
   // Throws BatchDoesNotFitError when not even options.min fits.
   BatchDecision find_batch_size(const BatchProblem& problem, const BatchSearchOptions& options = {});
+  // The thermal and power guard for this runtime's device (guard.hpp), as the guard_* settings
+  // say; off, with the reason in describe(), when guard_interval is 0, the sampler setting is
+  // off or the device has no monitor. `on_event` gets every event on the thread that checks.
+  std::unique_ptr<Guard> guard(std::function<void(const GuardEvent&)> on_event = {}) const;
   // The last autotune() decision, if any.
   const std::optional<TuneDecision>& tune_decision() const noexcept { return tune_; }
 

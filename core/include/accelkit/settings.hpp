@@ -60,12 +60,14 @@ enum class SdpaBackend { automatic, flash, mem_efficient, math };
 enum class Profile { balanced, ultra_low_overhead, maximum_performance, automatic };
 enum class LogLevel { trace, debug, info, warn, error, off };
 enum class RouteTarget { automatic, cpu, device };
+enum class GuardPolicy { warn, pause, stop };
 
 const char* to_string(CompileMode m) noexcept;  // "auto", "off", "graph"
 const char* to_string(SdpaBackend b) noexcept;  // "auto", "flash", "mem_efficient", "math"
 const char* to_string(Profile p) noexcept;      // "balanced", ..., "auto"
 const char* to_string(LogLevel l) noexcept;     // "trace", ..., "off"
 const char* to_string(RouteTarget t) noexcept;  // "auto", "cpu", "device"
+const char* to_string(GuardPolicy p) noexcept;  // "warn", "pause", "stop"
 
 // One effective value and where it came from.
 template <typename T>
@@ -109,6 +111,13 @@ struct Config {
   Setting<int> memory_margin;                 // % of the device's memory the batch-size finder leaves free
   Setting<Profile> profile;
   Setting<bool> sampler;
+  // The thermal and power guard (guard.hpp) during training: its sampler's period (0 = off),
+  // what it does at the threshold, the thresholds (0 = the device's own / none).
+  Setting<double> guard_interval;     // seconds
+  Setting<GuardPolicy> guard_policy;
+  Setting<double> guard_temperature;  // C; 0 = the device's own slowdown threshold
+  Setting<double> guard_hysteresis;   // C below the threshold before a pause ends
+  Setting<double> guard_power;        // W; 0 = none
   Setting<bool> autotune;
   Setting<bool> autotune_cache;
   Setting<LogLevel> log_level;
