@@ -20,6 +20,7 @@
 #include "accelkit/quantize.hpp"
 #include "accelkit/readings.hpp"
 #include "accelkit/tensor_cache.hpp"
+#include "accelkit/trace.hpp"
 #include "accelkit/routing.hpp"
 #include "accelkit/runtime.hpp"
 #include "accelkit/settings.hpp"

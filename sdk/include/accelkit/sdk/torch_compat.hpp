@@ -12,9 +12,10 @@
 //   autocast on MPS: from 2.5 (autocast_available).
 //   warnings: the handler's process() takes a c10::Warning and lives in c10::WarningUtils from
 //             2.0; (location, message, verbatim) in c10::Warning before (WarningCollector).
+//   profiler: Kineto (from 2.2, where LibTorch was built with it) or the legacy autograd
+//             profiler: torch_compat_profiler.hpp.
 //   Not used by accelkit yet, so not here yet: c10d (process groups wrap a c10d::Backend from
-//   2.0) and the profiler (Kineto only where LibTorch was built with it: the wheel, not
-//   Debian's). Their differences come here with the code that needs them.
+//   2.0). Its differences come here with the code that needs it.
 //
 // Differences whose headers are too heavy for every file may live in sibling headers named
 // torch_compat_*.hpp; no other file tests TORCH_VERSION_*, ACCELKIT_TORCH_AT_LEAST or an
