@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -416,6 +417,98 @@ TEST_CASE("monitor stops cleanly on SIGINT") {
   CHECK_MESSAGE(r.code == 0, describe(r));
   CHECK(contains(r.out, "time_s"));
   CHECK(contains(r.err, "stopped after"));
+}
+
+// --trace FILE: the trace file as JSON (Kineto's {"traceEvents": [...]} or the legacy profiler's
+// bare array), by event name.
+std::multiset<std::string> trace_event_names(const fs::path& file) {
+  std::ifstream in(file);
+  REQUIRE_MESSAGE(in, "no trace file " << file);
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const std::exception& e) {
+    FAIL("the trace file is not JSON: " << e.what());
+  }
+  std::multiset<std::string> names;
+  for (const auto& e : j.is_array() ? j : j.at("traceEvents"))
+    if (e.contains("name") && e["name"].is_string()) names.insert(e["name"].get<std::string>());
+  return names;
+}
+
+TEST_CASE("bench --trace: a Chrome trace of accelkit's steps after the timed ones, the top operations") {
+  TempDir tmp("accelkit-cli-trace");
+  const fs::path file = tmp.path() / "bench.json";
+  const RunResult r = run_cli({"bench", "--model", "mlp", "--width", "32", "--batch", "8", "--steps", "2", "--warmup",
+                               "1", "--trace", file.string(), "--json"});
+  REQUIRE_MESSAGE(r.code == 0, describe(r));
+  const auto names = trace_event_names(file);
+  CHECK(names.count("accelkit step") == 5);
+  CHECK((names.count("aten::addmm") + names.count("aten::mm")) > 0);
+  CHECK(contains(r.err, "trace: " + file.string() + " ("));
+  CHECK(contains(r.err, "5 accelkit steps after the timed ones); open in https://ui.perfetto.dev or chrome://tracing"));
+  CHECK(contains(r.err, "top operations by self time"));
+  CHECK(contains(r.err, "top operations by memory"));
+  const json j = parse(r);
+  const json& t = j.at("trace");
+  CHECK(t["path"] == file.string());
+  CHECK(t["events"].get<long long>() > 0);
+  REQUIRE_FALSE(t["top_by_self_time"].empty());
+  CHECK(t["top_by_self_time"].size() <= 10);
+  for (const auto& row : t["top_by_self_time"]) CHECK(row["self_us"].get<double>() <= row["total_us"].get<double>());
+  CHECK_FALSE(t["top_by_memory"].empty());
+}
+
+TEST_CASE("train --trace: steps 2-6 traced, each a 'train step' range") {
+  TempDir tmp("accelkit-cli-trace");
+  const fs::path cfg = tmp.path() / "train.toml";
+  write_file(cfg, "device = \"cpu\"\nthreads = 1\n\n[train]\nsteps = 8\nbatch_size = 16\nwidth = 32\ndepth = 2\n"
+                  "outputs = 4\nlog_every = 4\ncheckpoint_dir = \"" + (tmp.path() / "ckpt").string() + "\"\n");
+  const fs::path file = tmp.path() / "train.json";
+  const RunResult r = run_cli({"train", "--config", cfg.string(), "--trace", file.string(), "--json"});
+  REQUIRE_MESSAGE(r.code == 0, describe(r));
+  const auto names = trace_event_names(file);
+  CHECK(names.count("train step") == 5);
+  CHECK((names.count("aten::addmm") + names.count("aten::mm")) > 0);
+  CHECK(contains(r.err, "trace: " + file.string() + " ("));
+  CHECK(contains(r.err, "steps 2-6); open in https://ui.perfetto.dev or chrome://tracing"));
+  std::optional<json> event;
+  for (const auto& line : lines_of(r.out)) {
+    const json j = json::parse(line);
+    if (j.value("event", "") == "trace") event = j;
+  }
+  REQUIRE_MESSAGE(event, describe(r));
+  const json& t = (*event)["trace"];
+  CHECK(t["steps"] == "steps 2-6");
+  CHECK(t["path"] == file.string());
+  REQUIRE_FALSE(t["top_by_self_time"].empty());
+  bool step_row = false;
+  for (const auto& row : t["top_by_self_time"])
+    step_row = step_row || (row["name"] == "train step" && row["calls"] == 5);
+  CHECK(step_row);
+}
+
+TEST_CASE("--trace to a path that cannot be written is refused before the run, exit 2") {
+  TempDir tmp("accelkit-cli-trace");
+  const fs::path cfg = tmp.path() / "train.toml";
+  const fs::path ckpt = tmp.path() / "ckpt";
+  write_file(cfg, "device = \"cpu\"\n\n[train]\nsteps = 3\nwidth = 8\ncheckpoint_dir = \"" + ckpt.string() + "\"\n");
+  const std::string missing = (tmp.path() / "no-such-dir" / "t.json").string();
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"bench", "--model", "mlp", "--width", "32", "--batch", "8", "--steps", "2", "--trace", missing},
+           {"train", "--config", cfg.string(), "--trace", missing},
+           {"train", "--config", cfg.string(), "--trace", tmp.str()}}) {
+    CAPTURE(args.back());
+    const RunResult r = run_cli(args);
+    CHECK_MESSAGE(r.code == 2, describe(r));
+    CHECK(contains(r.err, "trace: cannot write"));
+    CHECK_FALSE(contains(r.err, "accelkit train: cpu"));  // nothing ran
+    CHECK_FALSE(contains(r.err, "bench mlp:"));
+  }
+  CHECK_FALSE(fs::exists(ckpt));
+  const RunResult other = run_cli({"info", "--trace", (tmp.path() / "t.json").string()});
+  CHECK(other.code == 2);
+  CHECK(contains(other.err, "--trace is an option of 'bench' and 'train'"));
 }
 
 }  // namespace cli_suite

@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "accelkit/checkpoint.hpp"
+#include "accelkit/run_metrics.hpp"
 #include "cli_process.hpp"
 #include "test_support.hpp"
 
@@ -56,6 +57,12 @@ void check_visible(const fs::path& ckpt, std::int64_t& newest) {
   for (const auto& e : fs::directory_iterator(ckpt)) {
     const std::string name = e.path().filename().string();
     if (name.front() == '.') continue;  // temp files and the lock: hidden, never read as a checkpoint
+    // The run's metrics (a kill may tear its last line: the reader skips it) and its report.
+    if (std::regex_match(name, std::regex(R"(metrics(\.\d+)?\.jsonl)"))) {
+      CHECK_NOTHROW(read_metrics(e.path().string()));
+      continue;
+    }
+    if (name == "report.html") continue;
     CHECK_MESSAGE(std::regex_match(name, std::regex(R"(step-\d{8}\.ckpt)")), name);
   }
   const auto files = dir.list();

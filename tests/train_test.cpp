@@ -3,6 +3,7 @@
 #include "accelkit/atomic_file.hpp"
 #include "accelkit/checkpoint.hpp"
 #include "accelkit/runtime.hpp"
+#include "accelkit/run_metrics.hpp"
 #include "accelkit/train.hpp"
 
 #include <torch/nn/modules/linear.h>
@@ -85,9 +86,14 @@ bool same_params(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>
   return true;
 }
 
+// The checkpoints in a run directory (beside them: metrics.jsonl and report.html).
 std::vector<std::string> names_in(const fs::path& dir) {
   std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name == "metrics.jsonl" || name == "report.html") continue;
+    out.push_back(name);
+  }
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -580,6 +586,44 @@ TEST_CASE("a checkpoint written by a newer LibTorch is refused naming both versi
   }
   set_torch("1.0.0");  // older: LibTorch reads its predecessors' archives
   CHECK_FALSE(CheckpointDir::read(file.string()).empty());
+}
+
+TEST_CASE("the run directory's metrics.jsonl holds every step once with its loss, across a resume; report.html plots it") {
+  TempDir tmp("accelkit-train");
+  const fs::path dir = tmp.path() / "ckpt";
+  auto cfg = small(dir, 24);
+  const TrainResult part = train(cfg);  // checkpoints at 10 and 20 (and 24, the end)
+  REQUIRE(part.metrics_path == (dir / "metrics.jsonl").string());
+  REQUIRE(part.report_path == (dir / "report.html").string());
+  cfg.steps = 40;
+  const TrainResult rest = train(cfg, /*resume=*/true);
+  std::vector<double> losses = part.losses;
+  losses.insert(losses.end(), rest.losses.begin(), rest.losses.end());
+  const MetricsLog log = read_metrics(rest.metrics_path);
+  CHECK(log.warnings.empty());
+  REQUIRE(log.runs.size() == 2);
+  CHECK(log.runs[1].start_step == 24);
+  REQUIRE(log.steps.size() == 40);
+  for (std::size_t i = 0; i < log.steps.size(); ++i) {
+    CAPTURE(i);
+    const StepMetrics& m = log.steps[i];
+    CHECK(m.step == static_cast<std::int64_t>(i) + 1);
+    REQUIRE(m.loss);
+    CHECK(*m.loss == losses[i]);  // read back bit for bit
+    CHECK(m.step_ms > 0);
+    CHECK(m.samples_per_s > 0);
+    CHECK(m.memory_bytes);  // the CPU plugin reports the process's memory
+  }
+  std::ifstream page(rest.report_path);
+  const std::string html((std::istreambuf_iterator<char>(page)), std::istreambuf_iterator<char>());
+  CHECK(html.find("data-series=\"loss\"") != std::string::npos);
+
+  // A fresh run in the same directory keeps the earlier metrics aside.
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".ckpt") fs::remove(e.path());
+  const TrainResult again = train(small(dir, 5));
+  CHECK(fs::exists(dir / "metrics.1.jsonl"));
+  CHECK(read_metrics(again.metrics_path).steps.size() == 5);
 }
 
 }  // namespace train_suite

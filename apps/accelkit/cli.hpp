@@ -17,6 +17,7 @@ enum Exit : int {
   kExitFailure = 1,
   kExitUsage = 2,        // bad option, unknown verb, bad config
   kExitUnavailable = 3,  // an explicitly requested device cannot be had
+  kExitGuardStop = 4,    // train: the thermal guard stopped the run (policy stop), after a checkpoint
 };
 
 // A bad command line (exit 2).
@@ -49,7 +50,9 @@ struct Invocation {
   bool measure = false;            // report --model FILE --measure
   int steps = 20;                  // bench --steps
   int warmup = 3;                  // bench --warmup
-  int batch = 0;                   // bench --batch (0 = the model's default)
+  int batch = 0;                   // bench, train --batch B (0 = the model's default)
+  bool batch_auto = false;         // --batch auto[:MAX]: the batch-size finder's answer
+  int batch_max = 0;               // its MAX (0 = the finder's default)
   int width = 0;                   // bench --width (0 = the model's default)
   bool vs_tuned = false;           // bench --vs-tuned
   bool vs_eager = false;           // bench --vs-eager
@@ -58,6 +61,7 @@ struct Invocation {
   double wait_quiet = 0;           // bench --wait-quiet[=S]
   double data_ms = 0;              // bench --data-ms MS
   std::string quantize;            // bench --quantize int8
+  std::string trace;               // bench, train --trace FILE: a profiler trace of a few steps
 
   SettingsInputs settings_inputs() const;
   ContextOptions context_options() const;
@@ -78,6 +82,6 @@ int verb_report(const Invocation& inv, Context& ctx);
 int verb_monitor(const Invocation& inv, const Context& ctx);
 // bench and train start their own Runtime (verb_bench.cpp, verb_train.cpp).
 int verb_bench(const Invocation& inv);
-int run_train(const ContextOptions& options, bool resume, bool json);
+int verb_train(const Invocation& inv);
 
 }  // namespace accelkit::cli

@@ -59,7 +59,7 @@ int run(int argc, const char* const* argv) {
 
   // bench and train start their own Runtime (one discovery, not two).
   if (inv.verb == "bench") return verb_bench(inv);
-  if (inv.verb == "train") return run_train(inv.context_options(), inv.resume, inv.json);
+  if (inv.verb == "train") return verb_train(inv);
 
   // Settings first, so the effective log level holds while plugins load.
   std::unique_ptr<Context> ctx;
@@ -88,6 +88,8 @@ int verb_bench(const Invocation& inv) {
   b.steps = inv.steps;
   b.warmup = inv.warmup;
   b.batch = inv.batch;
+  b.batch_auto = inv.batch_auto;
+  b.batch_max = inv.batch_max;
   b.width = inv.width;
   b.vs_tuned = inv.vs_tuned;
   b.vs_eager = inv.vs_eager;
@@ -96,6 +98,7 @@ int verb_bench(const Invocation& inv) {
   b.wait_quiet_s = inv.wait_quiet;
   b.data_ms = inv.data_ms;
   b.quantize = inv.quantize;
+  b.trace = inv.trace;
   return run_bench(inv.context_options(), b, inv.json);
 }
 

@@ -1,5 +1,9 @@
 // Command-line parsing (Boost.Program_options) and help text.
+#include <climits>
 #include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
 #include <iostream>
 #include <variant>
 
@@ -26,9 +30,9 @@ constexpr VerbDoc kVerbs[] = {
      "decision, settings with provenance, precision plan (--apply: apply and read back; --model: the model's "
      "dimension alignment)"},
     {"monitor", "monitor [--interval S] [--count N] [--csv | --json]", "sample the selected device's sensors"},
-    {"bench", "bench [--model M|FILE --input SHAPE...] [--mode infer|train] [--steps N] [--vs-tuned] [--vs-eager] [--quantize int8] [--data-ms MS] [--wait-quiet[=S]] [--json]",
+    {"bench", "bench [--model M|FILE --input SHAPE...] [--mode infer|train] [--steps N] [--vs-tuned] [--vs-eager] [--quantize int8] [--data-ms MS] [--wait-quiet[=S]] [--trace FILE] [--json]",
      "time a training step or your model: accelkit vs plain LibTorch"},
-    {"train", "train --config FILE [--resume] [--json]", "train the example model ([train] table in FILE)"},
+    {"train", "train --config FILE [--resume] [--trace FILE] [--json]", "train the example model ([train] table in FILE)"},
     {"help", "help [VERB | settings]", "this text, one verb's, or every setting as a table"},
 };
 
@@ -106,7 +110,9 @@ po::options_description verb_options() {
        "bench: infer (a model file's default: forward without autograd) or train")
       ("steps", po::value<int>()->value_name("N"), "bench: timed steps per variant (default 20)")
       ("warmup", po::value<int>()->value_name("N"), "bench: untimed warm-up steps per variant (default 3)")
-      ("batch", po::value<int>()->value_name("B"), "bench: batch size (default: the model's)")
+      ("batch", po::value<std::string>()->value_name("B|auto[:MAX]"),
+       "bench, train: batch size (default: the model's; train: [train] batch_size), or auto: the largest that fits "
+       "the device's memory (the batch-size finder; at most MAX)")
       ("width", po::value<int>()->value_name("D"), "bench: model width (default: the model's)")
       ("vs-tuned", po::bool_switch(), "bench: also time hand-tuned LibTorch")
       ("vs-eager", po::bool_switch(), "bench: also time accelkit's settings with the step run eagerly (a captured step's own gain)")
@@ -116,6 +122,9 @@ po::options_description verb_options() {
        "bench: feed every step from a producer of MS ms of CPU work per batch; accelkit prefetches (setting prefetch)")
       ("quantize", po::value<std::string>()->value_name("int8"),
        "bench: also time the model file with its Linear layers in INT8 (Runtime::quantize)")
+      ("trace", po::value<std::string>()->value_name("FILE"),
+       "bench, train: write a Chrome/Perfetto trace of a few steps (bench: 5 of accelkit's after the timed ones; "
+       "train: steps 2-6) through LibTorch's profiler and print the top operations by self time and by memory")
       ("resume", po::bool_switch(), "train: continue from the newest valid checkpoint");
   return d;
 }
@@ -128,6 +137,30 @@ void only_for(const po::variables_map& vm, const char* option, const std::string
 }
 
 bool flag(const po::variables_map& vm, const char* name) { return vm[name].as<bool>(); }
+
+// A positive decimal that fits an int, or nullopt.
+std::optional<int> positive_int(const std::string& text) {
+  if (text.empty() || text.size() > 10 || text.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  const long long v = std::stoll(text);
+  if (v < 1 || v > INT32_MAX) return std::nullopt;
+  return static_cast<int>(v);
+}
+
+// --batch B | auto | auto:MAX
+void parse_batch(const std::string& text, Invocation& inv) {
+  if (text == "auto" || text.rfind("auto:", 0) == 0) {
+    inv.batch_auto = true;
+    if (text.size() > 4) {
+      const auto max = positive_int(text.substr(5));
+      if (!max) throw UsageError("--batch auto:MAX needs a positive MAX, got '" + text + "'");
+      inv.batch_max = *max;
+    }
+    return;
+  }
+  const auto b = positive_int(text);
+  if (!b) throw UsageError("--batch needs a positive number of samples, auto or auto:MAX, got '" + text + "'");
+  inv.batch = *b;
+}
 
 }  // namespace
 
@@ -195,10 +228,11 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   if (vm.count("mode")) inv.mode = vm["mode"].as<std::string>();
   if (vm.count("wait-quiet")) inv.wait_quiet = vm["wait-quiet"].as<double>();
   if (vm.count("quantize")) inv.quantize = vm["quantize"].as<std::string>();
+  if (vm.count("trace")) inv.trace = vm["trace"].as<std::string>();
   if (vm.count("data-ms")) inv.data_ms = vm["data-ms"].as<double>();
   if (vm.count("steps")) inv.steps = vm["steps"].as<int>();
   if (vm.count("warmup")) inv.warmup = vm["warmup"].as<int>();
-  if (vm.count("batch")) inv.batch = vm["batch"].as<int>();
+  if (vm.count("batch")) parse_batch(vm["batch"].as<std::string>(), inv);
   if (vm.count("width")) inv.width = vm["width"].as<int>();
 
   if (inv.help || inv.version) return inv;
@@ -216,8 +250,14 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   only_for(vm, "interval", inv.verb, "monitor");
   only_for(vm, "count", inv.verb, "monitor");
   only_for(vm, "csv", inv.verb, "monitor");
-  for (const char* o : {"input", "mode", "steps", "warmup", "batch", "width", "vs-tuned", "vs-eager", "wait-quiet", "quantize", "data-ms"})
+  if (vm.count("batch") && inv.verb != "bench" && inv.verb != "train")
+    throw UsageError("--batch is an option of 'bench' and 'train', not of '" +
+                     (inv.verb.empty() ? std::string("(no verb)") : inv.verb) + "'");
+  for (const char* o : {"input", "mode", "steps", "warmup", "width", "vs-tuned", "vs-eager", "wait-quiet", "quantize", "data-ms"})
     only_for(vm, o, inv.verb, "bench");
+  if (vm.count("trace") && inv.verb != "bench" && inv.verb != "train")
+    throw UsageError("--trace is an option of 'bench' and 'train', not of '" +
+                     (inv.verb.empty() ? std::string("(no verb)") : inv.verb) + "'");
   if (vm.count("model") && inv.verb != "bench" && inv.verb != "report")
     throw UsageError("--model is an option of 'bench' and 'report', not of '" +
                      (inv.verb.empty() ? std::string("(no verb)") : inv.verb) + "'");

@@ -16,7 +16,9 @@
 #include "format.hpp"
 #include "render.hpp"
 #include "render_autotune.hpp"
+#include "render_batch.hpp"
 #include "table.hpp"
+#include "trace_out.hpp"
 
 namespace accelkit::cli {
 
@@ -143,6 +145,7 @@ void render(std::ostream& out, const BenchResult& r) {
         << ")\n\n";
   }
   if (r.autotune) render_autotune(out, *r.autotune);
+  if (r.batch_finder) render_batch_decision(out, *r.batch_finder);
   if (r.inference) {
     const InferenceDecision& d = *r.inference;
     out << "optimize_for_inference: " << d.chosen << " - " << d.description << " (" << d.origin
@@ -187,6 +190,7 @@ void show_progress(const BenchProgress& p) {
   line << "bench " << p.model << ": ";
   if (p.phase == "autotune") line << "auto-tune, " << (p.done < p.total ? "candidate " + std::to_string(p.done + 1) + '/' + std::to_string(p.total) : "done");
   else if (p.phase == "check") line << "accuracy check, variant " << p.done + 1 << '/' << p.total;
+  else if (p.phase == "batch") line << "finding the largest batch that fits, trial step " << p.done;
   else if (p.phase == "quiet") line << "waiting for a quiet machine, " << p.done << '/' << p.total << " s";
   else if (p.phase == "quantize") line << "quantizing the Linear layers";
   else if (p.phase == "optimize") line << "optimize_for_inference" << (p.total > 1 ? ", candidate " + std::to_string(std::min(p.done + 1, p.total)) + '/' + std::to_string(p.total) : std::string());
@@ -244,9 +248,13 @@ int run_bench(const ContextOptions& options, const BenchOptions& bench_in, bool 
   } catch (const std::invalid_argument& e) {  // a model file that is not one, inputs it refuses
     std::cerr << "accelkit: " << e.what() << '\n';
     return kExitUsage;
+  } catch (const BatchDoesNotFitError& e) {
+    std::cerr << "accelkit: bench: --batch auto: " << e.what() << '\n';
+    return kExitFailure;
   }
   if (json) std::cout << bench_json(result) << '\n';
   else render(std::cout, result);
+  if (result.trace) render_trace(std::cerr, *result.trace, result.trace_steps);
   return kExitOk;
 }
 

@@ -17,6 +17,7 @@
 #include "json_out.hpp"
 #include "render.hpp"
 #include "render_autotune.hpp"
+#include "render_batch.hpp"
 #include "render_routing.hpp"
 #include "table.hpp"
 
@@ -82,6 +83,7 @@ int verb_report(const Invocation& inv, Context& ctx) {
     j["decision"] = decision_json(d);
     j["settings"] = settings_json(ctx.settings());
     if (d.ok) j["autotune"] = autotune_cache_json(ctx);
+    if (d.ok) j["batch_finder"] = batch_cache_json(ctx);
     if (d.ok) j["routing"] = routing_json(ctx);
   } else {
     std::ostream& out = std::cout;
@@ -93,6 +95,8 @@ int verb_report(const Invocation& inv, Context& ctx) {
     out << '\n';
     if (d.ok) {
       render_autotune_cache(out, ctx);
+      out << '\n';
+      render_batch_cache(out, ctx);
       out << '\n';
       render_routing(out, ctx);
       out << '\n';

@@ -4,7 +4,8 @@
 //
 // Exit codes: 0 done (or nothing left to do), 1 failure (a refused resume, a damaged
 // checkpoint directory, a diverged loss, I/O), 2 bad config ([train] or settings), 3 device
-// unavailable, 128 + signal (130 for Ctrl-C, 143 for SIGTERM) when stopped by a signal after
+// unavailable, 4 stopped by the thermal guard (guard_policy = stop) after saving a checkpoint,
+// 128 + signal (130 for Ctrl-C, 143 for SIGTERM) when stopped by a signal after
 // saving a checkpoint - so that `accelkit train && next` does not go on after an interrupt.
 // A second Ctrl-C while the step finishes kills the process at once (checkpoint writes are
 // atomic, so the directory stays valid).
@@ -34,11 +35,11 @@
 #include "format.hpp"
 #include "render.hpp"
 #include "render_autotune.hpp"
+#include "render_batch.hpp"
 #include "json_out.hpp"
+#include "trace_out.hpp"
 
 namespace accelkit::cli {
-
-int run_train(const ContextOptions& options, bool resume, bool json);
 
 namespace {
 
@@ -97,14 +98,17 @@ std::string clock_text(double seconds) {
   return buf;
 }
 
-// The device temperature, sampled at most every 2 s (sensors can be slow to read).
+// The device temperature: the guard's latest sample while it runs (a monitor is sampled from
+// one thread), else sampled here at most every 2 s (sensors can be slow to read).
 class Thermometer {
  public:
   explicit Thermometer(const std::shared_ptr<Device>& device) {
     auto monitor = device->monitor();
     if (monitor.ok()) monitor_ = monitor.value();
   }
+  void use(const Guard* guard) { guard_ = guard && guard->enabled() ? guard : nullptr; }
   std::optional<double> read() {
+    if (guard_) return guard_->latest().temperature_c;
     const auto now = std::chrono::steady_clock::now();
     if (!monitor_ || (sampled_ && now - last_ < std::chrono::seconds(2))) return value_;
     sampled_ = true;
@@ -120,6 +124,7 @@ class Thermometer {
 
  private:
   std::shared_ptr<Monitor> monitor_;
+  const Guard* guard_ = nullptr;
   bool sampled_ = false;
   std::chrono::steady_clock::time_point last_;
   std::optional<double> value_;
@@ -221,10 +226,28 @@ std::string data_line(int prefetch, double wait_ms, double produce_ms, double st
   return out.str();
 }
 
-int train(const ContextOptions& options, bool resume, bool json) {
-  auto rt = Runtime::start(options);
+int train(const Invocation& inv) {
+  const bool json = inv.json;
+  std::optional<StepTrace> trace;  // --trace: refuses a path it cannot write before anything runs
+  if (!inv.trace.empty()) trace.emplace(inv.trace);
+  auto rt = Runtime::start(inv.context_options());
   TrainConfig config = train_config_from(rt->context().settings());
-  Trainer trainer(*rt, config);
+  if (inv.batch > 0) {
+    config.batch_size = inv.batch;
+    config.batch_size_set = true;
+    if (config.batch_size % config.micro_batches != 0 && !inv.batch_auto)
+      throw SettingsError("--batch " + std::to_string(inv.batch) + " is not divisible by train.micro_batches (" +
+                          std::to_string(config.micro_batches) + ")");
+  }
+  config.batch_auto = inv.batch_auto;
+  config.batch_max = inv.batch_max;
+  if (config.batch_auto)
+    std::cerr << "accelkit train: finding the largest batch that fits " << rt->device_handle()->info().id
+              << (config.batch_max > 0 ? " (at most " + std::to_string(config.batch_max) + ")" : std::string()) << "...\n";
+  Trainer trainer(*rt, config, [json](const BatchTrial& t) {
+    if (!json) std::cerr << "  " << batch_trial_line(t) << '\n';
+  });
+  config = trainer.config();
   const DeviceInfo& device = rt->device_handle()->info();
   Thermometer thermometer(rt->device_handle());
   const bool tty = ::isatty(STDERR_FILENO) != 0;
@@ -237,6 +260,7 @@ int train(const ContextOptions& options, bool resume, bool json) {
                       {"steps", config.steps}, {"batch_size", config.batch_size},
                       {"micro_batches", config.micro_batches}, {"model", model},
                       {"checkpoint_dir", config.checkpoint_dir},
+                      {"batch_finder", trainer.batch_decision() ? batch_decision_json(*trainer.batch_decision()) : Json(nullptr)},
                       {"autotune", rt->tune_decision() ? autotune_json(*rt->tune_decision()) : Json(nullptr)},
                       {"decisions", decisions_json(rt->context().decisions())}}
                      .dump()
@@ -248,18 +272,38 @@ int train(const ContextOptions& options, bool resume, bool json) {
             << ", " << config.steps << " steps, " << checkpoint_plan(config) << '\n';
 
   if (const auto& tuned = rt->tune_decision(); tuned && !json) render_autotune(std::cerr, *tuned);
+  if (const auto& sized = trainer.batch_decision(); sized && !json) render_batch_decision(std::cerr, *sized);
   if (!json) render_decisions(std::cerr, rt->context().decisions());
 
   Progress progress(tty, json, thermometer);
+  // The guard's events as they happen: a line on stderr (after the bar's line), a JSON line.
+  std::unique_ptr<Guard> guard = rt->guard([&progress, json](const GuardEvent& e) {
+    progress.finish();
+    std::cerr << "accelkit train: " << e.text << '\n';
+    if (json)
+      std::cout << Json{{"event", "guard"}, {"kind", e.kind}, {"step", e.step},
+                        {"value", e.value ? Json(*e.value) : Json(nullptr)},
+                        {"threshold", e.threshold ? Json(*e.threshold) : Json(nullptr)}, {"paused_s", e.paused_s},
+                        {"text", e.text}}
+                       .dump()
+                << std::endl;
+  });
+  thermometer.use(guard.get());
+  if (!json) std::cerr << guard->describe() << '\n';
   TrainOptions train_options;
-  train_options.resume = resume;
+  train_options.guard = guard->enabled() ? guard.get() : nullptr;
+  train_options.resume = inv.resume;
   train_options.stop = &g_train_stop;
   TrainResult result;
-  train_options.on_start = [](const TrainResult& r) {
+  train_options.on_start = [&trace, steps = config.steps](const TrainResult& r) {
     if (r.resumed_from) std::cerr << "resumed from " << *r.resumed_from << " (step " << r.start_step << ")\n";
     std::cerr << "using " << r.optimizer << ", " << r.precision << '\n';
+    if (trace) trace->on_start(r.start_step, steps);
   };
-  train_options.on_step = [&progress](const TrainProgress& p) { progress.update(p); };
+  train_options.on_step = [&progress, &trace](const TrainProgress& p) {
+    progress.update(p);
+    if (trace) trace->after_step(p.step, p.steps);
+  };
   {
     TrainSignals signals;
     try {
@@ -270,6 +314,7 @@ int train(const ContextOptions& options, bool resume, bool json) {
     }
   }
   progress.finish();
+  if (trace) trace->report(std::cerr, json);
 
   const std::optional<std::string> saved = result.saved.empty() ? std::nullopt : std::optional(result.saved.back());
   const int signal = g_train_signal;
@@ -279,16 +324,26 @@ int train(const ContextOptions& options, bool resume, bool json) {
   if (json) {
     std::cout << Json{{"event", "end"}, {"step", result.end_step}, {"steps", config.steps},
                       {"start_step", result.start_step}, {"interrupted", result.interrupted},
+                      {"guard_stopped", result.guard_stopped},
                       {"resumed_from", result.resumed_from ? Json(*result.resumed_from) : Json(nullptr)},
                       {"initial_loss", result.losses.empty() ? Json(nullptr) : Json(result.losses.front())},
                       {"final_loss", result.losses.empty() ? Json(nullptr) : Json(result.losses.back())},
                       {"checkpoint", saved ? Json(*saved) : Json(nullptr)}, {"optimizer", result.optimizer},
                       {"precision", result.precision},
+                      {"metrics", result.metrics_path.empty() ? Json(nullptr) : Json(result.metrics_path)},
+                      {"report", result.report_path.empty() ? Json(nullptr) : Json(result.report_path)},
                       {"data", {{"prefetch", result.prefetch},
                                 {"wait_ms_per_step", data_wait_per_step},
                                 {"produce_ms_per_step", data_produce_per_step}}}}
                      .dump()
               << std::endl;
+  }
+  if (result.guard_stopped) {
+    std::cerr << "stopped by the thermal guard at step " << result.end_step << " of " << config.steps << "; "
+              << (saved ? "checkpoint saved to " + *saved + "; continue with --resume once the device has cooled"
+                        : std::string("checkpoints are off, nothing saved"))
+              << '\n';
+    return kExitGuardStop;
   }
   if (result.interrupted) {
     std::cerr << "interrupted at step " << result.end_step << " of " << config.steps << "; "
@@ -301,6 +356,9 @@ int train(const ContextOptions& options, bool resume, bool json) {
     std::cerr << "done: step " << result.end_step << "/" << config.steps << ", loss " << loss_text(result.losses.back())
               << " (from " << loss_text(result.losses.front()) << ")"
               << (saved ? ", checkpoint " + *saved : std::string()) << '\n';
+  if (!json && !result.report_path.empty())
+    std::cerr << "report: " << result.report_path << " (open it in a browser; per-step figures in " << result.metrics_path
+              << ")\n";
   if (!json && result.end_step > result.start_step)
     std::cerr << data_line(result.prefetch, data_wait_per_step, data_produce_per_step, result.train_ms / trained)
               << '\n';
@@ -309,10 +367,13 @@ int train(const ContextOptions& options, bool resume, bool json) {
 
 }  // namespace
 
-int run_train(const ContextOptions& options, bool resume, bool json) {
+int verb_train(const Invocation& inv) {
   try {
-    return train(options, resume, json);
+    return train(inv);
   } catch (const SettingsError& e) {
+    std::cerr << "accelkit: " << e.what() << '\n';
+    return kExitUsage;
+  } catch (const UsageError& e) {  // --trace FILE that cannot be written
     std::cerr << "accelkit: " << e.what() << '\n';
     return kExitUsage;
   } catch (const DeviceUnavailableError& e) {
@@ -320,6 +381,9 @@ int run_train(const ContextOptions& options, bool resume, bool json) {
     return kExitUnavailable;
   } catch (const TrainError& e) {
     std::cerr << "accelkit train: " << e.what() << '\n';
+    return kExitFailure;
+  } catch (const BatchDoesNotFitError& e) {
+    std::cerr << "accelkit train: --batch auto: " << e.what() << "; nothing was trained or written\n";
     return kExitFailure;
   } catch (const CheckpointError& e) {
     std::cerr << "accelkit train: checkpoint: " << e.what() << '\n';

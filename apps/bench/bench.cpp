@@ -61,7 +61,11 @@ void validate(const BenchOptions& o) {
   if (o.width < 0) bad("--width must be positive (0 = the model's default), got " + std::to_string(o.width));
   if (o.vs_eager && (o.model == "optimizer" || file))
     bad("--vs-eager compares a captured training step with the eager one: the built-in mlp, transformer and cnn only");
-  if (o.model == "optimizer" && o.batch > 0) bad("--batch means nothing to the optimizer model (it has no data)");
+  if (o.model == "optimizer" && (o.batch > 0 || o.batch_auto))
+    bad("--batch means nothing to the optimizer model (it has no data)");
+  if (o.batch_auto && file) bad("--batch auto sizes the built-in models; a model file's --input gives its batch");
+  if (o.batch_auto && o.batch > 0) bad("--batch is either a number or auto");
+  if (o.batch_max < 0) bad("--batch auto:MAX needs MAX >= 1");
   if (o.check_steps < 1) bad("the accuracy check needs at least 1 step, got " + std::to_string(o.check_steps));
   if (!(o.tolerance >= 0) || !std::isfinite(o.tolerance))
     bad("tolerance must be a finite number >= 0 (0 = the model's default)");
@@ -74,6 +78,8 @@ void validate(const BenchOptions& o) {
   if (!o.quantize.empty() && o.quantize != "int8") bad("--quantize must be int8, got '" + o.quantize.substr(0, 40) + "'");
   if (!o.quantize.empty() && (!file || bench_mode(o) != "infer"))
     bad("--quantize is for a model file in inference mode (--model FILE --mode infer)");
+  if (o.trace_steps < 1) bad("trace steps must be at least 1, got " + std::to_string(o.trace_steps));
+  if (!o.trace.empty()) check_trace_path(o.trace);
 }
 
 namespace {
@@ -377,6 +383,39 @@ BenchData time_with_data(Runtime& rt, const BenchOptions& o, std::vector<Runner>
   return d;
 }
 
+// --batch auto: the largest batch of this model that trains on the device (the accelkit
+// variant's settings), from the model's default batch; its input at the batch asked for, a
+// random target of the output's shape (the memory does not depend on the values).
+BatchDecision find_bench_batch(Runtime& rt, const ModelSpec& spec, const BenchOptions& o, const BenchProgressFn& progress) {
+  Net net = bench_detail::make_net(spec, o.seed);
+  rt.prepare(*net.module);
+  BatchProblem problem;
+  problem.name = "bench " + spec.model + " (" + bench_detail::describe(spec) + ")";
+  problem.model = net.module.get();
+  problem.forward = [&net](const at::Tensor& in) { return net.forward(in); };
+  problem.loss = [](const at::Tensor& y, const at::Tensor& t) { return at::mse_loss(y, t); };
+  const c10::Device device = rt.device();
+  problem.make_batch = [&](std::int64_t b) {
+    ModelSpec at_b = spec;
+    at_b.batch = static_cast<int>(b);
+    at::Tensor x = bench_detail::make_input(at_b, device);
+    at::Tensor y;
+    {
+      at::NoGradGuard no_grad;
+      compat::AutocastGuard fp32(device.type(), false, compat::autocast_dtype(device.type()));
+      y = net.forward(x);
+    }
+    return std::make_pair(x, at::randn(y.sizes(), y.options().dtype(at::kFloat)));
+  };
+  BatchSearchOptions search;
+  search.start = spec.batch;
+  search.max = o.batch_max > 0 ? o.batch_max : std::min<std::int64_t>(search.max, INT32_MAX);
+  search.start = std::min<std::int64_t>(search.start, search.max);
+  int trials = 0;
+  search.progress = [&](const BatchTrial&) { report(progress, spec.model, "batch", ++trials, 0); };
+  return rt.find_batch_size(problem, search);
+}
+
 }  // namespace
 
 BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn& progress) {
@@ -394,6 +433,11 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
     for (const auto& in : o.inputs) spec.inputs.push_back(bench_detail::parse_input(in));
   }
   const bool optimizer_only = spec.model == "optimizer";
+  std::optional<BatchDecision> sized;
+  if (o.batch_auto) {
+    sized = find_bench_batch(rt, spec, o, progress);
+    spec.batch = static_cast<int>(sized->batch);
+  }
 
   const int baseline_threads = o.baseline_threads > 0 ? o.baseline_threads : at::intraop_default_num_threads();
 
@@ -408,6 +452,7 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
   r.width = spec.width;
   r.steps = o.steps;
   r.warmup = o.warmup;
+  r.batch_finder = std::move(sized);
   r.load_before = load_average();
   machine_before(r.machine, o, label, progress);
   new_device::reset_fallback_counts();
@@ -680,6 +725,7 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
   int most_threads = 0;
   for (const Runner& run : runners) most_threads = std::max(most_threads, run.info.threads);
   machine_after(r.machine, timing_start, most_threads);
+  if (!o.trace.empty()) trace_steps(r, o, device, [&] { runners[1].step(x, target); });
 
   auto finish = [&](BenchVariant& v, std::size_t i) {
     if (runners[i].graph) v.step_mode = runners[i].graph->mode();  // a fallback while timing shows

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -115,6 +116,23 @@ at::Tensor forward_or_explain(const Net& net, const at::Tensor& x, const BenchOp
 
 // `accelkit bench --model FILE` in inference mode (bench_infer.cpp).
 BenchResult run_infer_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn& progress);
+
+// BenchOptions::trace: o.trace_steps calls of `step` (the accelkit variant's, settings in place)
+// under LibTorch's profiler, the device synchronised around them, into r.trace.
+inline void trace_steps(BenchResult& r, const BenchOptions& o, c10::Device device, const std::function<void()>& step) {
+  TraceOptions options;
+  options.path = o.trace;
+  Trace trace;
+  synchronize(device);
+  trace.start(options);
+  for (int i = 0; i < o.trace_steps; ++i) {
+    profile_scope scope("accelkit step");
+    step();
+  }
+  synchronize(device);
+  r.trace = trace.stop();
+  r.trace_steps = std::to_string(o.trace_steps) + " accelkit steps after the timed ones";
+}
 
 inline void report(const BenchProgressFn& progress, const std::string& model, const char* phase, int done, int total) {
   if (progress) progress(BenchProgress{model, phase, done, total});

@@ -263,6 +263,12 @@ BenchResult run_infer_bench(Runtime& rt, const BenchOptions& o, const BenchProgr
   int most_threads = 0;
   for (const Variant& v : variants) most_threads = std::max(most_threads, v.info.threads);
   machine_after(r.machine, timing_start, most_threads);
+  if (!o.trace.empty()) {
+    Variant& ours = variants[1];
+    plans.to(ours.info.name, ours.plan);
+    set_threads(ours.info.threads);
+    trace_steps(r, o, device, [&ours] { ours.run(); });
+  }
   for (Variant& v : variants) {
     v.info.time = stats_of(v.samples);
     v.info.forward_ms = v.info.time.median_ms;

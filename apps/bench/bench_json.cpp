@@ -161,6 +161,45 @@ void autotune(Writer& w, const TuneDecision& d) {
   w.close().close();
 }
 
+void batch_decision(Writer& w, const BatchDecision& d) {
+  auto bytes = [](std::uint64_t v) { return static_cast<std::int64_t>(v); };
+  w.open("batch_finder")
+      .field("batch", d.batch)
+      .field("largest", d.largest)
+      .field("memory_at_largest_bytes", bytes(d.memory_at_largest))
+      .field("budget_bytes", bytes(d.budget))
+      .field("margin_pct", d.margin_pct)
+      .field("method", d.method)
+      .field("origin", d.origin)
+      .field("cache_file", d.cache_file)
+      .field("why", d.why);
+  w.open_array("trials");
+  for (const BatchTrial& t : d.trials)
+    w.open().field("batch", t.batch).field("fits", t.fits).field("peak_bytes", bytes(t.peak_bytes)).field("note", t.note).close();
+  w.close().close();
+}
+
+// The keys of train --json's trace event (apps/accelkit/trace_out.cpp).
+void trace(Writer& w, const TraceSummary& s, const std::string& steps) {
+  w.open("trace")
+      .field("path", s.path)
+      .field("profiler", s.profiler)
+      .field("steps", steps)
+      .field("events", s.events)
+      .field("span_us", s.span_us)
+      .field("memory", s.memory);
+  w.open_array("top_by_self_time");
+  for (const OpTime& t : s.top_by_self_time)
+    w.open().field("name", t.name).field("where", t.where).field("calls", t.calls).field("self_us", t.self_us)
+        .field("total_us", t.total_us).close();
+  w.close();
+  w.open_array("top_by_memory");
+  for (const OpMemory& m : s.top_by_memory)
+    w.open().field("name", m.name).field("where", m.where).field("allocations", m.allocations).field("bytes", m.bytes)
+        .field("net_bytes", m.net_bytes).close();
+  w.close().close();
+}
+
 }  // namespace
 
 std::string bench_json(const BenchResult& r, int indent) {
@@ -253,6 +292,8 @@ std::string bench_json(const BenchResult& r, int indent) {
   } else {
     w.null("inference");
   }
+  if (r.trace) trace(w, *r.trace, r.trace_steps);
+  else w.null("trace");
 
   if (r.quantize) {
     const QuantizeReport& q = *r.quantize;
@@ -271,6 +312,8 @@ std::string bench_json(const BenchResult& r, int indent) {
   }
   if (r.autotune) autotune(w, *r.autotune);
   else w.null("autotune");
+  if (r.batch_finder) batch_decision(w, *r.batch_finder);
+  else w.null("batch_finder");
   w.open_array("decisions");
   for (const RuntimeDecision& d : r.decisions)
     w.open().field("key", d.key).field("value", d.value).field("source", d.source).field("why", d.why).close();

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <optional>
 #include <sstream>
 
@@ -14,6 +15,7 @@
 
 #include "accelkit/checkpoint.hpp"
 #include "accelkit/prefetch.hpp"
+#include "accelkit/run_metrics.hpp"
 #include "accelkit/runtime.hpp"
 #include "accelkit/version.hpp"
 
@@ -120,8 +122,10 @@ struct Trainer::State {
   LossScaler scaler;
   std::unique_ptr<GradAccumulator> accumulator;
   std::int64_t step = 0;  // steps completed
+  std::optional<BatchDecision> batch_decision;
 
-  State(Runtime& runtime, TrainConfig config) : rt(runtime), cfg(std::move(config)) {
+  State(Runtime& runtime, TrainConfig config, const std::function<void(const BatchTrial&)>& on_batch_trial)
+      : rt(runtime), cfg(std::move(config)) {
     // read_train_config() validated a file's values; this covers a config built in code.
     if (cfg.steps < 1 || cfg.batch_size < 1 || cfg.micro_batches < 1 || cfg.width < 1 || cfg.depth < 1 ||
         cfg.outputs < 1 || !(cfg.lr > 0) || !(cfg.weight_decay >= 0) || cfg.seed < 0 || cfg.log_every < 1 ||
@@ -137,7 +141,40 @@ struct Trainer::State {
     rt.prepare(*teacher);
     teacher->eval();
     if (*rt.context().config().autotune) tune();
+    if (cfg.batch_auto) find_batch(on_batch_trial);
     fresh();
+  }
+
+  // --batch auto: the largest batch of this student that fits the device's memory, measured
+  // with real steps after the tuner chose the precision (which the memory depends on); with a
+  // batch the user set, the micro-batches that reach it.
+  void find_batch(const std::function<void(const BatchTrial&)>& on_trial) {
+    torch::nn::Sequential probe = make_mlp(cfg, cfg.width);
+    init_mlp(probe, stream_seed(cfg.seed, Stream::student), false);
+    rt.prepare(*probe);
+    probe->train();
+    BatchProblem problem;
+    problem.name = "train MLP " + std::to_string(cfg.depth) + "x" + std::to_string(cfg.width) + " -> " +
+                   std::to_string(cfg.outputs);
+    problem.model = probe.ptr().get();
+    problem.forward = [&probe](const at::Tensor& in) { return probe->forward(in); };
+    problem.loss = [](const at::Tensor& out, const at::Tensor& target) { return torch::mse_loss(out, target); };
+    problem.make_batch = [this](std::int64_t b) {
+      auto gen = at::detail::createCPUGenerator(stream_seed(cfg.seed, Stream::data, 0));
+      return label(at::randn({b, cfg.width}, gen, at::TensorOptions().dtype(at::kFloat)).to(rt.device()));
+    };
+    problem.adamw.lr = cfg.lr;
+    problem.adamw.weight_decay = cfg.weight_decay;
+    BatchSearchOptions options;
+    if (cfg.batch_max > 0) options.max = cfg.batch_max;
+    if (cfg.batch_size_set) options.target_effective_batch = cfg.batch_size;
+    options.progress = on_trial;
+    if (cfg.micro_batches != 1)
+      spdlog::warn("--batch auto: the batch-size finder sets the gradient-accumulation steps; train.micro_batches = {} "
+                   "is not used", cfg.micro_batches);
+    batch_decision = rt.find_batch_size(problem, options);
+    cfg.batch_size = batch_decision->effective;
+    cfg.micro_batches = batch_decision->accumulation;
   }
 
   // Profile auto: the tuner times the candidates on a student of this shape and the first
@@ -327,10 +364,12 @@ struct Trainer::State {
   }
 };
 
-Trainer::Trainer(Runtime& runtime, TrainConfig config) : state_(std::make_unique<State>(runtime, std::move(config))) {}
+Trainer::Trainer(Runtime& runtime, TrainConfig config, std::function<void(const BatchTrial&)> on_batch_trial)
+    : state_(std::make_unique<State>(runtime, std::move(config), on_batch_trial)) {}
 Trainer::~Trainer() = default;
 
 const TrainConfig& Trainer::config() const noexcept { return state_->cfg; }
+const std::optional<BatchDecision>& Trainer::batch_decision() const noexcept { return state_->batch_decision; }
 
 std::vector<at::Tensor> Trainer::parameters() const { return state_->student->parameters(); }
 
@@ -411,9 +450,62 @@ TrainResult Trainer::run(const TrainOptions& options) {
     for (auto& gone : dir->prune(static_cast<std::size_t>(cfg.keep_last))) result.pruned.push_back(std::move(gone));
   };
 
+  // The run's metrics (metrics.jsonl in the run directory, appended by every segment) and the
+  // report made from them at the end. A failure to write them is a warning, never the end of
+  // the training.
+  std::optional<MetricsWriter> metrics;
+  std::vector<StepMetrics> unwritten;  // steps whose loss is still on the device
+  if (dir) {
+    try {
+      // A fresh run does not continue another run's metrics: an earlier file is kept aside.
+      namespace fs = std::filesystem;
+      const fs::path earlier = fs::path(dir->path()) / "metrics.jsonl";
+      std::error_code ec;
+      if (!result.resumed_from && fs::exists(earlier, ec)) {
+        fs::path aside;
+        for (int n = 1; aside.empty() || fs::exists(aside, ec); ++n)
+          aside = fs::path(dir->path()) / ("metrics." + std::to_string(n) + ".jsonl");
+        fs::rename(earlier, aside);
+        warn("kept the metrics of an earlier run as " + aside.string() + "; this run starts a new metrics.jsonl");
+      }
+      RunSegment segment;
+      segment.device = s.rt.device_handle()->info().id + " (" + s.rt.device_handle()->info().name + ")";
+      segment.model = "MLP " + std::to_string(cfg.depth) + "x" + std::to_string(cfg.width) + " -> " + std::to_string(cfg.outputs);
+      segment.precision = result.precision;
+      segment.batch = cfg.batch_size;
+      segment.start_step = result.start_step;
+      metrics.emplace(dir->path(), segment);
+      for (const auto& w : metrics->warnings()) warn(w);
+      result.metrics_path = metrics->path();
+    } catch (const std::exception& e) {
+      warn(std::string("no metrics for this run: ") + e.what());
+    }
+  }
+  auto write_metrics = [&]() {
+    if (!metrics) return;
+    try {
+      for (const StepMetrics& m : unwritten) metrics->write(m);
+    } catch (const std::exception& e) {
+      warn(std::string("metrics stop here: ") + e.what());
+      metrics.reset();
+    }
+    unwritten.clear();
+  };
+  auto write_report = [&]() {
+    if (result.metrics_path.empty()) return;
+    const std::string html = dir->path() + "/report.html";
+    try {
+      write_report_html(result.metrics_path, html);
+      result.report_path = html;
+    } catch (const std::exception& e) {
+      warn(std::string("no report.html: ") + e.what());
+    }
+  };
+
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   auto t1 = t0;  // end of the first step
+  auto step_start = t0;
   std::vector<at::Tensor> pending;  // losses not yet read back from the device
   // The inputs of the remaining steps, produced ahead on a background thread (prefetch = 0: in
   // the step) and delivered on the device.
@@ -428,13 +520,41 @@ TrainResult Trainer::run(const TrainOptions& options) {
     std::optional<at::Tensor> x = inputs.next();
     if (!x) throw TrainError("the input pipeline ended at step " + std::to_string(s.step));
     pending.push_back(s.train_step(*x));
+    const auto step_end = Clock::now();
     const PrefetchStats data = inputs.stats();
     result.data_wait_ms = data.waited_ms;
     result.data_produce_ms = data.produce_ms;
-    const bool last = s.step == cfg.steps;
-    const bool stop = options.stop && options.stop->load();
-    const bool log = s.step % cfg.log_every == 0 || last || stop;
     TrainProgress progress;
+    progress.step_ms = std::chrono::duration<double, std::milli>(step_end - step_start).count();
+    step_start = step_end;
+    bool guard_stop = false;
+    if (options.guard) {
+      const std::size_t before = options.guard->events().size();
+      guard_stop = options.guard->check(s.step, options.stop) == GuardAction::stop;
+      std::vector<GuardEvent> events = options.guard->events();
+      progress.guard_events.assign(events.begin() + static_cast<std::ptrdiff_t>(before), events.end());
+      const GuardReading reading = options.guard->latest();
+      progress.temperature_c = reading.temperature_c;
+      progress.power_w = reading.power_w;
+      if (guard_stop) result.guard_stopped = true;
+      // A pause is not the step's time: the next step starts when the guard lets it.
+      step_start = Clock::now();
+    }
+    if (auto memory = s.rt.device_handle()->memory(); memory.ok()) progress.memory_bytes = memory.value().in_use;
+    const bool last = s.step == cfg.steps;
+    const bool stop = (options.stop && options.stop->load()) || guard_stop;
+    const bool log = s.step % cfg.log_every == 0 || last || stop;
+    if (metrics) {
+      StepMetrics m;
+      m.step = s.step;
+      m.step_ms = progress.step_ms;
+      m.samples_per_s = progress.step_ms > 0 ? static_cast<double>(cfg.batch_size) * 1e3 / progress.step_ms : 0;
+      m.memory_bytes = progress.memory_bytes;
+      m.temperature_c = progress.temperature_c;
+      m.power_w = progress.power_w;
+      for (const GuardEvent& e : progress.guard_events) m.events.push_back(e.kind + ": " + e.text);
+      unwritten.push_back(std::move(m));
+    }
     progress.step = s.step;
     progress.steps = cfg.steps;
     progress.first_step = result.start_step;
@@ -443,6 +563,9 @@ TrainResult Trainer::run(const TrainOptions& options) {
       at::Tensor values = at::stack(pending).to(at::kCPU, at::kDouble);
       pending.clear();
       const double* v = values.data_ptr<double>();
+      for (std::int64_t i = 0; i < values.numel() && i < static_cast<std::int64_t>(unwritten.size()); ++i)
+        unwritten[static_cast<std::size_t>(static_cast<std::int64_t>(unwritten.size()) - values.numel() + i)].loss = v[i];
+      write_metrics();
       for (std::int64_t i = 0; i < values.numel(); ++i) {
         if (!std::isfinite(v[i]) && !s.scaler.enabled())
           throw TrainError("the loss diverged (" + std::to_string(v[i]) + ") by step " + std::to_string(s.step) +
@@ -470,6 +593,8 @@ TrainResult Trainer::run(const TrainOptions& options) {
       break;
     }
   }
+  write_metrics();
+  write_report();
   return result;
 }
 

@@ -32,6 +32,7 @@ TrainConfig train_config_from(const Settings& settings) {
   TrainConfig out;
   out.steps = *t.steps;
   out.batch_size = effective_batch(c).first;
+  out.batch_size_set = t.batch_size.user_set() || *c.batch_size > 0;
   out.micro_batches = *t.micro_batches;
   out.width = *t.width;
   out.depth = *t.depth;

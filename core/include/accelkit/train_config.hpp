@@ -39,6 +39,14 @@ struct TrainConfig {
   std::string checkpoint_dir = "checkpoints";  // absolute after loading; "" = no checkpoints
   std::int64_t checkpoint_every = 100;
   std::int64_t keep_last = 3;
+  // batch_size came from the user ([train] batch_size, the batch_size setting, --batch), not
+  // the default: with batch_auto it is the effective batch to reach.
+  bool batch_size_set = false;
+  // --batch auto[:MAX]: the trainer asks the batch-size finder (Runtime::find_batch_size) for
+  // the largest batch that fits, at most batch_max (0 = the finder's default); with
+  // batch_size_set, the batch and the accumulation steps (micro_batches) that reach batch_size.
+  bool batch_auto = false;
+  std::int64_t batch_max = 0;
 };
 
 // The [train] settings (settings.hpp's "train.*" keys, file only) as values: batch_size is

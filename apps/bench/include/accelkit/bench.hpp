@@ -27,9 +27,11 @@
 #include <ATen/core/Tensor.h>
 
 #include "accelkit/autotune.hpp"
+#include "accelkit/batch_finder.hpp"
 #include "accelkit/context.hpp"
 #include "accelkit/inference.hpp"
 #include "accelkit/quantize.hpp"
+#include "accelkit/trace.hpp"
 
 namespace accelkit {
 
@@ -48,6 +50,11 @@ struct BenchOptions {
   int steps = 20;             // timed steps per variant, one per round
   int warmup = 3;             // untimed steps per variant before the first round
   int batch = 0;              // 0 = the model's default for the device type
+  // The largest batch that fits the device's memory (Runtime::find_batch_size, starting from
+  // the model's default), at most batch_max (0 = the finder's default); built-in training
+  // models only.
+  bool batch_auto = false;
+  int batch_max = 0;
   int width = 0;              // 0 = default: mlp D, transformer d_model, optimizer 4 x [W, W]
   bool vs_tuned = false;      // also time hand-tuned LibTorch
   // Also time the accelkit variant's settings with an eager step ("eager"), so a captured
@@ -66,6 +73,11 @@ struct BenchOptions {
   // variants then alternate in blocks of BenchData::block_steps steps (a fresh prefetcher per
   // block, so its thread never runs during another variant's steps).
   double data_ms = 0;
+  // Not empty: after the timed rounds (so that they are not disturbed), trace_steps more steps
+  // of the accelkit variant run under LibTorch's profiler (accelkit::Trace), each in a
+  // profile_scope "accelkit step", written to this Chrome trace file (BenchResult::trace).
+  std::string trace;
+  int trace_steps = 5;
   bool floors = true;         // measure copy bandwidth and the matmul rate
   std::int64_t floor_copy_bytes = 0;  // per buffer; 0 = 512 MiB on CPU, 1 GiB on a GPU
   int floor_matmul_n = 0;             // n of the n^3 matmul; 0 = 2048 on CPU, 8192 on a GPU
@@ -211,9 +223,14 @@ struct BenchResult {
   // With the `autotune` setting (profile auto): how the accelkit variant's settings were
   // chosen, on this model, before the check (mlp, transformer; the optimizer model has no loss).
   std::optional<TuneDecision> autotune;
+  std::optional<BatchDecision> batch_finder;  // --batch auto: the finder's decision (batch above is its batch)
   // Inference on a model file: what Runtime::optimize_for_inference chose for the accelkit
   // variant, with every candidate it timed.
   std::optional<InferenceDecision> inference;
+  // BenchOptions::trace: the traced steps' summary, and which steps they were ("5 accelkit
+  // steps after the timed ones").
+  std::optional<TraceSummary> trace;
+  std::string trace_steps;
   // What the runtime decided beside the settings (the auto-tuner's choice, a profile's request
   // the device cannot honour), as Context::decisions() held them when the run ended.
   std::vector<RuntimeDecision> decisions;
@@ -240,7 +257,7 @@ class BenchCheckError : public std::runtime_error {
 
 struct BenchProgress {
   std::string model;
-  std::string phase;  // "quiet" (--wait-quiet; done/total in seconds) | "optimize" | "quantize" | "autotune" | "check" | "floors" | "warmup" | "timing"
+  std::string phase;  // "quiet" (--wait-quiet; done/total in seconds) | "batch" (--batch auto: trials) | "optimize" | "quantize" | "autotune" | "check" | "floors" | "warmup" | "timing"
   int done = 0;       // rounds done in this phase
   int total = 0;
 };

@@ -21,6 +21,8 @@
 
 #include <torch/types.h>
 
+#include "accelkit/batch_finder.hpp"
+#include "accelkit/guard.hpp"
 #include "accelkit/train_config.hpp"
 
 namespace accelkit {
@@ -43,6 +45,11 @@ struct TrainProgress {
   double eta_s = 0;
   double elapsed_s = 0;
   bool log = false;                   // a log step (every log_every, and the last)
+  double step_ms = 0;                 // this step's wall time (a GPU's queue is not drained)
+  std::optional<std::uint64_t> memory_bytes;  // device memory in use after the step, where reported
+  std::optional<double> temperature_c;        // the guard's latest sample
+  std::optional<double> power_w;
+  std::vector<GuardEvent> guard_events;       // raised after this step
 };
 
 struct TrainResult;
@@ -55,6 +62,9 @@ struct TrainOptions {
   bool resume = false;
   // Polled after every step; when set, the run saves a checkpoint and returns interrupted.
   const std::atomic<bool>* stop = nullptr;
+  // Checked after every step (Guard::check): it may pause the run, or stop it (a checkpoint is
+  // saved, the result says guard_stopped). nullptr: no guard.
+  Guard* guard = nullptr;
   // Once before the first step, with what the result knows by then (start_step,
   // resumed_from, skipped, warnings, optimizer, precision).
   std::function<void(const TrainResult&)> on_start;
@@ -71,6 +81,7 @@ struct TrainResult {
   std::int64_t start_step = 0;  // 0, or the step of the checkpoint resumed from
   std::int64_t end_step = 0;    // steps completed on return
   bool interrupted = false;
+  bool guard_stopped = false;  // the guard stopped the run (interrupted is set too)
   std::optional<std::string> resumed_from;
   std::vector<SkippedCheckpoint> skipped;  // corrupt checkpoints passed over while resuming
   std::vector<std::string> saved;          // checkpoints written, in order
@@ -85,17 +96,28 @@ struct TrainResult {
   double data_wait_ms = 0;
   double data_produce_ms = 0;
   double train_ms = 0;  // the run's steps, wall time
+  // The run directory's (checkpoint_dir's) metrics.jsonl, every step of every segment of the
+  // run (run_metrics.hpp), and report.html made from it at the end; "" without a run directory
+  // or when they could not be written (a warning says why).
+  std::string metrics_path;
+  std::string report_path;
 };
 
 class Trainer {
  public:
   // Builds teacher and student on the runtime's device. The runtime must outlive the trainer.
-  Trainer(Runtime& runtime, TrainConfig config);
+  // With config.batch_auto the batch-size finder runs here (on_batch_trial after each of its
+  // trial steps), before anything is written: BatchDoesNotFitError when not even one sample
+  // fits.
+  Trainer(Runtime& runtime, TrainConfig config, std::function<void(const BatchTrial&)> on_batch_trial = {});
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
+  // The config trained with: batch_size and micro_batches are the finder's with batch_auto.
   const TrainConfig& config() const noexcept;
+  // The batch-size finder's decision (batch_auto), else nullopt.
+  const std::optional<BatchDecision>& batch_decision() const noexcept;
   // Trains up to config().steps; throws TrainError, CheckpointError, SettingsError.
   TrainResult run(const TrainOptions& options = {});
   // The student's parameters (for inspection and tests).
