@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -178,6 +179,31 @@ TEST_CASE("the thermal guard stops train on a hot sensor (exit 4, checkpoint); -
   const RunResult absurd = run_cli({"--guard-temperature", "10", "train", "--config", cfg});
   CHECK(absurd.code == 2);
   CHECK(has(absurd.err, "room temperature"));
+}
+
+TEST_CASE("monitor --all samples every device the plugins list, one LibTorch here cannot train on included") {
+  // An AMD card (sysfs fixture) beside this process's CPU-only LibTorch: listed, not usable, watched.
+  const EnvOverrides env = {{"ACCELKIT_PLUGIN_PATH", private_plugin_dir({"cpu", "rocm"})},
+                            {"ACCELKIT_SYSFS_ROOT", std::string(ACCELKIT_TEST_FIXTURES) + "/rocm/rdna3/sys"}};
+  const RunResult r = run_cli({"monitor", "--all", "--count", "2", "--interval", "0.1", "--json"}, env);
+  REQUIRE_MESSAGE(r.code == 0, describe(r));
+  std::map<std::string, int> samples;
+  for (const json& line : json_lines(r.out)) {
+    const std::string id = line["device"];
+    ++samples[id];
+    if (id == "rocm:0") CHECK(line["readings"]["temperature_c"]["value"] == 63.0);
+  }
+  CHECK(samples["cpu:0"] == 2);
+  CHECK(samples["rocm:0"] == 2);
+  const RunResult text = run_cli({"monitor", "--all", "--count", "1"}, env);
+  REQUIRE_MESSAGE(text.code == 0, describe(text));
+  CHECK(has(text.out, "Monitoring 2 devices"));
+  CHECK(has(text.out, "  rocm:0  AMD GPU"));
+  const RunResult single = run_cli({"monitor", "--count", "1", "--json"}, env);  // without --all: the selected one
+  REQUIRE_MESSAGE(single.code == 0, describe(single));
+  CHECK(json_lines(single.out).size() == 1);
+  CHECK(json_lines(single.out)[0]["device"] == "cpu:0");
+  CHECK(run_cli({"info", "--all"}).code == 2);
 }
 
 }  // namespace cli_memory_suite

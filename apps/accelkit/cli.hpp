@@ -44,6 +44,7 @@ struct Invocation {
   double interval = 1.0;           // monitor --interval (seconds)
   std::optional<long long> count;  // monitor --count; unset = until Ctrl-C
   bool csv = false;                // monitor --csv
+  bool all = false;                // monitor --all: every device the plugins list
   bool resume = false;             // train --resume
   std::string model = "mlp";       // bench --model
   std::string report_model;        // report --model FILE ("" = none)

@@ -29,7 +29,8 @@ constexpr VerbDoc kVerbs[] = {
     {"report", "report [--apply] [--model FILE.pt [--measure]] [--json]",
      "decision, settings with provenance, precision plan (--apply: apply and read back; --model: the model's "
      "dimension alignment)"},
-    {"monitor", "monitor [--interval S] [--count N] [--csv | --json]", "sample the selected device's sensors"},
+    {"monitor", "monitor [--all] [--interval S] [--count N] [--csv | --json]",
+     "sample the selected device's sensors (--all: every device's)"},
     {"bench", "bench [--model M|FILE --input SHAPE...] [--mode infer|train] [--steps N] [--vs-tuned] [--vs-eager] [--quantize int8] [--data-ms MS] [--wait-quiet[=S]] [--trace FILE] [--json]",
      "time a training step or your model: accelkit vs plain LibTorch"},
     {"train", "train --config FILE [--resume] [--trace FILE] [--json]", "train the example model ([train] table in FILE)"},
@@ -101,6 +102,7 @@ po::options_description verb_options() {
       ("interval", po::value<double>()->value_name("S"), "monitor: seconds between samples (default 1)")
       ("count", po::value<long long>()->value_name("N"), "monitor: number of samples (default: until Ctrl-C)")
       ("csv", po::bool_switch(), "monitor: CSV output (header + one row per sample)")
+      ("all", po::bool_switch(), "monitor: every device the plugins list, usable here or not")
       ("model", po::value<std::string>()->value_name("M"),
        "bench: mlp | transformer | cnn | optimizer (default mlp), or a TorchScript file (with --input); "
        "report: a TorchScript file whose dimension alignment to check")
@@ -218,6 +220,7 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   inv.apply = flag(vm, "apply");
   inv.measure = flag(vm, "measure");
   inv.csv = flag(vm, "csv");
+  inv.all = flag(vm, "all");
   if (vm.count("interval")) inv.interval = vm["interval"].as<double>();
   if (vm.count("count")) inv.count = vm["count"].as<long long>();
   inv.resume = flag(vm, "resume");
@@ -250,6 +253,7 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   only_for(vm, "interval", inv.verb, "monitor");
   only_for(vm, "count", inv.verb, "monitor");
   only_for(vm, "csv", inv.verb, "monitor");
+  only_for(vm, "all", inv.verb, "monitor");
   if (vm.count("batch") && inv.verb != "bench" && inv.verb != "train")
     throw UsageError("--batch is an option of 'bench' and 'train', not of '" +
                      (inv.verb.empty() ? std::string("(no verb)") : inv.verb) + "'");

@@ -1,5 +1,7 @@
-// accelkit monitor [--interval S] [--count N] [--csv | --json]: samples the selected device's
-// Monitor until --count samples or Ctrl-C.
+// accelkit monitor [--all] [--interval S] [--count N] [--csv | --json]: samples the selected
+// device's Monitor until --count samples or Ctrl-C; --all samples every device the plugins
+// list, including ones LibTorch here cannot train on (an AMD card beside a CPU-only LibTorch is
+// still worth watching), one row per device per sample.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -8,8 +10,12 @@
 #include <ctime>
 #include <iostream>
 #include <map>
+#include <memory>
+#include <string>
+#include <vector>
 #include <thread>
 
+#include "accelkit/context.hpp"
 #include "accelkit/readings.hpp"
 #include "accelkit/sdk/monitor.hpp"
 #include "cli.hpp"
@@ -98,9 +104,135 @@ const Reading* find(const std::vector<Reading>& rs, const std::string& key) {
   return nullptr;
 }
 
+// --all: every candidate of the decision that opens and has a monitor; the others are listed
+// with the reason. Columns: the union of every device's reading keys, in first-seen order.
+int monitor_all(const Invocation& inv, const Context& ctx) {
+  struct Watched {
+    std::string id, name, why;
+    std::shared_ptr<Device> device;  // keeps the plugin loaded
+    std::shared_ptr<Monitor> monitor;
+  };
+  std::vector<Watched> devices;
+  for (const Candidate& c : ctx.decision().candidates) {
+    bool seen = false;
+    for (const auto& w : devices) seen = seen || w.id == c.device.id;
+    if (seen) continue;
+    Watched w{c.device.id, c.device.name, "", nullptr, nullptr};
+    try {
+      w.device = ctx.open(c);
+      auto m = w.device->monitor();
+      if (m.ok() && m.value()) w.monitor = m.value();
+      else w.why = "no monitor: " + (m.ok() ? std::string("the plugin returned none") : m.status().message());
+    } catch (const std::exception& e) {
+      w.why = e.what();
+    }
+    devices.push_back(std::move(w));
+  }
+  std::size_t watched = 0;
+  for (const auto& w : devices) watched += w.monitor != nullptr;
+  std::ostream& out = std::cout;
+  if (!inv.json && !inv.csv) {
+    out << "Monitoring " << watched << " device" << (watched == 1 ? "" : "s") << "  every " << inv.interval << " s"
+        << (inv.count ? "" : "; Ctrl-C stops") << '\n';
+    for (const auto& w : devices)
+      out << "  " << w.id << "  " << w.name << (w.monitor ? "" : "  - not watched: " + w.why) << '\n';
+    out << '\n';
+  } else {
+    for (const auto& w : devices)
+      if (!w.monitor) std::cerr << "accelkit: " << w.id << " not watched: " << w.why << '\n';
+  }
+  if (watched == 0) {
+    std::cerr << "accelkit: no device here has a monitor\n";
+    return kExitFailure;
+  }
+
+  g_stop = 0;
+  StopSignals signals;
+  std::vector<std::string> keys;
+  std::vector<std::size_t> widths;
+  std::size_t id_width = 6;
+  for (const auto& w : devices) id_width = std::max(id_width, w.id.size());
+  std::map<std::string, std::string> notes;  // "<device> <key>" -> why n/a
+  const auto start = Clock::now();
+  const auto step = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(inv.interval));
+  long long taken = 0;
+  bool header = false;
+  for (long long i = 0; !inv.count || i < *inv.count; ++i) {
+    if (i > 0 && !sleep_until(start + step * i)) break;
+    std::vector<std::pair<const Watched*, std::vector<Reading>>> rows;
+    for (const auto& w : devices) {
+      if (!w.monitor) continue;
+      auto sample = w.monitor->sample();
+      if (!sample.ok()) {
+        notes[w.id + " sample"] = sample.status().message();
+        continue;
+      }
+      std::vector<Reading> readings = sample.value();
+      screen_readings(readings);
+      for (const auto& r : readings) {
+        if (std::find(keys.begin(), keys.end(), r.key) == keys.end() && !header) keys.push_back(r.key);
+        if (!r.value) notes[w.id + " " + r.key] = r.note.empty() ? "n/a" : r.note;
+        else notes.erase(w.id + " " + r.key);
+      }
+      rows.emplace_back(&w, std::move(readings));
+    }
+    const double t = std::chrono::duration<double>(Clock::now() - start).count();
+    if (!header && !inv.json) {
+      header = true;
+      if (inv.csv) {
+        out << "time_s,device";
+        for (const auto& k : keys) out << ',' << k;
+        out << '\n';
+      } else {
+        std::string line = "  time_s  device" + std::string(id_width - 6, ' ');
+        for (const auto& k : keys) {
+          widths.push_back(std::max<std::size_t>(k.size(), 10));
+          line += "  " + std::string(widths.back() - k.size(), ' ') + k;
+        }
+        out << line << '\n';
+      }
+    }
+    for (const auto& [w, readings] : rows) {
+      if (inv.json) {
+        Json rs = Json::object();
+        for (const auto& r : readings)
+          rs[r.key] = Json{{"value", r.value ? Json(*r.value) : Json(nullptr)}, {"unit", r.unit}, {"source", r.source},
+                           {"note", r.note}};
+        Json line{{"sample", i}, {"t", t}, {"time", utc_now()}, {"device", w->id}, {"readings", std::move(rs)}};
+        out << line.dump(-1, ' ', false, Json::error_handler_t::replace) << std::endl;
+      } else if (inv.csv) {
+        out << fmt("%.3f", t) << ',' << w->id;
+        for (const auto& k : keys) {
+          const Reading* r = find(readings, k);
+          out << ',' << (r && r->value ? raw_number(*r->value) : "n/a");
+        }
+        out << std::endl;
+      } else {
+        std::string line = fmt("%8.1f", t) + "  " + w->id + std::string(id_width - w->id.size(), ' ');
+        for (std::size_t c = 0; c < keys.size(); ++c) {
+          const Reading* r = find(readings, keys[c]);
+          const std::string v = r ? human_value(*r) : "-";
+          line += "  " + std::string(widths[c] > v.size() ? widths[c] - v.size() : 0, ' ') + v;
+        }
+        out << line << std::endl;
+      }
+    }
+    ++taken;
+  }
+  if (!inv.json && !inv.csv && !notes.empty()) {
+    out << "\nn/a:\n";
+    for (const auto& [k, note] : notes)
+      out << "  " << k << ": " << (note.rfind("n/a: ", 0) == 0 ? note.substr(5) : note) << '\n';
+  }
+  out << std::flush;
+  if (g_stop && !inv.json && !inv.csv) std::cerr << "accelkit: stopped after " << taken << " samples\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 int verb_monitor(const Invocation& inv, const Context& ctx) {
+  if (inv.all) return monitor_all(inv, ctx);
   const Decision& d = ctx.decision();
   if (!d.ok) return report_device_failure(ctx);
   const std::string id = d.selected->device.id;

@@ -76,10 +76,11 @@ const PluginRecord* Context::plugin(const std::string& name) const {
   return nullptr;
 }
 
-std::shared_ptr<Device> Context::open_selected() const {
-  const Candidate& c = require_device();
+std::shared_ptr<Device> Context::open_selected() const { return open(require_device()); }
+
+std::shared_ptr<Device> Context::open(const Candidate& c) const {
   const PluginRecord* rec = plugin(c.plugin);
-  if (!rec) throw std::runtime_error("plugin '" + c.plugin + "' is not loaded");
+  if (!rec || !rec->plugin) throw std::runtime_error("plugin '" + c.plugin + "' is not loaded");
   Result<std::shared_ptr<Device>> dev = rec->plugin->open(c.device_index);
   if (!dev.ok()) throw std::runtime_error("cannot open " + c.device.id + ": " + dev.status().message());
   if (!dev.value()) throw std::runtime_error("cannot open " + c.device.id + ": the plugin returned no device");

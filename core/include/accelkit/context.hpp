@@ -57,6 +57,9 @@ class Context {
   const Candidate& require_device() const;
   // Opens the negotiated device; the returned object keeps its plugin loaded.
   std::shared_ptr<Device> open_selected() const;
+  // Opens any candidate of the decision, chosen or not (one LibTorch here cannot train on is
+  // still worth watching: `monitor --all`). Throws std::runtime_error saying why it cannot.
+  std::shared_ptr<Device> open(const Candidate& candidate) const;
   // The record of a loaded plugin by name, or nullptr.
   const PluginRecord* plugin(const std::string& name) const;
 
