@@ -83,11 +83,33 @@ TEST_CASE("search: nothing fits at min - an error naming the batch, no answer") 
   CHECK_THROWS_AS(batch_finder::search(oom_above(2, tried), o), std::invalid_argument);
 }
 
+TEST_CASE("a device's preset batch is where the search starts, not its answer") {
+  DeviceInfo info;
+  CHECK(batch_finder::preset_start(info) == 0);
+  info.properties = {{"arch", "gfx1100"}, {"preset batch_size", "48"}};
+  CHECK(batch_finder::preset_start(info) == 48);
+  for (const char* bad : {"", "-4", "0", "12x", "99999999999999999999"}) {
+    info.properties = {{"preset batch_size", bad}};
+    CHECK(batch_finder::preset_start(info) == 0);
+  }
+  // From the preset 48 on a device that fits 100: up to 96, past it to 192 (out of memory),
+  // then bisected; the answer is the limit, not the preset.
+  std::vector<std::int64_t> tried;
+  BatchSearchOptions o;
+  o.start = 48;
+  const BatchDecision d = batch_finder::search(oom_above(100, tried), o);
+  CHECK(tried.front() == 48);
+  CHECK(d.largest >= 94);
+  CHECK(d.largest <= 100);
+}
+
 TEST_CASE("fit: the largest batch inside the budget; accumulation reaches a target effective batch") {
   BatchSearchOptions o;
   CHECK(batch_finder::fit(100e6, 1e6, 612'000'000, o) == 512);
   CHECK(batch_finder::fit(-5e6, 1e6, 612'000'000, o) == 612);  // a negative intercept counts as 0
   CHECK(batch_finder::fit(0, 0, 1'000, o) == o.max);           // no growth measured
+  // No growth measured, but the fixed part alone passes the budget: nothing fits.
+  CHECK_THROWS_AS(batch_finder::fit(2'000, 0, 1'000, o), BatchDoesNotFitError);
   o.max = 100;
   CHECK(batch_finder::fit(0, 1e6, 612'000'000, o) == 100);
   o.min = 8;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cerrno>
+#include <cstdlib>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -106,6 +108,17 @@ std::int64_t fit(double fixed_bytes, double per_sample_bytes, std::uint64_t budg
   return std::min<std::int64_t>(o.max, static_cast<std::int64_t>(largest));
 }
 
+std::int64_t preset_start(const DeviceInfo& info) {
+  for (const auto& [key, value] : info.properties) {
+    if (key != "preset batch_size") continue;
+    char* end = nullptr;
+    errno = 0;
+    const long long preset = std::strtoll(value.c_str(), &end, 10);
+    if (errno == 0 && end != value.c_str() && *end == '\0' && preset > 0) return preset;
+  }
+  return 0;
+}
+
 void accumulate(BatchDecision& d, std::int64_t target) {
   if (target <= 0 || target <= d.largest) {
     d.batch = target > 0 ? target : d.largest;
@@ -176,6 +189,9 @@ BatchDecision Runtime::find_batch_size(const BatchProblem& p, const BatchSearchO
     throw std::invalid_argument("find_batch_size: the problem needs a model, forward, loss and make_batch");
   BatchSearchOptions o = options;
   if (o.min < 1 || o.max < o.min) throw std::invalid_argument("find_batch_size: need 1 <= min <= max");
+  // A plugin's preset for this card (the ROCm plugin's presets.toml) is where the search starts,
+  // not its answer.
+  if (o.start == 0) o.start = batch_finder::preset_start(device_->info());
   const Config& s = context_->config();
   const int margin = o.margin_pct >= 0 ? o.margin_pct : *s.memory_margin;
   const Result<MemoryStats> before = device_->memory();

@@ -38,6 +38,7 @@
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
 
+#include "accelkit/sdk/device.hpp"
 #include "accelkit/sdk/optimizer.hpp"
 
 namespace accelkit {
@@ -63,7 +64,9 @@ struct BatchTrial {
 struct BatchSearchOptions {
   std::int64_t min = 1;
   std::int64_t max = 65536;
-  std::int64_t start = 0;                   // the first batch tried on a GPU (a preset); 0 = min
+  // The first batch tried on a GPU; 0 = the device's preset (DeviceInfo property "preset
+  // batch_size", the ROCm plugin's presets.toml) where it has one, else min.
+  std::int64_t start = 0;
   std::int64_t target_effective_batch = 0;  // 0: none (accumulation 1)
   int margin_pct = -1;                      // -1: the memory_margin setting
   std::uint64_t memory_budget = 0;          // > 0: at most this many bytes for the training
@@ -109,6 +112,10 @@ BatchDecision search(const std::function<BatchTrial(std::int64_t)>& trial, const
 // The largest batch whose fitted memory (fixed + per_sample x batch) stays within `budget`,
 // clamped to [min, max]; throws BatchDoesNotFitError when min does not fit.
 std::int64_t fit(double fixed_bytes, double per_sample_bytes, std::uint64_t budget, const BatchSearchOptions& options);
+
+// The device's preset batch (its DeviceInfo property "preset batch_size"), 0 when none or not
+// a positive number: where a search starts when BatchSearchOptions::start is 0.
+std::int64_t preset_start(const DeviceInfo& info);
 
 // Fills batch, accumulation and effective from decision.largest and the target.
 void accumulate(BatchDecision& decision, std::int64_t target_effective_batch);
