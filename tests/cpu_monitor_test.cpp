@@ -305,3 +305,50 @@ TEST_CASE("this machine: sample() works, every reading has a value or a note") {
   }
   CHECK(find(s.value(), reading::memory_total_bytes).value);
 }
+
+TEST_CASE("temperature limit: the lowest temp*_max, else temp*_crit, beside the chosen sensors") {
+  FixtureCopy f("intel");
+  {
+    auto s = CpuMonitor().sample_at(t0);
+    REQUIRE(s.ok());
+    const Reading& limit = find(s.value(), reading::temperature_limit_c);
+    REQUIRE(limit.value);
+    CHECK(*limit.value == doctest::Approx(100.0));  // Package id 0's temp1_crit
+    CHECK(limit.source == "hwmon coretemp temp1_crit");
+  }
+  f.write("sys/class/hwmon/hwmon1/temp1_max", "84000\n");  // where it starts to throttle: preferred
+  auto s = CpuMonitor().sample_at(t0);
+  REQUIRE(s.ok());
+  const Reading& limit = find(s.value(), reading::temperature_limit_c);
+  CHECK(*limit.value == doctest::Approx(84.0));
+  CHECK(limit.source == "hwmon coretemp temp1_max");
+  FixtureRoots amd("amd");  // k10temp publishes neither: no reading
+  CHECK_FALSE(has(CpuMonitor().sample_at(t0).value(), reading::temperature_limit_c));
+}
+
+TEST_CASE("throttled: the thermal_throttle counters moving between samples") {
+  FixtureCopy f("intel");
+  for (const char* cpu : {"cpu0", "cpu1"}) {
+    fs::create_directories(f.root / "sys/devices/system/cpu" / cpu / "thermal_throttle");
+    f.write(std::string("sys/devices/system/cpu/") + cpu + "/thermal_throttle/core_throttle_count", "3\n");
+    f.write(std::string("sys/devices/system/cpu/") + cpu + "/thermal_throttle/package_throttle_count", "10\n");
+  }
+  CpuMonitor m;
+  auto first = m.sample_at(t0);
+  REQUIRE(first.ok());
+  const Reading& r0 = find(first.value(), reading::throttled);
+  CHECK_FALSE(r0.value);
+  CHECK(contains(r0.note, "first sample"));
+  auto calm = m.sample_at(t0 + 1s);
+  CHECK(find(calm.value(), reading::throttled).value == 0.0);
+  f.write("sys/devices/system/cpu/cpu1/thermal_throttle/package_throttle_count", "14\n");
+  auto hot = m.sample_at(t0 + 2s);
+  const Reading& r2 = find(hot.value(), reading::throttled);
+  CHECK(r2.value == 1.0);
+  CHECK(contains(r2.note, "4 events"));
+  CHECK(r2.unit == "bool");
+  f.write("sys/devices/system/cpu/cpu1/thermal_throttle/package_throttle_count", "0\n");  // reset
+  CHECK_FALSE(find(m.sample_at(t0 + 3s).value(), reading::throttled).value);
+  FixtureRoots amd("amd");  // no counters (not x86's therm_throt): no reading
+  CHECK_FALSE(has(CpuMonitor().sample_at(t0).value(), reading::throttled));
+}

@@ -12,7 +12,17 @@ host::FileReader or_default(host::FileReader read) { return read ? std::move(rea
 CpuMonitor::CpuMonitor(host::FileReader read)
     : read_(or_default(std::move(read))),
       temperature_(find_temperature_source(read_)),
-      rapl_(find_rapl_domains(read_), read_) {}
+      rapl_(find_rapl_domains(read_), read_) {
+  const std::string cpus = sysfs_path("devices/system/cpu");
+  for (const std::string& name : host::list_dir(cpus)) {
+    if (name.size() < 4 || name.compare(0, 3, "cpu") != 0 || name.find_first_not_of("0123456789", 3) != std::string::npos)
+      continue;
+    for (const char* counter : {"core_throttle_count", "package_throttle_count"}) {
+      const std::string path = cpus + "/" + name + "/thermal_throttle/" + counter;
+      if (host::read_int(read_, path)) throttle_counters_.push_back(path);
+    }
+  }
+}
 
 Result<std::vector<Reading>> CpuMonitor::sample() noexcept {
   return sample_at(Clock::now());
@@ -39,6 +49,36 @@ std::vector<Reading> CpuMonitor::sample_unchecked(Clock::time_point now) {
   if (temperature_)
     if (auto limit = read_temperature_limit(*temperature_, read_))
       out.push_back({reading::temperature_limit_c, limit->celsius, "C", limit->source, ""});
+
+  if (!throttle_counters_.empty()) {
+    // The kernel counts each time a core or package throttled itself for heat: throttled when
+    // a count moved since the previous sample.
+    Reading throttled{reading::throttled, std::nullopt, "bool", "thermal_throttle counters", ""};
+    std::int64_t total = 0;
+    bool all = true;
+    for (const std::string& path : throttle_counters_) {
+      auto n = host::read_int(read_, path);
+      if (n) total += *n;
+      else all = false;
+    }
+    if (!all) {
+      throttled.note = "n/a: a thermal_throttle counter became unreadable";
+      previous_throttles_.reset();
+    } else {
+      if (!previous_throttles_)
+        throttled.note = "n/a: first sample (throttling is the counters' change between samples)";
+      else if (total < *previous_throttles_)
+        throttled.note = "n/a: the thermal_throttle counters went back (reset)";
+      else {
+        throttled.value = total > *previous_throttles_ ? 1.0 : 0.0;
+        if (total > *previous_throttles_)
+          throttled.note = "thermal throttling: " + std::to_string(total - *previous_throttles_) +
+                           " events since the previous sample";
+      }
+      previous_throttles_ = total;
+    }
+    out.push_back(std::move(throttled));
+  }
 
   Reading power{reading::power_w, std::nullopt, "W", "", ""};
   if (!rapl_.empty()) power.source = rapl_.source();

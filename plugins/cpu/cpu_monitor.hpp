@@ -1,9 +1,13 @@
-// accelkit::Monitor for the CPU: temperature (hwmon / x86_pkg_temp), package power (RAPL),
-// utilisation (/proc/stat) and memory (/proc/meminfo). Sensors are found at construction,
+// accelkit::Monitor for the CPU: temperature (hwmon / x86_pkg_temp) and where the CPU starts
+// to protect itself (temp*_max / _crit), package power (RAPL), utilisation (/proc/stat), memory
+// (/proc/meminfo) and, where the kernel counts them (x86's thermal_throttle counters), whether
+// the CPU throttled itself since the previous sample. Sensors are found at construction,
 // through sysfs_path()/procfs_path(); a missing one reads as n/a with a note.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <string>
 #include <optional>
 #include <vector>
 
@@ -36,6 +40,9 @@ class CpuMonitor final : public Monitor {
   std::optional<TemperatureSource> temperature_;
   RaplMeter rapl_;
   std::optional<CpuTicks> previous_ticks_;
+  // cpu*/thermal_throttle/{core,package}_throttle_count, and their sum at the previous sample.
+  std::vector<std::string> throttle_counters_;
+  std::optional<std::int64_t> previous_throttles_;
 };
 
 }  // namespace accelkit::cpu
