@@ -104,6 +104,44 @@ const Reading* find(const std::vector<Reading>& rs, const std::string& key) {
   return nullptr;
 }
 
+// One sample of one device as a JSON line.
+std::string json_line(long long sample, double t, const std::string& device, const std::vector<Reading>& readings) {
+  Json rs = Json::object();
+  for (const auto& r : readings)
+    rs[r.key] = Json{{"value", r.value ? Json(*r.value) : Json(nullptr)}, {"unit", r.unit}, {"source", r.source},
+                     {"note", r.note}};
+  Json line{{"sample", sample}, {"t", t}, {"time", utc_now()}, {"device", device}, {"readings", std::move(rs)}};
+  return line.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+// ",v1,v2,..." in the order of `keys`; n/a for a reading without a value or absent.
+std::string csv_values(const std::vector<Reading>& readings, const std::vector<std::string>& keys) {
+  std::string out;
+  for (const auto& k : keys) {
+    const Reading* r = find(readings, k);
+    out += ',' + (r && r->value ? raw_number(*r->value) : std::string("n/a"));
+  }
+  return out;
+}
+
+// The table's cells, right-aligned to `widths`; `absent` for a key the device lacks.
+std::string table_values(const std::vector<Reading>& readings, const std::vector<std::string>& keys,
+                         const std::vector<std::size_t>& widths, const std::string& absent) {
+  std::string line;
+  for (std::size_t c = 0; c < keys.size(); ++c) {
+    const Reading* r = find(readings, keys[c]);
+    const std::string v = r ? human_value(*r) : absent;
+    line += "  " + std::string(widths[c] > v.size() ? widths[c] - v.size() : 0, ' ') + v;
+  }
+  return line;
+}
+
+void print_notes(std::ostream& out, const std::map<std::string, std::string>& notes) {
+  if (notes.empty()) return;
+  out << "\nn/a:\n";
+  for (const auto& [k, note] : notes) out << "  " << k << ": " << (note.rfind("n/a: ", 0) == 0 ? note.substr(5) : note) << '\n';
+}
+
 // --all: every candidate of the decision that opens and has a monitor; the others are listed
 // with the reason. Columns: the union of every device's reading keys, in first-seen order.
 int monitor_all(const Invocation& inv, const Context& ctx) {
@@ -193,37 +231,17 @@ int monitor_all(const Invocation& inv, const Context& ctx) {
       }
     }
     for (const auto& [w, readings] : rows) {
-      if (inv.json) {
-        Json rs = Json::object();
-        for (const auto& r : readings)
-          rs[r.key] = Json{{"value", r.value ? Json(*r.value) : Json(nullptr)}, {"unit", r.unit}, {"source", r.source},
-                           {"note", r.note}};
-        Json line{{"sample", i}, {"t", t}, {"time", utc_now()}, {"device", w->id}, {"readings", std::move(rs)}};
-        out << line.dump(-1, ' ', false, Json::error_handler_t::replace) << std::endl;
-      } else if (inv.csv) {
-        out << fmt("%.3f", t) << ',' << w->id;
-        for (const auto& k : keys) {
-          const Reading* r = find(readings, k);
-          out << ',' << (r && r->value ? raw_number(*r->value) : "n/a");
-        }
-        out << std::endl;
-      } else {
-        std::string line = fmt("%8.1f", t) + "  " + w->id + std::string(id_width - w->id.size(), ' ');
-        for (std::size_t c = 0; c < keys.size(); ++c) {
-          const Reading* r = find(readings, keys[c]);
-          const std::string v = r ? human_value(*r) : "-";
-          line += "  " + std::string(widths[c] > v.size() ? widths[c] - v.size() : 0, ' ') + v;
-        }
-        out << line << std::endl;
-      }
+      if (inv.json)
+        out << json_line(i, t, w->id, readings) << std::endl;
+      else if (inv.csv)
+        out << fmt("%.3f", t) << ',' << w->id << csv_values(readings, keys) << std::endl;
+      else
+        out << fmt("%8.1f", t) << "  " << w->id << std::string(id_width - w->id.size(), ' ')
+            << table_values(readings, keys, widths, "-") << std::endl;
     }
     ++taken;
   }
-  if (!inv.json && !inv.csv && !notes.empty()) {
-    out << "\nn/a:\n";
-    for (const auto& [k, note] : notes)
-      out << "  " << k << ": " << (note.rfind("n/a: ", 0) == 0 ? note.substr(5) : note) << '\n';
-  }
+  if (!inv.json && !inv.csv) print_notes(out, notes);
   out << std::flush;
   if (g_stop && !inv.json && !inv.csv) std::cerr << "accelkit: stopped after " << taken << " samples\n";
   return kExitOk;
@@ -299,39 +317,16 @@ int verb_monitor(const Invocation& inv, const Context& ctx) {
       if (!r.value) notes[r.key] = r.note.empty() ? "n/a" : r.note;
       else notes.erase(r.key);
 
-    if (inv.json) {
-      Json rs = Json::object();
-      for (const auto& r : readings)
-        rs[r.key] = Json{{"value", r.value ? Json(*r.value) : Json(nullptr)},
-                         {"unit", r.unit},
-                         {"source", r.source},
-                         {"note", r.note}};
-      Json line{{"sample", i}, {"t", t}, {"time", utc_now()}, {"device", id}, {"readings", std::move(rs)}};
-      out << line.dump(-1, ' ', false, Json::error_handler_t::replace) << std::endl;
-    } else if (inv.csv) {
-      out << fmt("%.3f", t);
-      for (const auto& k : keys) {
-        const Reading* r = find(readings, k);
-        out << ',' << (r && r->value ? raw_number(*r->value) : "n/a");
-      }
-      out << std::endl;
-    } else {
-      std::string line = fmt("%8.1f", t);
-      for (std::size_t c = 0; c < keys.size(); ++c) {
-        const Reading* r = find(readings, keys[c]);
-        const std::string v = r ? human_value(*r) : "n/a";
-        line += "  " + std::string(widths[c] > v.size() ? widths[c] - v.size() : 0, ' ') + v;
-      }
-      out << line << std::endl;
-    }
+    if (inv.json)
+      out << json_line(i, t, id, readings) << std::endl;
+    else if (inv.csv)
+      out << fmt("%.3f", t) << csv_values(readings, keys) << std::endl;
+    else
+      out << fmt("%8.1f", t) << table_values(readings, keys, widths, "n/a") << std::endl;
     ++taken;
   }
 
-  if (!inv.json && !inv.csv && !notes.empty()) {
-    out << "\nn/a:\n";
-    for (const auto& [k, note] : notes)
-      out << "  " << k << ": " << (note.rfind("n/a: ", 0) == 0 ? note.substr(5) : note) << '\n';
-  }
+  if (!inv.json && !inv.csv) print_notes(out, notes);
   out << std::flush;
   if (g_stop && !inv.json && !inv.csv) std::cerr << "accelkit: stopped after " << taken << " samples\n";
   return kExitOk;

@@ -172,23 +172,7 @@ void write_entry(const std::string& path, const TuneDecision& d) {
 }  // namespace autotune_detail
 
 std::vector<TuneDecision> list_autotune_cache(const std::string& dir) {
-  std::vector<TuneDecision> out;
-  for (const std::string& f : autotune_detail::entry_files(dir, "autotune")) {
-    std::string problem;
-    auto d = autotune_detail::read_entry(f, &problem);
-    if (!d) {
-      TuneDecision bad;
-      bad.origin = "corrupt";
-      bad.cache_file = f;
-      bad.why = problem.empty() ? "vanished while listed" : problem;
-      out.push_back(std::move(bad));
-      continue;
-    }
-    out.push_back(std::move(*d));
-  }
-  std::stable_sort(out.begin(), out.end(),
-                   [](const TuneDecision& a, const TuneDecision& b) { return a.created < b.created; });
-  return out;
+  return autotune_detail::list_entries<TuneDecision>(dir, "autotune", autotune_detail::read_entry);
 }
 
 }  // namespace accelkit

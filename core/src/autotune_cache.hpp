@@ -1,6 +1,7 @@
 // The auto-tuner's cache entries: one JSON file per key under <cache dir>/autotune/.
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +30,26 @@ std::optional<std::string> read_entry_text(const std::string& path, std::string*
 void write_entry_text(const std::string& path, const std::string& text);
 // The entries (*.json, not hidden) in dir/kind, sorted by name; none when it is no directory.
 std::vector<std::string> entry_files(const std::string& dir, const char* kind);
+
+// Every entry in dir/kind read by `read` (path, &problem) -> optional<Decision>, oldest first
+// (Decision::created); an unreadable one comes with origin "corrupt" and `why` saying why.
+template <typename Decision, typename Read>
+std::vector<Decision> list_entries(const std::string& dir, const char* kind, Read read) {
+  std::vector<Decision> out;
+  for (const std::string& f : entry_files(dir, kind)) {
+    std::string problem;
+    std::optional<Decision> d = read(f, &problem);
+    if (!d) {
+      d.emplace();
+      d->origin = "corrupt";
+      d->cache_file = f;
+      d->why = problem.empty() ? "vanished while listed" : problem;
+    }
+    out.push_back(std::move(*d));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Decision& a, const Decision& b) { return a.created < b.created; });
+  return out;
+}
 
 // The entry at `path`. nullopt with *problem empty when there is no file; nullopt with
 // *problem set when the file exists but is not a readable entry of this format.

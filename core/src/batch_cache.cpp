@@ -90,23 +90,7 @@ void write_entry(const std::string& path, const BatchDecision& d) {
 }  // namespace batch_cache
 
 std::vector<BatchDecision> list_batch_cache(const std::string& dir) {
-  std::vector<BatchDecision> out;
-  for (const std::string& f : autotune_detail::entry_files(dir, "batch")) {
-    std::string problem;
-    auto d = batch_cache::read_entry(f, &problem);
-    if (!d) {
-      BatchDecision bad;
-      bad.origin = "corrupt";
-      bad.cache_file = f;
-      bad.why = problem.empty() ? "vanished while listed" : problem;
-      out.push_back(std::move(bad));
-      continue;
-    }
-    out.push_back(std::move(*d));
-  }
-  std::stable_sort(out.begin(), out.end(),
-                   [](const BatchDecision& a, const BatchDecision& b) { return a.created < b.created; });
-  return out;
+  return autotune_detail::list_entries<BatchDecision>(dir, "batch", batch_cache::read_entry);
 }
 
 }  // namespace accelkit
