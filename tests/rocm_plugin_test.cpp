@@ -1,6 +1,6 @@
 // libaccelkit-rocm.so through the core's loader (handshake, factory, probe) on the fixture
 // trees, and the accelkit CLI with ACCELKIT_SYSFS_ROOT at the MI210 tree. LibTorch here is
-// not a ROCm build, so the card is listed and monitored, never usable.
+// not a ROCm build, so the card is listed, monitored and its VRAM reported, never usable.
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
@@ -97,6 +97,14 @@ Run run_cli(const std::vector<std::string>& args, const std::string& sysfs) {
   return r;
 }
 
+// A fixture file's byte count, as the test reads it (not through the plugin's reader).
+std::uint64_t fixture_bytes(const fs::path& path) {
+  std::ifstream in(path);
+  std::uint64_t v = 0;
+  REQUIRE_MESSAGE(static_cast<bool>(in >> v), "cannot read " << path.string());
+  return v;
+}
+
 std::string describe(const Run& r) { return "exit " + std::to_string(r.code) + "\n--- stdout\n" + r.out + "--- stderr\n" + r.err; }
 
 }  // namespace
@@ -132,6 +140,63 @@ TEST_CASE("the loader loads libaccelkit-rocm.so; on the MI210 tree it lists the 
     if (r.key == reading::power_w) saw_power = r.value && *r.value > 42.9 && *r.value < 43.1;
   CHECK(saw_power);
   CHECK_FALSE(rec.plugin->open(1).ok());
+}
+
+TEST_CASE("memory(): the card's VRAM equal to the fixture files; no allocator peak to reset or cache to empty") {
+  for (auto [tree, card] : {std::pair{"rdna1", "card0"}, std::pair{"mi210", "card0"}, std::pair{"rdna3", "card1"}}) {
+    CAPTURE(tree);
+    ScopedEnv sysfs("ACCELKIT_SYSFS_ROOT", fixture(tree));
+    const fs::path dir = fs::path(fixture(tree)) / "class/drm" / card / "device";
+    const std::uint64_t total = fixture_bytes(dir / "mem_info_vram_total");
+    const std::uint64_t used = fixture_bytes(dir / "mem_info_vram_used");
+    PluginRecord rec = load_plugin_file(rocm_plugin());
+    REQUIRE_MESSAGE(rec.plugin, rec.reason);
+    REQUIRE(rec.probe);
+    REQUIRE(rec.probe->devices.size() == 1);
+    CHECK(rec.probe->devices[0].capabilities.has(Capability::memory_stats));
+    auto dev = rec.plugin->open(0);
+    REQUIRE_MESSAGE(dev.ok(), dev.status().message());
+
+    auto m = dev.value()->memory();
+    REQUIRE_MESSAGE(m.ok(), m.status().message());
+    CHECK(m.value().total == total);
+    CHECK(m.value().available == total - used);
+    CHECK_FALSE(m.value().in_use);
+    CHECK_FALSE(m.value().peak);
+    CHECK_FALSE(m.value().reserved);
+    CHECK_MESSAGE(contains(m.value().source, "mem_info_vram_total"), m.value().source);
+    CHECK(contains(m.value().source, "no allocator figures: LibTorch here is not a ROCm build"));
+
+    const Status reset = dev.value()->reset_peak_memory();
+    CHECK(reset.code() == StatusCode::not_supported);
+    CHECK(contains(reset.message(), "rocm:0: LibTorch here is not a ROCm build"));
+    CHECK(contains(reset.message(), "no allocator peak"));
+    const Status empty = dev.value()->empty_cache();
+    CHECK(empty.code() == StatusCode::not_supported);
+    CHECK(contains(empty.message(), "LibTorch here is not a ROCm build"));
+    CHECK(contains(empty.message(), "no allocator cache"));
+  }
+}
+
+TEST_CASE("memory() without mem_info_vram_used: unavailable and why; memory_stats not claimed") {
+  TempDir copy("accelkit-rocm-tree");
+  const fs::path tree = copy.path() / "sys";
+  fs::copy(fixture("mi210"), tree, fs::copy_options::recursive);
+  const fs::path used = tree / "class/drm/card0/device/mem_info_vram_used";
+  REQUIRE(fs::remove(used));
+  ScopedEnv sysfs("ACCELKIT_SYSFS_ROOT", tree.string());
+  PluginRecord rec = load_plugin_file(rocm_plugin());
+  REQUIRE_MESSAGE(rec.plugin, rec.reason);
+  REQUIRE(rec.probe);
+  REQUIRE(rec.probe->devices.size() == 1);
+  CHECK_FALSE(rec.probe->devices[0].capabilities.has(Capability::memory_stats));
+  auto dev = rec.plugin->open(0);
+  REQUIRE_MESSAGE(dev.ok(), dev.status().message());
+  auto m = dev.value()->memory();
+  REQUIRE_FALSE(m.ok());
+  CHECK(m.status().code() == StatusCode::unavailable);
+  CHECK_MESSAGE(contains(m.status().message(), "cannot read " + used.string()), m.status().message());
+  CHECK(contains(m.status().message(), "LibTorch here is not a ROCm build"));
 }
 
 TEST_CASE("the loader on the other trees: RDNA1 and RDNA3 listed, no AMD card -> no device") {

@@ -1,11 +1,13 @@
-// The ROCm probe, report and monitor against fixture sysfs trees (ACCELKIT_SYSFS_ROOT):
-// an RX 5600 XT (RDNA1), an Instinct MI210 (CDNA2), an RX 7900 XTX (RDNA3, power1_input only,
-// behind an Intel iGPU) and a machine with no AMD GPU.
+// The ROCm probe, report, monitor and memory figures against fixture sysfs trees
+// (ACCELKIT_SYSFS_ROOT): an RX 5600 XT (RDNA1), an Instinct MI210 (CDNA2), an RX 7900 XTX
+// (RDNA3, power1_input only, behind an Intel iGPU) and a machine with no AMD GPU.
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 
+#include "device_memory.hpp"
 #include "device_report.hpp"
 #include "rocm_monitor.hpp"
 #include "rocm_probe.hpp"
@@ -13,7 +15,10 @@
 
 using namespace accelkit;
 using namespace accelkit::rocm;
+using accelkit::test::contains;
 using accelkit::test::ScopedEnv;
+using accelkit::test::TempDir;
+using accelkit::test::write_file;
 
 namespace {
 
@@ -26,8 +31,19 @@ RocmProbe probe_fixture(const char* name) {
   return probe_rocm(o);
 }
 
-TorchBackend cpu_torch() { return TorchBackend{false, "no libtorch_hip", 0}; }
-TorchBackend rocm_torch(int n) { return TorchBackend{true, "libtorch_hip.so loaded", n}; }
+TorchBackend cpu_torch() { return TorchBackend{false, "no libtorch_hip", 0, false}; }
+// A ROCm LibTorch seeing `n` devices; `allocator`: the plugin was built against its c10_hip.
+TorchBackend rocm_torch(int n, bool allocator = true) {
+  return TorchBackend{true, "libtorch_hip.so loaded", n, allocator};
+}
+
+// A fixture file's byte count, as the test reads it (not through the plugin's reader).
+std::uint64_t fixture_bytes(const std::string& path) {
+  std::ifstream in(path);
+  std::uint64_t v = 0;
+  REQUIRE_MESSAGE(static_cast<bool>(in >> v), "cannot read " << path);
+  return v;
+}
 
 std::string prop(const DeviceInfo& d, const std::string& key) {
   for (const auto& [k, v] : d.properties)
@@ -191,4 +207,122 @@ TEST_CASE("a missing sensor reads as n/a with a note") {
     CHECK_FALSE(s.at(key).value);
     CHECK(s.at(key).note.rfind("n/a", 0) == 0);
   }
+}
+
+TEST_CASE("memory figures without LibTorch's allocator: the card's VRAM from sysfs, equal to the files") {
+  for (const char* tree : {"rdna1", "mi210", "rdna3"}) {
+    CAPTURE(tree);
+    RocmProbe p = probe_fixture(tree);
+    REQUIRE(p.gpus.size() == 1);
+    REQUIRE(p.gpus[0].card);
+    const std::string dir = p.gpus[0].card->device_dir;
+    const std::uint64_t total = fixture_bytes(dir + "/mem_info_vram_total");
+    const std::uint64_t used = fixture_bytes(dir + "/mem_info_vram_used");
+    REQUIRE(used < total);
+
+    auto m = rocm_memory("rocm:0", p.gpus[0].card, std::nullopt, kNotRocmBuild);
+    REQUIRE_MESSAGE(m.ok(), m.status().message());
+    CHECK(m.value().total == total);
+    CHECK(m.value().available == total - used);
+    CHECK_FALSE(m.value().in_use);
+    CHECK_FALSE(m.value().peak);
+    CHECK_FALSE(m.value().reserved);
+    CHECK(contains(m.value().source, dir));
+    CHECK(contains(m.value().source, "mem_info_vram_used"));
+    CHECK(contains(m.value().source, std::string("no allocator figures: ") + kNotRocmBuild));
+    CHECK(contains(m.value().note, std::to_string(used) + " bytes of VRAM in use by all processes"));
+    // The monitor reads the same files.
+    auto s = sample(*p.gpus[0].card);
+    CHECK(s.at(reading::memory_used_bytes).value == doctest::Approx(static_cast<double>(used)));
+    CHECK(s.at(reading::memory_total_bytes).value == doctest::Approx(static_cast<double>(total)));
+    // The device the report lists claims memory figures: they are there.
+    CHECK(make_rocm_report(p, cpu_torch()).devices.at(0).capabilities.has(Capability::memory_stats));
+  }
+}
+
+TEST_CASE("memory figures with LibTorch's allocator: in use, peak and reserved from it; total, available from sysfs") {
+  RocmProbe p = probe_fixture("mi210");
+  const AmdgpuCard& card = *p.gpus.at(0).card;
+  const std::uint64_t total = fixture_bytes(card.device_dir + "/mem_info_vram_total");
+  const std::uint64_t used = fixture_bytes(card.device_dir + "/mem_info_vram_used");
+  const AllocatorFigures allocator{3ull << 30, 5ull << 30, 6ull << 30};
+  auto m = rocm_memory("rocm:0", card, allocator, "");
+  REQUIRE_MESSAGE(m.ok(), m.status().message());
+  CHECK(m.value().in_use == (3ull << 30));
+  CHECK(m.value().peak == (5ull << 30));
+  CHECK(m.value().reserved == (6ull << 30));
+  CHECK(m.value().total == total);
+  CHECK(m.value().available == total - used);
+  CHECK(m.value().source.rfind("LibTorch's HIP caching allocator", 0) == 0);
+  CHECK(contains(m.value().source, "mem_info_vram_total"));
+  CHECK(contains(m.value().note, "rocm:0"));
+
+  // A GPU only KFD shows: the allocator's figures alone.
+  auto kfd_only = rocm_memory("rocm:1", std::nullopt, allocator, "");
+  REQUIRE(kfd_only.ok());
+  CHECK(kfd_only.value().in_use == (3ull << 30));
+  CHECK_FALSE(kfd_only.value().total);
+  CHECK_FALSE(kfd_only.value().available);
+  CHECK(contains(kfd_only.value().note, "rocm:1 has no amdgpu sysfs directory"));
+}
+
+TEST_CASE("memory figures: a VRAM file that cannot be read; without the allocator, unavailable and why") {
+  RocmProbe p = probe_fixture("mi210");
+  TempDir tmp("accelkit-rocm-vram");
+  AmdgpuCard card = *p.gpus.at(0).card;
+  card.device_dir = tmp.str();
+
+  // Nothing readable and no allocator: unavailable, naming both files and the reason.
+  auto none = rocm_memory("rocm:0", card, std::nullopt, kNotRocmBuild);
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.status().code() == StatusCode::unavailable);
+  CHECK(contains(none.status().message(), kNotRocmBuild));
+  CHECK(contains(none.status().message(), "cannot read " + tmp.str() + "/mem_info_vram_total"));
+  CHECK(contains(none.status().message(), "cannot read " + tmp.str() + "/mem_info_vram_used"));
+  auto no_card = rocm_memory("rocm:0", std::nullopt, std::nullopt, kNotRocmBuild);
+  REQUIRE_FALSE(no_card.ok());
+  CHECK(contains(no_card.status().message(), "no amdgpu sysfs directory"));
+
+  // The total alone says no more than DeviceInfo::memory_bytes: still unavailable, naming the other file.
+  write_file(tmp.path() / "mem_info_vram_total", "8589934592\n");
+  auto total_only = rocm_memory("rocm:0", card, std::nullopt, kNotRocmBuild);
+  REQUIRE_FALSE(total_only.ok());
+  CHECK(contains(total_only.status().message(), "cannot read " + tmp.str() + "/mem_info_vram_used"));
+  CHECK_FALSE(contains(total_only.status().message(), "mem_info_vram_total"));
+  // ... and with the allocator's figures, the total and the missing file in the note.
+  auto with_allocator = rocm_memory("rocm:0", card, AllocatorFigures{1, 2, 3}, "");
+  REQUIRE(with_allocator.ok());
+  CHECK(with_allocator.value().total == 8589934592ull);
+  CHECK_FALSE(with_allocator.value().available);
+  CHECK(contains(with_allocator.value().note, "cannot read " + tmp.str() + "/mem_info_vram_used"));
+
+  // More in use than the total (a driver mid-update): nothing available, never a wrapped number.
+  write_file(tmp.path() / "mem_info_vram_used", "8589934593\n");
+  auto over = rocm_memory("rocm:0", card, std::nullopt, kNotRocmBuild);
+  REQUIRE(over.ok());
+  CHECK(over.value().available == 0u);
+  // Not a byte count: as good as missing.
+  write_file(tmp.path() / "mem_info_vram_used", "-1\n");
+  auto negative = rocm_memory("rocm:0", card, std::nullopt, kNotRocmBuild);
+  REQUIRE_FALSE(negative.ok());
+  CHECK(contains(negative.status().message(), "cannot read " + tmp.str() + "/mem_info_vram_used"));
+}
+
+TEST_CASE("memory_stats is claimed only where memory() has figures") {
+  RocmProbe p = probe_fixture("mi210");
+  auto claims = [&](const TorchBackend& torch) {
+    return make_rocm_report(p, torch).devices.at(0).capabilities.has(Capability::memory_stats);
+  };
+  CHECK(claims(cpu_torch()));
+  CHECK(claims(rocm_torch(1)));
+  // No mem_info_vram_used: available cannot be known from sysfs.
+  p.gpus[0].card->has_vram_used = false;
+  CHECK_FALSE(claims(cpu_torch()));
+  CHECK(claims(rocm_torch(1)));                             // the allocator's figures
+  CHECK_FALSE(claims(rocm_torch(1, /*allocator=*/false)));  // built without c10_hip
+  CHECK_FALSE(claims(rocm_torch(0)));                       // LibTorch does not see it
+  // Only KFD shows it: no sysfs figures at all.
+  p.gpus[0].card.reset();
+  CHECK_FALSE(claims(cpu_torch()));
+  CHECK(claims(rocm_torch(1)));
 }

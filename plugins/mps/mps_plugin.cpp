@@ -10,6 +10,7 @@
 #include <accelkit/sdk/torch_compat.hpp>
 
 #include "mps_host.hpp"
+#include "mps_memory.hpp"
 #include "mps_rules.hpp"
 
 namespace accelkit::mps {
@@ -115,6 +116,10 @@ class MpsDevice final : public Device {
   Result<std::shared_ptr<Monitor>> monitor() noexcept override {
     return guarded("mps monitor", [&]() -> std::shared_ptr<Monitor> { return std::make_shared<MpsMonitor>(info_.memory_bytes); });
   }
+  // LibTorch's MPS allocator (mps_memory.hpp); no peak.
+  Result<MemoryStats> memory() noexcept override { return read_mps_memory(info_.memory_bytes); }
+  Status reset_peak_memory() noexcept override { return reset_mps_peak(); }
+  Status empty_cache() noexcept override { return empty_mps_cache(); }
 
  private:
   DeviceInfo info_;
@@ -147,6 +152,7 @@ class MpsPlugin final : public Plugin {
       if (caps_->autocast) d.capabilities.add(Capability::fp16);
       if (caps_->bf16) d.capabilities.add(Capability::bf16);
       d.capabilities.add(Capability::thermal);
+      if (caps_->usable && mps_memory_available()) d.capabilities.add(Capability::memory_stats);
       d.capabilities.set("chip", to_string(caps_->chip));
       d.properties = {{"hw.model", values_->hw_model}, {"macOS", values_->os_version}};
       r.devices.push_back(std::move(d));

@@ -36,9 +36,9 @@ std::optional<AmdgpuCard> read_amdgpu_card(const std::string& card, const std::s
   c.device_id = host::read_hex32(device_dir + "/device").value_or(0);
   c.revision = host::read_hex32(device_dir + "/revision").value_or(0);
   c.product_name = host::read_line(device_dir + "/product_name").value_or("");
-  if (auto v = host::read_int(device_dir + "/mem_info_vram_total"); v && *v > 0)
-    c.vram_total_bytes = static_cast<std::uint64_t>(*v);
-  c.has_vram_used = host::read_int(device_dir + "/mem_info_vram_used").has_value();
+  const VramReading vram = read_vram(c);
+  c.vram_total_bytes = vram.total.value_or(0);
+  c.has_vram_used = vram.used.has_value();
   c.has_busy_percent = host::read_int(device_dir + "/gpu_busy_percent").has_value();
   c.has_sclk = host::exists(device_dir + "/pp_dpm_sclk");
   for (const std::string& name : host::list_dir(device_dir + "/drm"))
@@ -59,6 +59,19 @@ std::optional<AmdgpuCard> read_amdgpu_card(const std::string& card, const std::s
       }
   }
   return c;
+}
+
+VramReading read_vram(const AmdgpuCard& card) {
+  VramReading v;
+  v.total_path = card.device_dir + "/mem_info_vram_total";
+  v.used_path = card.device_dir + "/mem_info_vram_used";
+  auto bytes = [](const std::string& path) -> std::optional<std::uint64_t> {
+    const auto n = host::read_int(path);
+    return n && *n >= 0 ? std::optional<std::uint64_t>(static_cast<std::uint64_t>(*n)) : std::nullopt;
+  };
+  v.total = bytes(v.total_path);
+  v.used = bytes(v.used_path);
+  return v;
 }
 
 std::vector<AmdgpuCard> find_amdgpu_cards(std::vector<std::string>* problems) {

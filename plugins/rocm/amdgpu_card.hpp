@@ -35,4 +35,16 @@ std::vector<AmdgpuCard> find_amdgpu_cards(std::vector<std::string>* problems = n
 // Reads one card's device directory.
 std::optional<AmdgpuCard> read_amdgpu_card(const std::string& card, const std::string& device_dir);
 
+// The card's VRAM now, read from its device directory on each call (what the monitor samples and
+// Device::memory() reports): mem_info_vram_total and mem_info_vram_used in bytes, for the whole
+// card and every process on it. A file that cannot be read, or holds no byte count, leaves its
+// field nullopt.
+struct VramReading {
+  std::string total_path;  // <device_dir>/mem_info_vram_total
+  std::string used_path;   // <device_dir>/mem_info_vram_used
+  std::optional<std::uint64_t> total;
+  std::optional<std::uint64_t> used;
+};
+VramReading read_vram(const AmdgpuCard& card);
+
 }  // namespace accelkit::rocm

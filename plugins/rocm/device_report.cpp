@@ -33,7 +33,8 @@ int torch_index_of(const RocmGpu& g, const RocmProbe& probe, const TorchBackend&
   return g.hsa_index >= 0 && g.hsa_index < torch.device_count ? g.hsa_index : -1;
 }
 
-DeviceInfo device_info(const RocmGpu& g, std::size_t i, int torch_index, const RocmProbe& probe) {
+DeviceInfo device_info(const RocmGpu& g, std::size_t i, int torch_index, const RocmProbe& probe,
+                       const TorchBackend& torch) {
   DeviceInfo d;
   d.id = "rocm:" + std::to_string(i);
   d.torch_device = torch_index >= 0 ? "cuda:" + std::to_string(torch_index) : "";
@@ -52,8 +53,11 @@ DeviceInfo device_info(const RocmGpu& g, std::size_t i, int torch_index, const R
   caps.add(Capability::fp32);
   if (g.rules.bf16) caps.add(Capability::bf16);
   if (g.rules.fp16) caps.add(Capability::fp16);
+  // Memory figures (device_memory.hpp): the allocator's on a GPU LibTorch drives, the card's
+  // VRAM from sysfs otherwise.
+  if ((torch_index >= 0 && torch.allocator_stats) || (g.card && g.card->vram_total_bytes && g.card->has_vram_used))
+    caps.add(Capability::memory_stats);
   if (g.card) {
-    if (g.card->vram_total_bytes && g.card->has_vram_used) caps.add(Capability::memory_stats);
     if (g.card->has_temperature) caps.add(Capability::thermal);
     if (!g.card->power_file.empty()) caps.add(Capability::power);
     if (g.card->has_busy_percent) caps.add(Capability::utilisation);
@@ -119,7 +123,7 @@ RocmReport make_rocm_report(const RocmProbe& probe, const TorchBackend& torch) {
   for (std::size_t i = 0; i < probe.gpus.size(); ++i) {
     const int idx = torch_index_of(probe.gpus[i], probe, torch);
     out.torch_index.push_back(idx);
-    r.devices.push_back(device_info(probe.gpus[i], i, idx, probe));
+    r.devices.push_back(device_info(probe.gpus[i], i, idx, probe, torch));
     if (idx >= 0) ++usable;
   }
   const std::string n = std::to_string(probe.gpus.size()) + " AMD GPU" + (probe.gpus.size() == 1 ? "" : "s");

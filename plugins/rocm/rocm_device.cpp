@@ -37,8 +37,13 @@ class RocmPrecision final : public Precision {
 
 }  // namespace
 
-RocmDevice::RocmDevice(RocmGpu gpu, DeviceInfo info, std::vector<std::string> activation, std::string unusable)
-    : gpu_(std::move(gpu)), info_(std::move(info)), activation_(std::move(activation)), unusable_(std::move(unusable)) {}
+RocmDevice::RocmDevice(RocmGpu gpu, DeviceInfo info, int torch_index, std::vector<std::string> activation,
+                       std::string unusable)
+    : gpu_(std::move(gpu)),
+      info_(std::move(info)),
+      torch_index_(torch_index),
+      activation_(std::move(activation)),
+      unusable_(std::move(unusable)) {}
 
 Result<std::shared_ptr<Precision>> RocmDevice::precision() noexcept {
   return guarded("rocm precision", [&]() -> Result<std::shared_ptr<Precision>> {
@@ -60,6 +65,31 @@ Result<std::shared_ptr<Monitor>> RocmDevice::monitor() noexcept {
       return Status(StatusCode::unavailable, info_.id + " has no amdgpu sysfs directory to read sensors from");
     if (!monitor_) monitor_ = std::make_shared<RocmMonitor>(*gpu_.card);
     return monitor_;
+  });
+}
+
+Result<MemoryStats> RocmDevice::memory() noexcept {
+  return guarded("rocm memory", [&]() -> Result<MemoryStats> {
+    if (!unusable_.empty()) return rocm_memory(info_.id, gpu_.card, std::nullopt, unusable_);
+    const Result<AllocatorFigures> allocator = hip_allocator_figures(torch_index_);
+    if (!allocator.ok()) return rocm_memory(info_.id, gpu_.card, std::nullopt, allocator.status().message());
+    return rocm_memory(info_.id, gpu_.card, allocator.value(), "");
+  });
+}
+
+Status RocmDevice::reset_peak_memory() noexcept {
+  return guarded("rocm reset_peak_memory", [&]() -> Status {
+    if (!unusable_.empty())
+      return Status(StatusCode::not_supported, info_.id + ": " + unusable_ + ": no allocator peak to reset");
+    return hip_reset_peak_stats(torch_index_);
+  });
+}
+
+Status RocmDevice::empty_cache() noexcept {
+  return guarded("rocm empty_cache", [&]() -> Status {
+    if (!unusable_.empty())
+      return Status(StatusCode::not_supported, info_.id + ": " + unusable_ + ": no allocator cache to empty");
+    return hip_empty_cache();
   });
 }
 

@@ -72,10 +72,11 @@ std::vector<Reading> RocmMonitor::sample_unchecked() const {
 
   Reading used{reading::memory_used_bytes, std::nullopt, "bytes", "amdgpu mem_info_vram_used", ""};
   Reading total{reading::memory_total_bytes, std::nullopt, "bytes", "amdgpu mem_info_vram_total", ""};
-  if (auto v = host::read_int(dev + "/mem_info_vram_used")) used.value = static_cast<double>(*v);
-  else used.note = missing(dev + "/mem_info_vram_used");
-  if (auto v = host::read_int(dev + "/mem_info_vram_total")) total.value = static_cast<double>(*v);
-  else total.note = missing(dev + "/mem_info_vram_total");
+  const VramReading vram = read_vram(card_);
+  if (vram.used) used.value = static_cast<double>(*vram.used);
+  else used.note = missing(vram.used_path);
+  if (vram.total) total.value = static_cast<double>(*vram.total);
+  else total.note = missing(vram.total_path);
   out.push_back(std::move(used));
   out.push_back(std::move(total));
 

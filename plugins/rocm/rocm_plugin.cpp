@@ -1,6 +1,6 @@
 // The ROCm plugin: AMD GPUs from amdgpu sysfs and the KFD topology, usable when LibTorch here
-// is a ROCm build (which exposes them as device type CUDA); otherwise listed and monitored
-// with score 0. Entry points are noexcept (CachedProbePlugin).
+// is a ROCm build (which exposes them as device type CUDA); otherwise listed, monitored and
+// their VRAM reported, with score 0. Entry points are noexcept (CachedProbePlugin).
 #include <accelkit/sdk/plugin.hpp>
 #include <accelkit/sdk/support/cached_probe.hpp>
 
@@ -50,11 +50,13 @@ class RocmPlugin final : public support::CachedProbePlugin<RocmFacts> {
     if (torch_index < 0) {
       // Listed, not usable: the device still monitors; its precision() says why it cannot train.
       const std::string why = facts.torch.rocm_build ? "LibTorch does not see it" : std::string(kNotRocmBuild);
-      return std::shared_ptr<Device>(std::make_shared<RocmDevice>(gpu, devices[index], std::vector<std::string>{}, why));
+      return std::shared_ptr<Device>(
+          std::make_shared<RocmDevice>(gpu, devices[index], -1, std::vector<std::string>{}, why));
     }
     // Before LibTorch first touches the GPU: the environment hipBLASLt reads, the memory fraction.
     std::vector<std::string> activation = activate_arch(gpu.rules, torch_index);
-    return std::shared_ptr<Device>(std::make_shared<RocmDevice>(gpu, devices[index], std::move(activation), ""));
+    return std::shared_ptr<Device>(
+        std::make_shared<RocmDevice>(gpu, devices[index], torch_index, std::move(activation), ""));
   }
 };
 

@@ -5,13 +5,20 @@
 #include <accelkit/sdk/torch_compat.hpp>
 #include <torch/cuda.h>
 
-// The HIP caching allocator (for the memory fraction) exists only in ROCm builds of LibTorch;
-// CMakeLists.txt defines ACCELKIT_ROCM_WITH_C10_HIP and links c10_hip when it is there.
+// The HIP caching allocator (the memory fraction, the memory figures) exists only in ROCm
+// builds of LibTorch; CMakeLists.txt defines ACCELKIT_ROCM_WITH_C10_HIP and links c10_hip when
+// it is there.
 #if ACCELKIT_ROCM_WITH_C10_HIP
 #include <c10/hip/HIPCachingAllocator.h>
 #endif
 
 namespace accelkit::rocm {
+namespace {
+
+[[maybe_unused]] constexpr const char* kNoC10Hip =
+    "the rocm plugin was built against a LibTorch without c10_hip: no HIP caching allocator to read";
+
+}  // namespace
 
 TorchBackend detect_torch_backend() {
   TorchBackend b;
@@ -35,6 +42,7 @@ TorchBackend detect_torch_backend() {
     }
   }
   if (b.rocm_build) b.device_count = torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
+  b.allocator_stats = b.rocm_build && ACCELKIT_ROCM_WITH_C10_HIP != 0;
   return b;
 }
 
@@ -59,6 +67,40 @@ std::vector<std::string> activate_arch(const ArchRules& rules, int torch_index) 
 #endif
   }
   return done;
+}
+
+Result<AllocatorFigures> hip_allocator_figures(int torch_index) {
+#if ACCELKIT_ROCM_WITH_C10_HIP
+  const auto stats = c10::hip::HIPCachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(torch_index));
+  // Index 0 of each StatArray is StatType::AGGREGATE (both pools) in every LibTorch.
+  AllocatorFigures f;
+  f.allocated = static_cast<std::uint64_t>(stats.allocated_bytes[0].current);
+  f.peak = static_cast<std::uint64_t>(stats.allocated_bytes[0].peak);
+  f.reserved = static_cast<std::uint64_t>(stats.reserved_bytes[0].current);
+  return f;
+#else
+  (void)torch_index;
+  return Status(StatusCode::not_supported, kNoC10Hip);
+#endif
+}
+
+Status hip_reset_peak_stats(int torch_index) {
+#if ACCELKIT_ROCM_WITH_C10_HIP
+  c10::hip::HIPCachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(torch_index));
+  return Status::ok();
+#else
+  (void)torch_index;
+  return Status(StatusCode::not_supported, kNoC10Hip);
+#endif
+}
+
+Status hip_empty_cache() {
+#if ACCELKIT_ROCM_WITH_C10_HIP
+  c10::hip::HIPCachingAllocator::emptyCache();
+  return Status::ok();
+#else
+  return Status(StatusCode::not_supported, kNoC10Hip);
+#endif
 }
 
 Status apply_autocast(const PrecisionPlan& plan) {

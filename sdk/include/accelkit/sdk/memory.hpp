@@ -16,7 +16,10 @@ struct MemoryStats {
   std::optional<std::uint64_t> in_use;
   // The high-water mark of in_use since the last reset_peak_memory() (or the process start).
   std::optional<std::uint64_t> peak;
-  // Held by the allocator's cache beyond in_use (CUDA, ROCm, MPS); nullopt where none.
+  // Held by the allocator in all, in_use included (CUDA, ROCm: LibTorch's caching allocator's
+  // reserved bytes; MPS: what Metal holds for the process); nullopt where there is no cache.
+  // Its presence says the device counts an allocator of its own (the batch-size finder then
+  // searches with real out-of-memory trials).
   std::optional<std::uint64_t> reserved;
   std::optional<std::uint64_t> total;      // the device's memory
   std::optional<std::uint64_t> available;  // free for new allocations now (all processes)
