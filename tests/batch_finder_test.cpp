@@ -15,6 +15,7 @@
 
 #include <accelkit/batch_finder.hpp>
 #include <accelkit/runtime.hpp>
+#include <accelkit/sdk/torch_compat_memory.hpp>
 
 #include "test_support.hpp"
 
@@ -171,6 +172,21 @@ TEST_CASE("Runtime::find_batch_size on the CPU: a small budget bounds the batch;
   const auto params = model->parameters();
   for (std::size_t i = 0; i < params.size(); ++i) CHECK(torch::equal(params[i], before[i]));
   CHECK(torch::equal(torch::rand({4}), expect_next));
+
+  // The fit predicts: a real step at the answer allocates what was fitted, within the budget.
+  std::int64_t measured = 0;
+  {
+    compat::TensorMemoryMeter meter;
+    auto [x, y] = p.make_batch(d.largest);
+    OptimizerChoice opt = rt->make_adamw(model->parameters(), p.adamw);
+    torch::mse_loss(model->forward(x), y).backward();
+    opt.optimizer->step();
+    measured = meter.peak();
+  }
+  MESSAGE("batch " << d.largest << ": fitted " << d.memory_at_largest << " bytes, measured " << measured);
+  CHECK(static_cast<double>(measured) <= 1.02 * static_cast<double>(d.budget));
+  CHECK(static_cast<double>(measured) >= 0.8 * static_cast<double>(d.memory_at_largest));
+  CHECK(static_cast<double>(measured) <= 1.2 * static_cast<double>(d.memory_at_largest));
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cerrno>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -260,6 +261,7 @@ BatchDecision Runtime::find_batch_size(const BatchProblem& p, const BatchSearchO
   ModelSnapshot snapshot(*p.model, /*on_host=*/search);
   const std::uint64_t in_use_before = m.in_use.value_or(0);
   // One training step at `batch`: its peak in use above what was in use before the search.
+  std::map<std::int64_t, std::uint64_t> backward_peaks;  // the host's trials: the peak up to backward's end
   auto step = [&](std::int64_t batch) -> BatchTrial {
     BatchTrial t;
     t.batch = batch;
@@ -282,6 +284,9 @@ BatchDecision Runtime::find_batch_size(const BatchProblem& p, const BatchSearchO
         }
         at::Tensor loss = p.loss(out.to(at::kFloat), target);
         loss.backward();
+        // The forward and backward's own peak (activations, gradients), before the optimizer's
+        // state joins: the two phases grow with the batch at different rates.
+        if (meter) backward_peaks[batch] = static_cast<std::uint64_t>(std::max<std::int64_t>(0, meter->peak()));
         opt.optimizer->step();
         detail::synchronize(torch_device_);
       }
@@ -341,21 +346,64 @@ BatchDecision Runtime::find_batch_size(const BatchProblem& p, const BatchSearchO
         t2.note = "measured";
         d.trials.push_back(t2);
         if (o.progress) o.progress(t2);
-        if (t2.peak_bytes >= t1.peak_bytes + (std::uint64_t{16} << 20) || (budget && t2.peak_bytes > *budget / 4)) break;
+        if (t2.peak_bytes >= t1.peak_bytes + (std::uint64_t{16} << 20) ||
+            backward_peaks[b2] >= backward_peaks[b1] + (std::uint64_t{16} << 20) || (budget && t2.peak_bytes > *budget / 4))
+          break;
       }
-      const double per_sample = b2 > b1 ? (static_cast<double>(t2.peak_bytes) - static_cast<double>(t1.peak_bytes)) /
-                                              static_cast<double>(b2 - b1)
-                                        : 0;
-      const double fixed = static_cast<double>(t1.peak_bytes) - per_sample * static_cast<double>(b1);
-      d.method = "fit";
+      // The step's memory is the larger of two lines in the batch: forward + backward
+      // (activations on top of the gradients) and the optimizer's step (its state on top of
+      // what backward left). At small batches the optimizer's line dominates the step's peak
+      // while activations grow faster: each line is fitted from its own peaks, and the batch
+      // must fit under both.
       if (!budget) throw std::runtime_error("find_batch_size: " + device_->info().id + " reports no available memory");
-      d.largest = batch_finder::fit(fixed, per_sample, *budget, o);
-      d.memory_at_largest = static_cast<std::uint64_t>(std::max(0.0, fixed) + std::max(0.0, per_sample) * static_cast<double>(d.largest));
-      char line[160];
-      std::snprintf(line, sizeof line, "%s per sample, %s fixed, measured at batches %lld and %lld",
-                    format_bytes(static_cast<std::uint64_t>(std::max(0.0, per_sample))).c_str(),
-                    format_bytes(static_cast<std::uint64_t>(std::max(0.0, fixed))).c_str(), static_cast<long long>(b1),
-                    static_cast<long long>(b2));
+      auto line_of = [&](double p1, double p2) {
+        const double slope = b2 > b1 ? (p2 - p1) / static_cast<double>(b2 - b1) : 0;
+        return std::make_pair(p1 - slope * static_cast<double>(b1), std::max(0.0, slope));
+      };
+      const auto [step_fixed, step_slope] =
+          line_of(static_cast<double>(t1.peak_bytes), static_cast<double>(t2.peak_bytes));
+      const auto [fb_fixed, fb_slope] =
+          line_of(static_cast<double>(backward_peaks[b1]), static_cast<double>(backward_peaks[b2]));
+      d.method = "fit";
+      d.largest = std::min(batch_finder::fit(step_fixed, step_slope, *budget, o),
+                           batch_finder::fit(fb_fixed, fb_slope, *budget, o));
+      const double at = static_cast<double>(d.largest);
+      d.memory_at_largest = static_cast<std::uint64_t>(
+          std::max(std::max(0.0, step_fixed) + step_slope * at, std::max(0.0, fb_fixed) + fb_slope * at));
+      // The lines are extrapolated: a step at the answer says what it really takes. The margin
+      // the budget leaves covers an extrapolation that was short; one that was, shrinks the
+      // batch by what it missed and is measured again.
+      std::string confirmed = "not confirmed";
+      for (int round = 0; round < 3 && d.largest > b2; ++round) {
+        BatchTrial check = step(d.largest);
+        check.note = "at the fitted answer";
+        d.trials.push_back(check);
+        if (o.progress) o.progress(check);
+        if (check.peak_bytes <= *budget) {
+          d.memory_at_largest = check.peak_bytes;
+          confirmed = "confirmed by a step at it";
+          break;
+        }
+        const double fixed = std::max(0.0, std::min(step_fixed, fb_fixed));
+        const double scale = (static_cast<double>(*budget) - fixed) / (static_cast<double>(check.peak_bytes) - fixed);
+        const auto smaller = static_cast<std::int64_t>(std::floor(static_cast<double>(d.largest) * std::min(0.95, scale)));
+        d.largest = std::max(b2, smaller);
+        d.memory_at_largest = 0;
+      }
+      if (d.memory_at_largest == 0) {  // the last shrink was not measured: b2 was, and fits
+        d.largest = b2;
+        d.memory_at_largest = t2.peak_bytes;
+        confirmed = "the fit overshot; the largest measured batch";
+      }
+      char line[300];
+      std::snprintf(line, sizeof line,
+                    "forward+backward %s per sample over %s, the optimizer's step %s per sample over %s; measured at "
+                    "batches %lld and %lld; %s",
+                    format_bytes(static_cast<std::uint64_t>(fb_slope)).c_str(),
+                    format_bytes(static_cast<std::uint64_t>(std::max(0.0, fb_fixed))).c_str(),
+                    format_bytes(static_cast<std::uint64_t>(step_slope)).c_str(),
+                    format_bytes(static_cast<std::uint64_t>(std::max(0.0, step_fixed))).c_str(),
+                    static_cast<long long>(b1), static_cast<long long>(b2), confirmed.c_str());
       d.why = line;
     }
   } catch (const BatchDoesNotFitError& e) {
