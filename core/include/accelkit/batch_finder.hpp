@@ -8,10 +8,15 @@
 //     out-of-memory error (c10::OutOfMemoryError, or LibTorch's "out of memory" text) is a
 //     trial that did not fit: the allocator's cache is emptied (Device::empty_cache()) and the
 //     search goes on.
-//   - on the CPU (the process's resident set): running out of memory would meet the kernel's
-//     OOM killer, so nothing beyond small batches runs: the step's memory is measured at two
-//     small batches, the per-sample growth fitted, and the largest batch that fits the budget
-//     computed from it.
+//   - on the CPU (the process's memory): running out of memory would meet the kernel's OOM
+//     killer, so only small batches run before the answer. The step's memory is the tensor
+//     bytes it allocates (LibTorch's memory reporting: exact, unlike the resident set, which
+//     misses freed memory glibc reuses); forward+backward and the optimizer's step are fitted
+//     as two lines in the batch (at small batches the optimizer's state is the peak and hides
+//     how fast activations grow), the largest batch under both computed, and one step at it
+//     confirms it (an extrapolation that fell short shrinks it by what it missed; the budget's
+//     margin absorbs the overshoot). A model whose gradients and AdamW moments alone pass the
+//     budget is refused before any step.
 // The budget is the memory available when the search starts less the `memory_margin` setting
 // (percent of the device's total, default 10), or less when options.memory_budget says so.
 // Trials leave no trace: the model's parameters, buffers and LibTorch's CPU random state are
