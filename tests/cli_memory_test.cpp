@@ -181,7 +181,14 @@ TEST_CASE("the thermal guard stops train on a hot sensor (exit 4, checkpoint); -
   CHECK(has(absurd.err, "room temperature"));
 }
 
-TEST_CASE("monitor --all samples every device the plugins list, one LibTorch here cannot train on included") {
+#ifdef ACCELKIT_TEST_ROCM_PLUGIN
+constexpr bool kRocmPlugin = true;
+#else
+constexpr bool kRocmPlugin = false;  // configured with ACCELKIT_PLUGIN_ROCM=OFF
+#endif
+
+TEST_CASE("monitor --all samples every device the plugins list, one LibTorch here cannot train on included" *
+          doctest::skip(!kRocmPlugin)) {
   // An AMD card (sysfs fixture) beside this process's CPU-only LibTorch: listed, not usable, watched.
   const EnvOverrides env = {{"ACCELKIT_PLUGIN_PATH", private_plugin_dir({"cpu", "rocm"})},
                             {"ACCELKIT_SYSFS_ROOT", std::string(ACCELKIT_TEST_FIXTURES) + "/rocm/rdna3/sys"}};

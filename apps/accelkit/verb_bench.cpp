@@ -94,6 +94,8 @@ void render(std::ostream& out, const BenchResult& r) {
     for (const BenchVariant* v : {&r.accelkit, r.tuned ? &*r.tuned : nullptr, r.eager ? &*r.eager : nullptr})
       if (v && v->step_peak_bytes) out << ", " << v->name << ' ' << format_bytes(*v->step_peak_bytes);
     out << " [" << r.memory_source << "]\n";
+    for (const BenchVariant* v : {&r.accelkit, r.tuned ? &*r.tuned : nullptr, r.eager ? &*r.eager : nullptr})
+      if (v && !v->step_peak_note.empty()) out << "  " << v->name << ": " << v->step_peak_note << '\n';
   } else if (!r.memory_source.empty()) {
     out << "memory: " << r.memory_source << '\n';
   }

@@ -734,6 +734,9 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
     v.backward_ms = median_of(phases[i][1]);
     v.optimizer_ms = median_of(phases[i][2]);
     v.step_peak_bytes = step_peaks[i];
+    if (v.step_peak_bytes && v.step_mode == "graph")
+      v.step_peak_note = "a replay of the captured step: its working memory is the graph's private pool, held since the "
+                         "recording, not counted here";
   };
   finish(r.baseline, 0);
   finish(r.accelkit, 1);

@@ -127,6 +127,7 @@ void variant(Writer& w, const char* key, const BenchVariant& v) {
   if (v.cosine) w.field("cosine", *v.cosine);
   if (v.step_peak_bytes) w.field("step_peak_bytes", static_cast<std::int64_t>(*v.step_peak_bytes));
   else w.null("step_peak_bytes");
+  if (!v.step_peak_note.empty()) w.field("step_peak_note", v.step_peak_note);
   w.open_array("samples_ms");
   for (double s : v.time.samples_ms) w.element(s);
   w.close();

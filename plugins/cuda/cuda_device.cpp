@@ -3,6 +3,7 @@
 #include "cuda_precision.hpp"
 #include "nvml_monitor.hpp"
 #ifdef ACCELKIT_CUDA_TORCH_GLUE
+#include <ATen/Functions.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 
 #include "cuda_captured_step.hpp"
@@ -10,6 +11,18 @@
 #endif
 
 namespace accelkit::cuda {
+
+#ifdef ACCELKIT_CUDA_TORCH_GLUE
+namespace {
+// LibTorch's caching allocator sizes its per-device tables at CUDA's lazy initialisation, and
+// its statistics calls reject a device before that ("Invalid device argument"): a program may
+// ask for memory figures before its first CUDA tensor. An empty tensor on the device runs that
+// initialisation the same way in every LibTorch version (allocating nothing).
+void ensure_allocator(int ordinal) {
+  (void)at::empty({0}, at::TensorOptions().device(c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(ordinal))));
+}
+}  // namespace
+#endif
 
 CudaDevice::CudaDevice(GpuFacts gpu, DeviceInfo info, std::string nvml_note)
     : gpu_(std::move(gpu)), info_(std::move(info)), nvml_note_(std::move(nvml_note)) {}
@@ -60,6 +73,7 @@ Result<MemoryStats> CudaDevice::memory() noexcept {
     if (!s.total && gpu_.memory_bytes > 0) s.total = gpu_.memory_bytes;
 #ifdef ACCELKIT_CUDA_TORCH_GLUE
     if (info_.capabilities.has(Capability::memory_stats)) {
+      ensure_allocator(gpu_.ordinal);
       const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(gpu_.ordinal));
       // Index 0 of each StatArray is StatType::AGGREGATE (both pools) in every LibTorch.
       s.in_use = static_cast<std::uint64_t>(stats.allocated_bytes[0].current);
@@ -80,6 +94,7 @@ Status CudaDevice::reset_peak_memory() noexcept {
 #ifdef ACCELKIT_CUDA_TORCH_GLUE
   if (info_.capabilities.has(Capability::memory_stats)) {
     try {
+      ensure_allocator(gpu_.ordinal);
       c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(gpu_.ordinal));
       return Status();
     } catch (const std::exception& e) {

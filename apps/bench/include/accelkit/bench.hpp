@@ -124,6 +124,9 @@ struct BenchVariant {
   // The device memory one step took above what was in use when it began (MemoryScope around
   // one untimed step after the warm-up); nullopt where the device reports no memory.
   std::optional<std::uint64_t> step_peak_bytes;
+  // What step_peak_bytes leaves out (a captured step: its graph's private memory pool, held
+  // since the recording, so a replay allocates next to nothing); empty otherwise.
+  std::string step_peak_note;
   // Inference: outputs against the baseline's on the same inputs (none for the baseline).
   std::optional<double> rel_error;
   std::optional<double> cosine;
