@@ -28,3 +28,10 @@ if(TARGET accelkit-plugin-cpu)
     ACCELKIT_ADDON_PLUGIN_DIR="${ACCELKIT_ADDON_PLUGIN_DIR}")
   add_dependencies(${adamw_addon_test_target} accelkit-plugin-cpu accelkit-plugin-adamw_addon)
 endif()
+# The CPU plugin's fused SGD against torch::optim::SGD, checkpoints both ways, Runtime::make_sgd
+# on the built CPU plugin, and the program's random streams across Runtime::start.
+if(TARGET accelkit-plugin-cpu)
+  accelkit_add_test(sgd_test SOURCES sgd_test.cpp LINK accelkit::core accelkit_cpu_adamw GROUP runtime)
+  target_compile_definitions(${sgd_test_target} PRIVATE ACCELKIT_TEST_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}")
+  add_dependencies(${sgd_test_target} accelkit-plugin-cpu)
+endif()

@@ -177,6 +177,34 @@ TEST_CASE("autotune: times the candidates, applies the choice, restores the mode
   CHECK(list_autotune_cache(cache.str()).size() == 2);
 }
 
+TEST_CASE("autotune: an SGD program's trials time the fused SGD against torch::optim::SGD; make_sgd follows") {
+  TempDir cache;
+  ScopedEnv env("ACCELKIT_CACHE_DIR", cache.str());
+  auto rt = start();
+  Problem prob(*rt);
+  prob.p.sgd = SGDConfig{0.01, 0.5};
+  const TuneDecision d = rt->autotune(prob.p, quick());
+  CHECK(d.origin == "benchmark");
+  REQUIRE(d.trials.size() >= 2);
+  for (const TuneTrial& t : d.trials) CHECK(t.candidate.label().find("SGD") != std::string::npos);
+  CHECK(std::any_of(d.trials.begin(), d.trials.end(), [](const TuneTrial& t) { return t.candidate.fused; }));
+  CHECK(d.model.find("SGD momentum 0.5") != std::string::npos);
+  const OptimizerChoice opt = rt->make_sgd(prob.net->parameters(), *prob.p.sgd);
+  CHECK(opt.implementation.find(d.chosen.fused ? "fused SGD" : "torch::optim::SGD") != std::string::npos);
+
+  // The same model with AdamW is another decision; the SGD one comes back from the cache.
+  auto rt2 = start();
+  Problem prob2(*rt2);
+  CHECK(rt2->autotune(prob2.p, quick()).origin == "benchmark");
+  auto rt3 = start();
+  Problem prob3(*rt3);
+  prob3.p.sgd = SGDConfig{0.01, 0.5};
+  const TuneDecision again = rt3->autotune(prob3.p, quick());
+  CHECK(again.origin == "cache");
+  CHECK(again.chosen.label() == d.chosen.label());
+  CHECK(list_autotune_cache(cache.str()).size() == 2);
+}
+
 TEST_CASE("autotune: a corrupt or stale entry is ignored, re-tuned and rewritten") {
   TempDir cache;
   ScopedEnv env("ACCELKIT_CACHE_DIR", cache.str());

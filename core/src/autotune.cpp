@@ -27,7 +27,7 @@ namespace accelkit {
 using autotune_detail::hash_hex;
 
 std::string TuneCandidate::label() const {
-  std::string s = std::string(to_string(precision)) + ", " + (fused ? "fused AdamW" : "torch::optim::AdamW");
+  std::string s = std::string(to_string(precision)) + ", " + (fused ? "fused " + optimizer : "torch::optim::" + optimizer);
   if (threads > 0) s += ", " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
   return s;
 }
@@ -126,7 +126,13 @@ std::string model_signature(const TuneProblem& p) {
   std::ostringstream out;
   out << (p.name.empty() ? "model" : p.name) << ": " << tensors << " parameter tensors, " << elements
       << " parameters; input " << shape_of(p.input) << "; target " << shape_of(p.target)
-      << "; amsgrad " << (p.adamw.amsgrad ? "on" : "off") << "; #" << hash_hex(detail.str());
+      << "; ";
+  if (p.sgd)
+    out << "SGD momentum " << p.sgd->momentum << " dampening " << p.sgd->dampening << " nesterov "
+        << (p.sgd->nesterov ? "on" : "off") << " weight_decay " << p.sgd->weight_decay;
+  else
+    out << "amsgrad " << (p.adamw.amsgrad ? "on" : "off");
+  out << "; #" << hash_hex(detail.str());
   return out.str();
 }
 
@@ -226,7 +232,7 @@ std::string winner_line(const TuneDecision& d, const std::string& model_name) {
 
 }  // namespace
 
-TuneSpace Runtime::tune_space() const {
+TuneSpace Runtime::tune_space(bool sgd) const {
   const Config& s = context_->config();
   const DeviceInfo& info = device_->info();
   TuneSpace space;
@@ -238,7 +244,7 @@ TuneSpace Runtime::tune_space() const {
   if (info.capabilities.has(Capability::bf16)) precisions.push_back(Dtype::bf16);
   if (info.capabilities.has(Capability::fp16) && !torch_device_.is_cpu()) precisions.push_back(Dtype::fp16);
   std::vector<bool> fused{false};
-  if (optimizers_) fused.push_back(true);
+  if (optimizers_ && (!sgd || info.capabilities.has(Capability::fused_sgd))) fused.push_back(true);
   std::vector<int> threads{0};
   if (torch_device_.is_cpu()) {
     PrecisionRequest r = settings_request();
@@ -252,8 +258,8 @@ TuneSpace Runtime::tune_space() const {
   if (space.threads) threads = {*space.threads};
   for (Dtype pr : precisions)
     for (bool f : fused)
-      for (int t : threads) space.all.push_back({pr, f, t});
-  space.reference = {Dtype::fp32, false, threads.front()};
+      for (int t : threads) space.all.push_back({pr, f, t, sgd ? "SGD" : "AdamW"});
+  space.reference = {Dtype::fp32, false, threads.front(), sgd ? "SGD" : "AdamW"};
   return space;
 }
 
@@ -285,7 +291,9 @@ void Runtime::run_trial(const TuneProblem& p, const TuneOptions& o, const at::Te
     r.precision = t.candidate.precision;
     r.threads = t.candidate.threads;
     apply_plan(r);
-    OptimizerChoice opt = make_adamw_as(p.model->parameters(), p.adamw, t.candidate.fused ? Toggle::on : Toggle::off);
+    const Toggle fused = t.candidate.fused ? Toggle::on : Toggle::off;
+    OptimizerChoice opt = p.sgd ? make_sgd_as(p.model->parameters(), *p.sgd, fused)
+                                : make_adamw_as(p.model->parameters(), p.adamw, fused);
     LossScaler scaler = make_loss_scaler();
     std::vector<double> ms;
     for (int step = 0; step < o.warmup + o.steps; ++step) {
@@ -318,13 +326,14 @@ TuneDecision Runtime::autotune(const TuneProblem& p, const TuneOptions& o) {
   TuneDecision d;
   if (!*s.autotune) {
     d.origin = "settings";
-    d.chosen = {plan_.dtype, current_.fused_optimizer != Toggle::off && optimizers_ != nullptr, plan_.threads};
+    d.chosen = {plan_.dtype, current_.fused_optimizer != Toggle::off && optimizers_ != nullptr, plan_.threads,
+                p.sgd ? "SGD" : "AdamW"};
     d.why = "autotune is off (" + s.autotune.from() + ")";
     tune_ = d;
     return d;
   }
 
-  const TuneSpace space = tune_space();
+  const TuneSpace space = tune_space(p.sgd.has_value());
   const double bf16_tol = o.tolerance > 0 ? o.tolerance : 2e-2;
   const double fp32_tol = o.tolerance > 0 ? o.tolerance : 1e-3;
   d.device = autotune_device_fingerprint(*context_);
@@ -351,6 +360,7 @@ TuneDecision Runtime::autotune(const TuneProblem& p, const TuneOptions& o) {
     std::string problem;
     auto cached = autotune_detail::read_entry(d.cache_file, &problem);
     if (cached && (problem = stale_reason(*cached, d, space)).empty()) {
+      cached->chosen.optimizer = space.reference.optimizer;
       adopt_tuning(*cached, space, "autotune cache " + d.cache_file);
       return *cached;
     }

@@ -59,6 +59,13 @@ class CombinedOptimizer final : public Optimizer {
     return Status(StatusCode::invalid_argument, "no AdamW implementation '" + name + "' on this device");
   }
 
+  // SGD: the device's own; contributions are AdamW implementations.
+  Result<std::shared_ptr<torch::optim::Optimizer>> create_sgd(const std::vector<at::Tensor>& params,
+                                                              const SGDConfig& config) noexcept override {
+    if (own_) return own_->create_sgd(params, config);
+    return Status(StatusCode::not_supported, "the device has no optimizer of its own (the other plugins contribute AdamW only)");
+  }
+
  private:
   std::shared_ptr<Optimizer> own_;
   std::vector<OptimizerContribution> contributed_;

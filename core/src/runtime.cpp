@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/nn/module.h>
 #include <torch/optim/adamw.h>
+#include <torch/optim/sgd.h>
 #include <torch/version.h>
 
 #include "accelkit/sdk/device.hpp"
@@ -241,6 +242,42 @@ OptimizerChoice Runtime::make_adamw_as(const std::vector<at::Tensor>& params, co
   std::string why = fused == Toggle::off ? "fused_optimizer = off (from " + fused_from + ")"
                                          : device_id + " has no fused optimizer: " + optimizer_absent_reason_;
   return {opt, "torch::optim::AdamW", why + master_note};
+}
+
+OptimizerChoice Runtime::make_sgd(const std::vector<at::Tensor>& params, const SGDConfig& c) const {
+  return make_sgd_as(params, c, current_.fused_optimizer);
+}
+
+OptimizerChoice Runtime::make_sgd_as(const std::vector<at::Tensor>& params, const SGDConfig& c, Toggle fused) const {
+  // torch::optim::SGD's own rule, before any implementation is chosen: never a fallback over it.
+  if (c.nesterov && (c.momentum <= 0 || c.dampening != 0))
+    throw std::invalid_argument("SGD: Nesterov momentum needs momentum > 0 and dampening 0");
+  const Config& s = context_->config();
+  const std::string device_id = device_->info().id;
+  const std::string fused_from = fused == *s.fused_optimizer ? s.fused_optimizer.from() : "the auto-tuner";
+  const std::string fused_name = to_string(fused);
+  std::string why_not;
+  if (fused == Toggle::off) {
+    why_not = "fused_optimizer = off (from " + fused_from + ")";
+  } else if (!optimizers_) {
+    why_not = device_id + " has no fused optimizer: " + optimizer_absent_reason_;
+  } else {
+    const std::string who = context_->require_device().plugin + " plugin";
+    auto made = call_plugin(who, "Optimizer::create_sgd()", [&] { return optimizers_->create_sgd(params, c); });
+    if (made.ok() && made.value()) {
+      // The contract promises torch::optim::SGD's state: its checkpoints load into the object.
+      if (dynamic_cast<const torch::optim::SGD*>(made.value().get()) == nullptr)
+        throw std::runtime_error(who + "'s create_sgd returned an optimizer that is not a torch::optim::SGD");
+      return {made.value(), "fused SGD (" + who + ", " + device_id + ")",
+              "fused_optimizer = " + fused_name + " and " + device_id + " has a fused SGD", false};
+    }
+    why_not = device_id + " has no fused SGD: " + (made.ok() ? std::string("its plugin returned none") : made.status().message());
+  }
+  if (fused == Toggle::on) throw std::runtime_error("fused_optimizer = on (from " + fused_from + ") but " + why_not);
+  auto opt = std::make_shared<torch::optim::SGD>(
+      params, torch::optim::SGDOptions(c.lr).momentum(c.momentum).dampening(c.dampening).weight_decay(c.weight_decay).nesterov(
+                  c.nesterov));
+  return {opt, "torch::optim::SGD", why_not};
 }
 
 LossScaler Runtime::make_loss_scaler() const {

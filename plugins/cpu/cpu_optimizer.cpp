@@ -6,6 +6,7 @@
 
 #include "accelkit/sdk/support/aten_fused_adamw.hpp"
 #include "fused_adamw.hpp"
+#include "fused_sgd.hpp"
 
 namespace accelkit::cpu {
 namespace {
@@ -49,6 +50,16 @@ Result<std::shared_ptr<torch::optim::Optimizer>> CpuOptimizer::create_adamw(cons
     const auto options = support::adamw_options(c);
     if (aten) return std::make_shared<support::AtenFusedAdamW>(params, options, c.maximize);
     return std::make_shared<FusedAdamW>(params, options, c.maximize, c.master_weights);
+  });
+}
+
+Result<std::shared_ptr<torch::optim::Optimizer>> CpuOptimizer::create_sgd(const std::vector<at::Tensor>& params,
+                                                                          const SGDConfig& c) noexcept {
+  return guarded("cpu fused SGD", [&]() -> std::shared_ptr<torch::optim::Optimizer> {
+    auto o = torch::optim::SGDOptions(c.lr).momentum(c.momentum).dampening(c.dampening).weight_decay(c.weight_decay).nesterov(
+        c.nesterov);
+    // SGD's own checks (Nesterov needs momentum and no dampening) come from its constructor.
+    return std::make_shared<FusedSGD>(params, o);
   });
 }
 

@@ -64,6 +64,7 @@ CpuReport make_cpu_report(const CpuProbe& p) {
   CapabilitySet& caps = d.capabilities;
   caps.add(Capability::fp32);
   caps.add(Capability::fused_adamw);
+  caps.add(Capability::fused_sgd);
   caps.add(Capability::master_weights);
   caps.add(Capability::memory_stats);  // the process's resident set and its peak
   if (!bf16.empty()) caps.add(Capability::bf16);

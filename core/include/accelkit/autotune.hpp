@@ -31,8 +31,9 @@ namespace accelkit {
 
 struct TuneCandidate {
   Dtype precision = Dtype::fp32;
-  bool fused = false;                   // the plugin's fused AdamW; false: torch::optim
+  bool fused = false;                   // the plugin's fused optimizer; false: torch::optim
   int threads = 0;                      // 0 = leave LibTorch's count (GPU devices)
+  std::string optimizer = "AdamW";      // the problem's optimizer ("AdamW" or "SGD"), for label()
   std::string label() const;            // "bf16, fused AdamW, 2 threads"
   bool operator==(const TuneCandidate& o) const {
     return precision == o.precision && fused == o.fused && threads == o.threads;
@@ -74,6 +75,10 @@ struct TuneProblem {
   at::Tensor input;
   at::Tensor target;
   AdamWConfig adamw;
+  // The program trains with SGD: set this (adamw is then unused). The trials compare the
+  // device's fused SGD (Capability::fused_sgd) with torch::optim::SGD, and Runtime::make_sgd
+  // follows the decision.
+  std::optional<SGDConfig> sgd;
 };
 
 struct TuneProgress {

@@ -113,6 +113,11 @@ class Runtime {
   OptimizerChoice make_adamw(const std::vector<at::Tensor>& params, const AdamWConfig& config,
                              bool model_weights = true) const;
 
+  // SGD (torch::optim::SGD's options and state, so checkpoints move both ways): the plugin's
+  // fused SGD (Capability::fused_sgd) when fused_optimizer is auto/on, else torch::optim::SGD
+  // with the reason in `why`; fused_optimizer = on where the device has none throws.
+  OptimizerChoice make_sgd(const std::vector<at::Tensor>& params, const SGDConfig& config) const;
+
   // Which of the plugin's AdamW implementations make_adamw creates (adamw_choice.hpp): measured
   // on the first call that needs it (or read from the cache), then kept. nullopt before that,
   // and when the plugin has no optimizer.
@@ -167,6 +172,7 @@ class Runtime {
 
  private:
   Runtime() = default;
+  OptimizerChoice make_sgd_as(const std::vector<at::Tensor>& params, const SGDConfig& config, Toggle fused) const;
   OptimizerChoice make_adamw_as(const std::vector<at::Tensor>& params, const AdamWConfig& config, Toggle fused,
                                 bool model_weights = true) const;
   // Whether make_adamw_as gives the optimizer master weights; a profile's "on" that cannot be
@@ -188,7 +194,7 @@ class Runtime {
   Choices current_;
   void apply_sdpa_backend();
   // autotune()'s steps (autotune.cpp).
-  TuneSpace tune_space() const;
+  TuneSpace tune_space(bool sgd) const;
   void run_trial(const TuneProblem& problem, const TuneOptions& options, const at::Tensor& target, TuneTrial& trial);
   void adopt_tuning(const TuneDecision& decision, const TuneSpace& space, const std::string& source);
   std::unique_ptr<Context> context_;

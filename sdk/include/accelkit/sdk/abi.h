@@ -63,6 +63,10 @@
  *        Device::reset_peak_memory() starts a new peak, for MemoryScope, `bench` and `report`;
  *        Device::empty_cache() gives the allocator's cache back (the batch-size finder).
  *        A 6.x plugin is refused: its Device vtable has neither slot.
+ *   8.0  Optimizer::create_sgd() with SGDConfig, and Capability::fused_sgd: a plugin's fused
+ *        SGD (momentum, dampening, Nesterov, weight decay), state-compatible with
+ *        torch::optim::SGD, which Runtime::make_sgd creates. A 7.x plugin is refused: its
+ *        Optimizer vtable has no create_sgd slot.
  *
  * Thread-safety: accelkit_plugin_info may be called from any thread, any number of times.
  */
@@ -72,7 +76,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ACCELKIT_ABI_MAJOR 7u
+#define ACCELKIT_ABI_MAJOR 8u
 #define ACCELKIT_ABI_MINOR 0u
 
 /* Name of the C entry point and of the Boost.DLL alias of the C++ factory. */

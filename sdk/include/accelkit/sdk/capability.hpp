@@ -37,6 +37,7 @@ enum class Capability {
                        // the free keys below say which engine and how
   reference_device,    // a reference/simulated device for backend authors (ABI 6.0): `auto`
                        // never selects it; it runs only where --device names it
+  fused_sgd,           // the plugin's Optimizer has a fused SGD (Optimizer::create_sgd, ABI 8.0)
 };
 
 inline constexpr std::pair<Capability, std::string_view> kCapabilityNames[] = {
@@ -56,6 +57,7 @@ inline constexpr std::pair<Capability, std::string_view> kCapabilityNames[] = {
     {Capability::master_weights, "master_weights"},
     {Capability::int8_linear, "int8_linear"},
     {Capability::reference_device, "reference_device"},
+    {Capability::fused_sgd, "fused_sgd"},
 };
 
 inline std::string_view to_string(Capability c) noexcept {

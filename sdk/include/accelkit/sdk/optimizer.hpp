@@ -37,6 +37,16 @@ struct AdamWConfig {
   std::string implementation;
 };
 
+// Same meaning as torch::optim::SGDOptions (which has no default lr; pytorch/examples' MNIST
+// uses 0.01). Since ABI 8.0.
+struct SGDConfig {
+  double lr = 1e-2;
+  double momentum = 0;
+  double dampening = 0;
+  double weight_decay = 0;
+  bool nesterov = false;
+};
+
 // One AdamW implementation a plugin can create on its device. Since ABI 3.0.
 struct AdamWImplementation {
   std::string name;         // short and stable, [a-z0-9-]+: "fused-avx512", "aten-fused"
@@ -61,6 +71,15 @@ class Optimizer {
   // (with master_weights, the checkpoint also holds the master copy).
   virtual Result<std::shared_ptr<torch::optim::Optimizer>> create_adamw(
       const std::vector<at::Tensor>& params, const AdamWConfig& config) noexcept = 0;
+  // An SGD (momentum, dampening, Nesterov, weight decay) over `params` whose options and
+  // state are torch::optim::SGD's (SGDOptions, SGDParamState), so checkpoints move both ways.
+  // A plugin that offers one lists Capability::fused_sgd. Since ABI 8.0.
+  virtual Result<std::shared_ptr<torch::optim::Optimizer>> create_sgd(const std::vector<at::Tensor>& params,
+                                                                      const SGDConfig& config) noexcept {
+    (void)params;
+    (void)config;
+    return Status(StatusCode::not_supported, "this plugin's optimizer has no fused SGD");
+  }
 };
 
 }  // namespace accelkit
