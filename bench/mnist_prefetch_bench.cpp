@@ -28,73 +28,16 @@
 
 #include "accelkit/prefetch.hpp"
 #include "bench_timing.hpp"
+#include "mnist_example.hpp"
 
 namespace {
 
+using accelkit::bench_mnist::kImages;
+using accelkit::bench_mnist::Net;
+using accelkit::bench_mnist::write_mnist;
 using accelkit::bench_timing::Clock;
 using accelkit::bench_timing::median;
 using accelkit::bench_timing::ms_since;
-
-// pytorch/examples cpp/mnist/mnist.cpp's network.
-struct Net : torch::nn::Module {
-  Net()
-      : conv1(torch::nn::Conv2dOptions(1, 10, /*kernel_size=*/5)),
-        conv2(torch::nn::Conv2dOptions(10, 20, /*kernel_size=*/5)),
-        fc1(320, 50),
-        fc2(50, 10) {
-    register_module("conv1", conv1);
-    register_module("conv2", conv2);
-    register_module("conv2_drop", conv2_drop);
-    register_module("fc1", fc1);
-    register_module("fc2", fc2);
-  }
-  torch::Tensor forward(torch::Tensor x) {
-    x = torch::relu(torch::max_pool2d(conv1->forward(x), 2));
-    x = torch::relu(torch::max_pool2d(conv2_drop->forward(conv2->forward(x)), 2));
-    x = x.view({-1, 320});
-    x = torch::relu(fc1->forward(x));
-    x = torch::dropout(x, /*p=*/0.5, /*training=*/is_training());
-    x = fc2->forward(x);
-    return torch::log_softmax(x, /*dim=*/1);
-  }
-  torch::nn::Conv2d conv1;
-  torch::nn::Conv2d conv2;
-  torch::nn::Dropout2d conv2_drop;
-  torch::nn::Linear fc1;
-  torch::nn::Linear fc2;
-};
-
-void put_u32(std::ofstream& f, std::uint32_t v) {
-  const unsigned char b[4] = {static_cast<unsigned char>(v >> 24), static_cast<unsigned char>(v >> 16),
-                              static_cast<unsigned char>(v >> 8), static_cast<unsigned char>(v)};
-  f.write(reinterpret_cast<const char*>(b), 4);
-}
-
-// MNIST's test-split files in the idx format torch::data::datasets::MNIST reads.
-constexpr int kImages = 10000;
-
-void write_mnist(const std::filesystem::path& dir, int images) {
-  std::filesystem::create_directories(dir);
-  std::mt19937 rng(7);
-  std::ofstream img(dir / "t10k-images-idx3-ubyte", std::ios::binary);
-  put_u32(img, 2051);
-  put_u32(img, static_cast<std::uint32_t>(images));
-  put_u32(img, 28);
-  put_u32(img, 28);
-  std::vector<char> pixels(28 * 28);
-  for (int i = 0; i < images; ++i) {
-    for (auto& p : pixels) p = static_cast<char>(rng() & 0xFF);
-    img.write(pixels.data(), static_cast<std::streamsize>(pixels.size()));
-  }
-  std::ofstream lab(dir / "t10k-labels-idx1-ubyte", std::ios::binary);
-  put_u32(lab, 2049);
-  put_u32(lab, static_cast<std::uint32_t>(images));
-  for (int i = 0; i < images; ++i) lab.put(static_cast<char>(rng() % 10));
-  if (!img || !lab) {
-    std::fprintf(stderr, "accelkit_bench_mnist_prefetch: cannot write %s\n", dir.c_str());
-    std::exit(1);
-  }
-}
 
 struct Options {
   int epochs = 5;

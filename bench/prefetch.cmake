@@ -13,3 +13,11 @@ accelkit_warnings(accelkit_bench_mnist_prefetch)
 # LibTorch's DataLoader headers trip gcc's -Wmaybe-uninitialized (as in tests/prefetch.cmake).
 target_compile_options(accelkit_bench_mnist_prefetch PRIVATE "$<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>")
 set_target_properties(accelkit_bench_mnist_prefetch PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/bench")
+
+# accelkit_bench_mnist_program: pytorch/examples' C++ MNIST program as written, hand-tuned, and
+# ported with the README's API on the default settings (accuracy compared).
+add_executable(accelkit_bench_mnist_program "${CMAKE_CURRENT_LIST_DIR}/mnist_program_bench.cpp")
+target_link_libraries(accelkit_bench_mnist_program PRIVATE accelkit::core)
+accelkit_warnings(accelkit_bench_mnist_program)
+target_compile_options(accelkit_bench_mnist_program PRIVATE "$<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>")
+set_target_properties(accelkit_bench_mnist_program PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/bench")

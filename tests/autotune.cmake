@@ -8,6 +8,10 @@ endif()
 accelkit_add_test(autotune_test SOURCES autotune_test.cpp LINK accelkit::train GROUP runtime)
 target_compile_definitions(${autotune_test_target} PRIVATE ACCELKIT_TEST_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}")
 add_dependencies(${autotune_test_target} accelkit-plugin-cpu)
+# Observe, then switch: the step tuner on a scripted clock and on a real loop through the CPU plugin.
+accelkit_add_test(step_tuning_test SOURCES step_tuning_test.cpp LINK accelkit::core GROUP runtime)
+target_compile_definitions(${step_tuning_test_target} PRIVATE ACCELKIT_TEST_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}")
+add_dependencies(${step_tuning_test_target} accelkit-plugin-cpu)
 
 # Runtime::optimize_for_inference on TorchScript modules made in C++.
 accelkit_add_test(inference_test SOURCES inference_test.cpp LINK accelkit::core GROUP runtime)

@@ -72,7 +72,7 @@ TEST_CASE("schema: display order, types, env names and options, [routing] and [t
                                         "fused_optimizer", "adamw_implementation", "master_weights", "threads",
                                         "blas_kernels", "batch_size", "prefetch", "memory_margin", "profile", "sampler",
                                         "guard_interval", "guard_policy", "guard_temperature", "guard_hysteresis",
-                                        "guard_power", "autotune",
+                                        "guard_power", "autotune", "step_tuning",
                                         "autotune_cache", "log_level", "plugin_scan", "plugin_scan_timeout",
                                         "plugin_scan_memory", "prefer", "require"});
   CHECK(routing == op_class_names().size());
@@ -193,6 +193,7 @@ TEST_CASE("file layer: every key, with file:line:column") {
   CHECK((*s->batch_size) == 32);
   CHECK((*s->sampler) == false);
   CHECK((*s->autotune));
+  CHECK_FALSE(*s->step_tuning);
   CHECK(s.text("log_level") == "info");
   CHECK((*s->prefer) == std::vector<std::string>{"cpu", "cuda"});
   CHECK((*s->require) == std::vector<std::string>{"fp32", "memory_stats"});

@@ -89,6 +89,12 @@ void render(std::ostream& out, const BenchResult& r) {
   if (r.int8) add_variant(t, *r.int8, base, phases, blas);
   t.print(out);
   out << "\naccelkit step: " << r.accelkit.step_mode << '\n';
+  if (r.step_tuning) {
+    const StepTuningStatus& st = *r.step_tuning;
+    if (st.state == StepTuningStatus::State::decided)
+      out << "step tuning: " << st.candidates[st.chosen].label() << " - " << st.why << " [" << st.source << "]\n";
+    else out << "step tuning: off - " << st.why << '\n';
+  }
   if (r.baseline.step_peak_bytes) {
     out << "memory: one step's peak over its start - baseline " << format_bytes(*r.baseline.step_peak_bytes);
     for (const BenchVariant* v : {&r.accelkit, r.tuned ? &*r.tuned : nullptr, r.eager ? &*r.eager : nullptr})
@@ -196,6 +202,7 @@ void show_progress(const BenchProgress& p) {
   else if (p.phase == "quiet") line << "waiting for a quiet machine, " << p.done << '/' << p.total << " s";
   else if (p.phase == "quantize") line << "quantizing the Linear layers";
   else if (p.phase == "optimize") line << "optimize_for_inference" << (p.total > 1 ? ", candidate " + std::to_string(std::min(p.done + 1, p.total)) + '/' + std::to_string(p.total) : std::string());
+  else if (p.phase == "step tuning") line << "step tuning: timing the candidates on the model's steps, step " << p.done + 1;
   else if (p.phase == "floors") line << "measuring floors " << p.done + 1 << '/' << p.total;
   else if (p.phase == "warmup") line << "warm-up " << p.done + 1 << '/' << p.total;
   else line << "round " << std::min(p.done + 1, p.total) << '/' << p.total;

@@ -121,6 +121,8 @@ struct Runner {
   at::Tensor graph_loss;
   double* graph_phases = nullptr;  // phases for the step function while it runs eagerly
   std::string step_mode = "eager: plain LibTorch";
+  // Set while the step tuner observes this runner's steps: their autocast comes from it.
+  const Runtime* step_tuned = nullptr;
 
   void capture(Runtime& rt, const at::Tensor& x, const at::Tensor& target) {
     graph_loss = at::zeros({}, x.options().dtype(at::kFloat));
@@ -133,9 +135,15 @@ struct Runner {
   at::Tensor loss(const at::Tensor& x, const at::Tensor& target) {
     at::Tensor y;
     {
-      // Off: keep the current dtype (1.13's CPU autocast refuses to be set to float).
-      compat::AutocastGuard guard(device.type(), autocast, autocast ? dtype : compat::autocast_dtype(device.type()));
-      y = net.forward(channels_last ? x.contiguous(at::MemoryFormat::ChannelsLast) : x);
+      const at::Tensor in = channels_last ? x.contiguous(at::MemoryFormat::ChannelsLast) : x;
+      if (step_tuned) {
+        auto ac = step_tuned->autocast();  // the step tuner's candidate for this step
+        y = net.forward(in);
+      } else {
+        // Off: keep the current dtype (1.13's CPU autocast refuses to be set to float).
+        compat::AutocastGuard guard(device.type(), autocast, autocast ? dtype : compat::autocast_dtype(device.type()));
+        y = net.forward(in);
+      }
     }
     if (hook) hook(y);
     return at::mse_loss(y.to(at::kFloat), target);
@@ -554,7 +562,29 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
   std::vector<Runner> runners;
   runners.push_back(make_runner("baseline", baseline_threads, false, at::kFloat, false));
   runners.back().info.description = "plain LibTorch: fp32, LibTorch's default threads, torch::optim::AdamW";
-  runners.push_back(make_runner("accelkit", accel_threads, rt.precision().autocast, rt.autocast_dtype(), true));
+  // Step tuning (on by default): the accelkit configuration is what the step tuner keeps after
+  // observing steps of this model - run here on a copy of it, so that the variants compared
+  // below still start from identical weights - or what its cache holds.
+  StepConfig accel_step{rt.precision().autocast, rt.autocast_dtype(), accel_threads};
+  if (!optimizer_only && rt.step_tuning().state == StepTuningStatus::State::observing) {
+    Runner probe = make_runner("accelkit", accel_threads, rt.precision().autocast, rt.autocast_dtype(), true);
+    probe.step_tuned = &rt;
+    constexpr int kMaxTuningSteps = 400;
+    for (int s = 0; s < kMaxTuningSteps && rt.step_tuning().state == StepTuningStatus::State::observing; ++s) {
+      if (s % 10 == 0) report(progress, label, "step tuning", s, 0);
+      probe.step(x, target);
+      synchronize(device);
+    }
+  }
+  if (rt.step_tuning().state == StepTuningStatus::State::decided) {
+    const StepTuningStatus& st = rt.step_tuning();
+    const StepConfig& c = st.candidates[st.chosen];
+    accel_step = {c.autocast, c.autocast ? c.dtype : at::kFloat, c.threads > 0 ? c.threads : accel_threads};
+  }
+  r.step_tuning = rt.step_tuning();
+  runners.push_back(make_runner("accelkit", accel_step.threads, accel_step.autocast, accel_step.dtype, true));
+  runners.back().plan.threads = accel_step.threads;
+  runners.back().plan.autocast = accel_step.autocast;
   runners.back().info.description = "accelkit: the negotiated precision plan, threads and optimizer";
   if (o.vs_tuned) {
     // bf16 autocast where the device computes bf16 natively (on a CPU without AVX512_BF16 or
@@ -569,7 +599,8 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
   const std::size_t tuned_i = o.vs_tuned ? 2 : 0;
   const std::size_t eager_i = o.vs_eager ? runners.size() : 0;
   if (o.vs_eager) {
-    runners.push_back(make_runner("eager", accel_threads, rt.precision().autocast, rt.autocast_dtype(), true));
+    runners.push_back(make_runner("eager", accel_step.threads, accel_step.autocast, accel_step.dtype, true));
+    runners.back().plan.threads = accel_step.threads;
     runners.back().info.description = "accelkit's settings, the step run eagerly (no graph capture)";
     runners.back().step_mode = "eager: --vs-eager's reference";
   }

@@ -180,6 +180,23 @@ void batch_decision(Writer& w, const BatchDecision& d) {
   w.close().close();
 }
 
+void step_tuning(Writer& w, const StepTuningStatus& st) {
+  const char* state = st.state == StepTuningStatus::State::decided    ? "decided"
+                      : st.state == StepTuningStatus::State::observing ? "observing"
+                                                                       : "off";
+  w.open("step_tuning").field("state", std::string(state));
+  if (st.state == StepTuningStatus::State::decided) w.field("chosen", st.candidates[st.chosen].label());
+  w.field("source", st.source).field("why", st.why).field("steps_observed", st.steps_seen);
+  w.open_array("candidates");
+  for (std::size_t i = 0; i < st.candidates.size(); ++i) {
+    w.open().field("label", st.candidates[i].label()).field("autocast", st.candidates[i].autocast)
+        .field("threads", st.candidates[i].threads);
+    if (i < st.median_ms.size()) w.field("median_ms", st.median_ms[i]);
+    w.close();
+  }
+  w.close().close();
+}
+
 // The keys of train --json's trace event (apps/accelkit/trace_out.cpp).
 void trace(Writer& w, const TraceSummary& s, const std::string& steps) {
   w.open("trace")
@@ -313,6 +330,8 @@ std::string bench_json(const BenchResult& r, int indent) {
   }
   if (r.autotune) autotune(w, *r.autotune);
   else w.null("autotune");
+  if (r.step_tuning) step_tuning(w, *r.step_tuning);
+  else w.null("step_tuning");
   if (r.batch_finder) batch_decision(w, *r.batch_finder);
   else w.null("batch_finder");
   w.open_array("decisions");

@@ -282,9 +282,15 @@ void Runtime::adopt_tuning(const TuneDecision& decision, const TuneSpace& space,
   r.threads = c.threads;
   apply_plan(r);
   tune_ = decision;
+  no_step_tuning("the auto-tuner decided (" + source + ")");
 }
 
 void Runtime::run_trial(const TuneProblem& p, const TuneOptions& o, const at::Tensor& target, TuneTrial& t) {
+  struct TrialFlag {
+    bool& flag;
+    explicit TrialFlag(bool& f) : flag(f) { flag = true; }
+    ~TrialFlag() { flag = false; }
+  } trial_flag(in_trial_);
   try {
     at::manual_seed(kTrialSeed);
     PrecisionRequest r = settings_request();
@@ -302,7 +308,7 @@ void Runtime::run_trial(const TuneProblem& p, const TuneOptions& o, const at::Te
       zero_grad(*opt.optimizer);
       at::Tensor out;
       {
-        auto guard = autocast();
+        auto guard = plan_autocast();
         out = p.forward(p.input);
       }
       at::Tensor loss = p.loss(out.to(at::kFloat), target);

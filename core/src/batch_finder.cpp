@@ -279,7 +279,7 @@ BatchDecision Runtime::find_batch_size(const BatchProblem& p, const BatchSearchO
         zero_grad(*opt.optimizer);
         at::Tensor out;
         {
-          auto ac = autocast();
+          auto ac = plan_autocast();
           out = p.forward(input);
         }
         at::Tensor loss = p.loss(out.to(at::kFloat), target);

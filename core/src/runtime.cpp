@@ -49,6 +49,7 @@ std::unique_ptr<Runtime> Runtime::start(const ContextOptions& options) {
   rt->attach_optimizers();
   skip_profile_on("fused_optimizer", c.fused_optimizer, rt->current_.fused_optimizer, rt->optimizers_ != nullptr,
                   info.id + " has no fused optimizer (" + rt->optimizer_absent_reason_ + ")");
+  rt->setup_step_tuning();
   return rt;
 }
 
@@ -180,6 +181,7 @@ OptimizerChoice Runtime::make_adamw_as(const std::vector<at::Tensor>& params, co
   AdamWConfig c = config;
   std::string master_note;
   c.master_weights = use_master_weights(config, fused, model_weights, master_note);
+  if (!in_trial_ && model_weights) note_model(params, "AdamW");
   const std::string& asked = *s.adamw_implementation;
   if (fused != Toggle::off && optimizers_) {
     // Among several implementations the measured fastest; master weights only the plugin's
@@ -207,10 +209,14 @@ OptimizerChoice Runtime::make_adamw_as(const std::vector<at::Tensor>& params, co
     if (made.ok() && made.value()) {
       if (c.master_weights) {
         impl += " with bf16 weights + fp32 master";
-        // The program's model changed under it: say what keeps it usable, once, loudly.
-        static std::once_flag told;
-        std::call_once(told, [] { spdlog::warn("{}", kMasterWeightsUse); });
-        context_->record({"master_weights", "on", device_id, kMasterWeightsUse});
+        // The program's model changed under it: say what keeps it usable, once, loudly (a
+        // tuning trial's model is restored after it: nothing to say).
+        if (!in_trial_) {
+          drop_unweighted_candidates("master weights: the weights are bf16, so every step runs under autocast");
+          static std::once_flag told;
+          std::call_once(told, [] { spdlog::warn("{}", kMasterWeightsUse); });
+          context_->record({"master_weights", "on", device_id, kMasterWeightsUse});
+        }
       }
       return {made.value(), impl,
               "fused_optimizer = " + fused_name + " and " + device_id + " has one" + chosen_why +
@@ -252,6 +258,7 @@ OptimizerChoice Runtime::make_sgd_as(const std::vector<at::Tensor>& params, cons
   // torch::optim::SGD's own rule, before any implementation is chosen: never a fallback over it.
   if (c.nesterov && (c.momentum <= 0 || c.dampening != 0))
     throw std::invalid_argument("SGD: Nesterov momentum needs momentum > 0 and dampening 0");
+  if (!in_trial_) note_model(params, "SGD");
   const Config& s = context_->config();
   const std::string device_id = device_->info().id;
   const std::string fused_from = fused == *s.fused_optimizer ? s.fused_optimizer.from() : "the auto-tuner";

@@ -437,6 +437,10 @@ std::vector<SettingSpec> make_schema() {
          nullptr, store_as<double>(ACCELKIT_FIELD(guard_power)));
   s.push_back(flag_spec("autotune", false, "ACCELKIT_AUTOTUNE", "benchmark the candidates and cache the decision",
                         store_as<bool>(ACCELKIT_FIELD(autotune))));
+  s.push_back(flag_spec("step_tuning", true, "ACCELKIT_STEP_TUNING",
+                        "time the program's first training steps under the plan, fp32 and fewer threads, keep the "
+                        "fastest (cached)",
+                        store_as<bool>(ACCELKIT_FIELD(step_tuning))));
   s.push_back(flag_spec("autotune_cache", true, "ACCELKIT_AUTOTUNE_CACHE",
                         "read and write the auto-tuner's cache (--no-cache: neither)",
                         store_as<bool>(ACCELKIT_FIELD(autotune_cache))));
@@ -904,6 +908,7 @@ const std::vector<ProfileStep>& profile_steps() {
       {P::ultra_low_overhead, "compile", std::string("off"), "ultra_low_overhead turns off graph capture"},
       {P::ultra_low_overhead, "sampler", false, "ultra_low_overhead turns off the sampler thread"},
       {P::ultra_low_overhead, "autotune", false, "ultra_low_overhead turns off benchmarking"},
+      {P::ultra_low_overhead, "step_tuning", false, "ultra_low_overhead turns off timing the first steps"},
       {P::ultra_low_overhead, "guard_interval", 0.0, "ultra_low_overhead turns off the thermal guard's sampling"},
       {P::maximum_performance, "compile", std::string("graph"), "maximum_performance turns on graph capture"},
       {P::maximum_performance, "fused_optimizer", std::string("on"), "maximum_performance turns on the fused optimizer"},

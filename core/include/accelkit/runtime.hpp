@@ -36,6 +36,7 @@
 #include "accelkit/sdk/precision.hpp"
 #include "accelkit/routing.hpp"
 #include "accelkit/step_runner.hpp"
+#include "accelkit/step_tuning.hpp"
 #include "accelkit/sdk/torch_compat.hpp"
 
 namespace torch::nn { class Module; }
@@ -43,6 +44,22 @@ namespace torch::nn { class Module; }
 namespace accelkit {
 
 struct TuneSpace;  // autotune.cpp
+
+// Runtime::autocast()'s scope: the calling thread's autocast as the step's configuration says,
+// restored at the end of the scope. Counts the nesting, so that only a top-level scope is a
+// training step to the step tuner.
+class AutocastScope {
+ public:
+  AutocastScope(c10::DeviceType type, bool enabled, at::ScalarType dtype);
+  ~AutocastScope();
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+  // Runtime::autocast() scopes open on this thread.
+  static int depth() noexcept;
+
+ private:
+  compat::AutocastGuard guard_;
+};
 
 struct OptimizerChoice {
   std::shared_ptr<torch::optim::Optimizer> optimizer;
@@ -91,10 +108,18 @@ class Runtime {
   AlignmentReport check_alignment(const torch::jit::Module& module, const std::string& dtype = "",
                                   bool measure = false) const;
 
-  // Autocast with the negotiated dtype for this scope (off when the plan says fp32).
-  compat::AutocastGuard autocast() const {
-    return compat::AutocastGuard(torch_device_.type(), plan_.autocast, autocast_dtype());
+  // Autocast with the negotiated dtype for this scope (off when the plan says fp32). With
+  // step tuning (step_tuning.hpp; the step_tuning setting, on by default), each top-level scope
+  // entered with gradients on is one training step: the program's first steps run the
+  // candidates in turn (the plan, fp32, fewer CPU threads), then the fastest is kept, recorded
+  // in Context::decisions() and cached. One scope per training step is what it times: the
+  // forward (the loss may be inside or out), as in the example above.
+  AutocastScope autocast() const {
+    const StepConfig c = step_config();
+    return AutocastScope(torch_device_.type(), c.autocast, c.autocast ? c.dtype : autocast_dtype());
   }
+  // Where step tuning stands: off (why), observing, or decided (what, from where, why).
+  const StepTuningStatus& step_tuning() const noexcept { return step_tuning_status_; }
   at::ScalarType autocast_dtype() const;
 
   // The plugin's fused AdamW when it has one and fused_optimizer is auto/on; torch::optim::AdamW
@@ -193,6 +218,22 @@ class Runtime {
   };
   Choices current_;
   void apply_sdpa_backend();
+  // The plan's autocast, for accelkit's own trials (no step tuning).
+  AutocastScope plan_autocast() const { return AutocastScope(torch_device_.type(), plan_.autocast, autocast_dtype()); }
+  // Step tuning (step_tuning.cpp).
+  void setup_step_tuning();
+  StepConfig step_config() const;  // this autocast() scope's configuration
+  void apply_step_config(const StepConfig& c) const;  // threads and the thread's autocast
+  void no_step_tuning(const std::string& why) const;
+  void drop_unweighted_candidates(const std::string& why) const;
+  std::string step_cache_path(std::string& key) const;
+  void read_step_cache() const;
+  void write_step_cache() const;
+  void note_model(const std::vector<at::Tensor>& params, const char* optimizer) const;
+  mutable std::unique_ptr<StepTuner> step_tuner_;
+  mutable StepTuningStatus step_tuning_status_;
+  mutable std::string model_signature_;  // the params of the last optimizer made here
+  mutable StepConfig current_step_;      // what the open top-level scope runs with
   // autotune()'s steps (autotune.cpp).
   TuneSpace tune_space(bool sgd) const;
   void run_trial(const TuneProblem& problem, const TuneOptions& options, const at::Tensor& target, TuneTrial& trial);
@@ -201,6 +242,9 @@ class Runtime {
   std::shared_ptr<Device> device_;
   std::shared_ptr<Precision> precision_rules_;
   std::optional<TuneDecision> tune_;
+  // While the auto-tuner's trials run: what a trial's optimizer does to the model (master
+  // weights) is neither recorded as a decision nor warned about - the chosen candidate's is.
+  bool in_trial_ = false;
   // The device's optimizers and what other plugins contribute to it (Plugin::optimizer_for).
   void attach_optimizers();
   std::shared_ptr<Optimizer> optimizers_;  // null when no plugin has one for the device

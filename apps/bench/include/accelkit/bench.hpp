@@ -29,6 +29,7 @@
 #include "accelkit/autotune.hpp"
 #include "accelkit/batch_finder.hpp"
 #include "accelkit/context.hpp"
+#include "accelkit/step_tuning.hpp"
 #include "accelkit/inference.hpp"
 #include "accelkit/quantize.hpp"
 #include "accelkit/trace.hpp"
@@ -226,6 +227,9 @@ struct BenchResult {
   // With the `autotune` setting (profile auto): how the accelkit variant's settings were
   // chosen, on this model, before the check (mlp, transformer; the optimizer model has no loss).
   std::optional<TuneDecision> autotune;
+  // The step tuner (step_tuning.hpp) as the accelkit variant was made: decided (by steps it
+  // observed on a copy of the model, or from its cache), or off and why.
+  std::optional<StepTuningStatus> step_tuning;
   std::optional<BatchDecision> batch_finder;  // --batch auto: the finder's decision (batch above is its batch)
   // Inference on a model file: what Runtime::optimize_for_inference chose for the accelkit
   // variant, with every candidate it timed.

@@ -1,0 +1,209 @@
+// pytorch/examples' C++ MNIST program (cpp/mnist: its Net, MNIST through Normalize and Stack, a
+// sequential DataLoader of batch 64, SGD lr 0.01 momentum 0.5, nll_loss) trained three ways in
+// one process, epochs alternating between them, each from the same initial weights:
+//   original    the program as written: LibTorch's default threads, fp32, torch::optim::SGD
+//   hand-tuned  what a LibTorch user tunes by hand: intra-op threads = the machine's cores
+//   accelkit    the program ported with the README's API and the default settings:
+//               Runtime::start, prepare, make_sgd, forward under rt->autocast(), the loss in
+//               fp32 outside it, prefetch_loader(loader, rt->prefetch_options())
+// The images are MNIST's idx files written here (no network): each class a pattern of strokes
+// under noise, so the network learns and the test accuracy after the last epoch can be
+// compared. The accelkit run starts with an empty cache: its first epoch includes the steps
+// the step tuner observes (shown apart).
+//
+//   accelkit_bench_mnist_program [--epochs E]
+//
+// Medians of E epochs per variant after one warm-up epoch each.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include "accelkit/runtime.hpp"
+#include "bench_timing.hpp"
+#include "mnist_example.hpp"
+
+namespace {
+
+using accelkit::bench_mnist::kImages;
+using accelkit::bench_mnist::Net;
+using accelkit::bench_mnist::write_mnist;
+using accelkit::bench_timing::Clock;
+using accelkit::bench_timing::median;
+using accelkit::bench_timing::ms_since;
+
+using Dataset = torch::data::datasets::MapDataset<
+    torch::data::datasets::MapDataset<torch::data::datasets::MNIST,
+                                      torch::data::transforms::Normalize<>>,
+    torch::data::transforms::Stack<>>;
+
+Dataset dataset(const std::filesystem::path& dir) {
+  return torch::data::datasets::MNIST(dir.string(), torch::data::datasets::MNIST::Mode::kTest)
+      .map(torch::data::transforms::Normalize<>(0.1307, 0.3081))
+      .map(torch::data::transforms::Stack<>());
+}
+
+// Test accuracy in percent: the example's test() (eval mode, no grad), under `scope` if given.
+template <typename Scope>
+double accuracy(Net& model, const std::filesystem::path& dir, Scope scope) {
+  torch::NoGradGuard no_grad;
+  model.eval();
+  auto loader = torch::data::make_data_loader(dataset(dir), torch::data::DataLoaderOptions().batch_size(1000));
+  std::int64_t correct = 0, total = 0;
+  for (const auto& batch : *loader) {
+    at::Tensor out;
+    {
+      [[maybe_unused]] auto s = scope();
+      out = model.forward(batch.data);
+    }
+    correct += out.argmax(1).eq(batch.target).sum().template item<std::int64_t>();
+    total += batch.target.size(0);
+  }
+  model.train();
+  return 100.0 * static_cast<double>(correct) / static_cast<double>(total);
+}
+
+struct Variant {
+  std::string name;
+  std::unique_ptr<Net> model;
+  std::vector<double> epochs_ms;
+  double first_ms = 0;
+  double loss_sum = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int epochs = 4;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--epochs" && i + 1 < argc) {
+      epochs = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: accelkit_bench_mnist_program [--epochs E]\n");
+      return 2;
+    }
+  }
+  if (epochs < 1) {
+    std::fprintf(stderr, "accelkit_bench_mnist_program: --epochs must be at least 1\n");
+    return 2;
+  }
+  const auto root = std::filesystem::temp_directory_path() / ("accelkit-mnist-program-" + std::to_string(::getpid()));
+  const auto train_dir = root / "train", test_dir = root / "test", cache_dir = root / "cache";
+  write_mnist(train_dir, kImages, /*learnable=*/true, 7);
+  write_mnist(test_dir, kImages, /*learnable=*/true, 8);
+  ::setenv("ACCELKIT_CACHE_DIR", cache_dir.c_str(), 1);  // a first run: nothing tuned yet
+
+  const int default_threads = at::get_num_threads();  // before anything sets them
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  auto rt = accelkit::Runtime::start({});
+  at::set_num_threads(default_threads);
+
+  auto loader = torch::data::make_data_loader<torch::data::samplers::SequentialSampler>(
+      dataset(train_dir), torch::data::DataLoaderOptions().batch_size(64));
+  const int batches = (kImages + 63) / 64;
+
+  std::vector<Variant> vs(3);
+  vs[0].name = "original";
+  vs[1].name = "hand-tuned";
+  vs[2].name = "accelkit";
+  for (auto& v : vs) {
+    torch::manual_seed(1);
+    v.model = std::make_unique<Net>();
+  }
+  rt->prepare(*vs[2].model);
+  torch::optim::SGD sgd0(vs[0].model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.5));
+  torch::optim::SGD sgd1(vs[1].model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.5));
+  accelkit::SGDConfig cfg;
+  cfg.lr = 0.01;
+  cfg.momentum = 0.5;
+  accelkit::OptimizerChoice sgd2 = rt->make_sgd(vs[2].model->parameters(), cfg);
+
+  auto plain_epoch = [&](Variant& v, torch::optim::Optimizer& opt, int threads) {
+    at::set_num_threads(threads);
+    const auto t0 = Clock::now();
+    for (auto& batch : *loader) {
+      opt.zero_grad();
+      auto loss = torch::nll_loss(v.model->forward(batch.data), batch.target);
+      loss.backward();
+      opt.step();
+      v.loss_sum += loss.item<double>();
+    }
+    return ms_since(t0);
+  };
+  auto accelkit_epoch = [&](Variant& v) {
+    rt->apply_precision(rt->precision());
+    const auto t0 = Clock::now();
+    auto batches_in = accelkit::prefetch_loader(*loader, rt->prefetch_options());
+    while (auto batch = batches_in.next()) {
+      accelkit::zero_grad(*sgd2.optimizer);
+      at::Tensor out;
+      {
+        auto ac = rt->autocast();
+        out = v.model->forward(batch->data);
+      }
+      auto loss = torch::nll_loss(out.to(at::kFloat), batch->target);
+      loss.backward();
+      sgd2.optimizer->step();
+      v.loss_sum += loss.item<double>();
+    }
+    return ms_since(t0);
+  };
+  auto run = [&](int which) {
+    switch (which) {
+      case 0: return plain_epoch(vs[0], sgd0, default_threads);
+      case 1: return plain_epoch(vs[1], sgd1, cores);
+      default: return accelkit_epoch(vs[2]);
+    }
+  };
+
+  std::printf("pytorch/examples cpp/mnist: %d learnable MNIST-format images, batch 64, %d batches per epoch, SGD lr "
+              "0.01 momentum 0.5; LibTorch default threads %d, cores %d; device %s (%s)\n",
+              kImages, batches, default_threads, cores, rt->device().str().c_str(),
+              rt->context().require_device().plugin.c_str());
+  for (int w = 0; w < 3; ++w) vs[static_cast<std::size_t>(w)].first_ms = run(w);  // warm-up epoch each
+  for (int e = 0; e < epochs; ++e)
+    for (int k = 0; k < 3; ++k) {
+      const int w = (e % 2 == 0) ? k : 2 - k;  // the order reversed every epoch
+      vs[static_cast<std::size_t>(w)].epochs_ms.push_back(run(w));
+    }
+  at::set_num_threads(default_threads);
+  std::vector<double> acc;
+  acc.push_back(accuracy(*vs[0].model, test_dir, [] { return 0; }));
+  acc.push_back(accuracy(*vs[1].model, test_dir, [] { return 0; }));
+  acc.push_back(accuracy(*vs[2].model, test_dir, [&] { return rt->autocast(); }));
+  std::filesystem::remove_all(root);
+
+  std::printf("medians of %d epochs each after one warm-up epoch, variants alternating:\n", epochs);
+  std::printf("  %-11s %12s %12s %12s %10s %10s\n", "variant", "epoch ms", "batch ms", "first epoch", "speedup",
+              "test acc");
+  const double base = median(vs[0].epochs_ms);
+  for (std::size_t i = 0; i < vs.size(); ++i) {
+    const double m = median(vs[i].epochs_ms);
+    std::printf("  %-11s %12.1f %12.3f %12.1f %9.2fx %9.2f%%\n", vs[i].name.c_str(), m, m / batches, vs[i].first_ms,
+                base / m, acc[i]);
+  }
+  const double tuned = median(vs[1].epochs_ms), accel = median(vs[2].epochs_ms);
+  std::printf("accelkit (defaults) is %.2fx the original program and %.2fx hand-tuned LibTorch; accuracy %+.2f points "
+              "vs the original\n", base / accel, tuned / accel, acc[2] - acc[0]);
+  const auto& st = rt->step_tuning();
+  const char* state = st.state == accelkit::StepTuningStatus::State::decided    ? "decided"
+                      : st.state == accelkit::StepTuningStatus::State::observing ? "still observing"
+                                                                                 : "off";
+  std::printf("accelkit: optimizer %s; step tuning %s: %s%s%s\n", sgd2.implementation.c_str(), state,
+              st.state == accelkit::StepTuningStatus::State::decided
+                  ? (st.candidates[st.chosen].label() + " - ").c_str()
+                  : "",
+              st.why.c_str(), st.source.empty() ? "" : (" [" + st.source + "]").c_str());
+  std::printf("  (mean losses %.4f / %.4f / %.4f, read so no step is skipped)\n",
+              vs[0].loss_sum / ((epochs + 1.0) * batches), vs[1].loss_sum / ((epochs + 1.0) * batches),
+              vs[2].loss_sum / ((epochs + 1.0) * batches));
+  return 0;
+}

@@ -1,0 +1,93 @@
+// Observe, then switch: the program's own first training steps pick what its later steps run
+// with. Runtime::autocast() hands each training step (a top-level autocast scope entered with
+// gradients on) one candidate in turn - the negotiated precision plan, fp32, fewer CPU threads -
+// and times the step from that entry to the next one; once every candidate has its samples, the
+// fastest (by median) is kept for the rest of the run and cached for the next. No lambdas, no
+// separate batch: the program's own loop is the trial.
+//
+// What it may switch between steps is only what leaves the training itself unchanged in kind:
+// autocast on or off and the intra-op thread count. The weights, the optimizer and its state
+// are the program's throughout. The steps it observes differ only in rounding (some in the
+// plan's dtype, some in fp32), which is why it is off where the user fixed the precision or
+// the threads, where the auto-tuner already decided, and under the step_tuning = off setting.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <c10/core/ScalarType.h>
+
+namespace accelkit {
+
+// What one training step runs with.
+struct StepConfig {
+  bool autocast = false;
+  at::ScalarType dtype = at::kFloat;  // the autocast dtype when autocast is on
+  int threads = 0;                    // intra-op threads; 0 = as they are
+  // "bf16 autocast, 2 threads", "fp32, 1 thread".
+  std::string label() const;
+  bool operator==(const StepConfig& o) const {
+    return autocast == o.autocast && (!autocast || dtype == o.dtype) && threads == o.threads;
+  }
+};
+
+struct StepTuningStatus {
+  enum class State { off, observing, decided };
+  State state = State::off;
+  std::vector<StepConfig> candidates;       // candidates[0] is the negotiated plan
+  std::vector<std::vector<double>> samples;  // ms per observed step, per candidate
+  std::vector<double> median_ms;            // per candidate, once decided from observation
+  std::size_t chosen = 0;
+  std::string source;  // "observed on the program's training steps 1-28", "step-tuning cache F"
+  std::string why;     // why off, or why the chosen one
+  std::int64_t steps_seen = 0;  // training steps entered so far while observing
+};
+
+// The observing state machine (pure: the clock is injected; tested directly).
+class StepTuner {
+ public:
+  struct Options {
+    int warmup_rounds = 2;   // rounds (one step per candidate) not timed: allocator, caches
+    int rounds = 5;          // timed steps per candidate
+    double margin = 0.03;    // another candidate must beat the plan's median by this fraction
+    int give_up_factor = 4;  // decide for the plan after (warmup + rounds) * this many rounds
+  };
+  using Clock = std::function<double()>;  // monotonic milliseconds
+
+  StepTuner(std::vector<StepConfig> candidates, Options options, Clock clock = {});
+
+  // A top-level autocast scope begins. `training`: gradients are on (a training step);
+  // anything else (evaluation under NoGradGuard) runs candidate 0 and breaks the interval
+  // being timed. Returns the configuration this scope runs with.
+  const StepConfig& enter(bool training);
+
+  // Takes a decision made earlier (the cache): index into candidates.
+  void adopt(std::size_t index, std::string source, std::string why);
+
+  bool decided() const noexcept { return status_.state == StepTuningStatus::State::decided; }
+  // True once, right after the observation decided (the caller records and caches it).
+  bool take_new_decision() noexcept;
+  const StepTuningStatus& status() const noexcept { return status_; }
+
+ private:
+  void start_round();
+  void decide();
+  Options options_;
+  Clock clock_;
+  StepTuningStatus status_;
+  std::vector<std::size_t> order_;  // this round's candidate order (shuffled per round)
+  std::size_t pos_ = 0;             // position in order_
+  std::int64_t round_ = 0;
+  bool pending_ = false;            // a timed interval is open
+  std::size_t pending_index_ = 0;
+  bool pending_timed_ = false;
+  double pending_start_ = 0;
+  bool new_decision_ = false;
+  std::mt19937 shuffle_{0x5eedu};   // our own: the program's random streams stay untouched
+};
+
+}  // namespace accelkit

@@ -1,0 +1,349 @@
+// Observe, then switch (step_tuning.hpp): the state machine, and the Runtime's part - the
+// candidates, the switch on each autocast() scope, the decision recorded and cached.
+#include "accelkit/step_tuning.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <iomanip>
+#include <cmath>
+#include <numeric>
+#include <sstream>
+#include <stdexcept>
+
+#include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "accelkit/runtime.hpp"
+#include "autotune_cache.hpp"
+#include "strings.hpp"
+
+namespace accelkit {
+
+namespace {
+
+double step_now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double step_median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::string step_ms_text(double ms) {
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(ms < 10 ? 2 : 1);
+  s << ms << " ms";
+  return s.str();
+}
+
+}  // namespace
+
+std::string StepConfig::label() const {
+  std::string s = autocast ? std::string(c10::toString(dtype)) + " autocast" : "fp32";
+  if (autocast) {
+    if (dtype == at::kBFloat16) s = "bf16 autocast";
+    else if (dtype == at::kHalf) s = "fp16 autocast";
+  }
+  if (threads > 0) s += ", " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+  return s;
+}
+
+StepTuner::StepTuner(std::vector<StepConfig> candidates, Options options, Clock clock)
+    : options_(options), clock_(clock ? std::move(clock) : Clock(step_now_ms)) {
+  if (candidates.empty()) throw std::invalid_argument("step tuning needs at least one candidate");
+  if (options_.rounds < 1 || options_.warmup_rounds < 0 || options_.give_up_factor < 1)
+    throw std::invalid_argument("step tuning: rounds >= 1, warmup_rounds >= 0 and give_up_factor >= 1");
+  status_.candidates = std::move(candidates);
+  status_.samples.assign(status_.candidates.size(), {});
+  status_.state = StepTuningStatus::State::observing;
+  start_round();
+}
+
+void StepTuner::start_round() {
+  order_.resize(status_.candidates.size());
+  std::iota(order_.begin(), order_.end(), std::size_t{0});
+  // A new order each round: a program whose scopes are not one per step (micro-batches, an
+  // optimizer step every k-th scope) would otherwise hand the slow scope to one candidate.
+  std::shuffle(order_.begin(), order_.end(), shuffle_);
+  pos_ = 0;
+}
+
+const StepConfig& StepTuner::enter(bool training) {
+  if (decided()) return status_.candidates[status_.chosen];
+  if (!training) {
+    pending_ = false;  // the evaluation's time is no candidate's
+    return status_.candidates.front();
+  }
+  const double now = clock_();
+  if (pending_ && pending_timed_) status_.samples[pending_index_].push_back(now - pending_start_);
+  ++status_.steps_seen;
+
+  const bool enough = std::all_of(status_.samples.begin(), status_.samples.end(), [&](const std::vector<double>& s) {
+    return static_cast<int>(s.size()) >= options_.rounds;
+  });
+  const std::int64_t limit = static_cast<std::int64_t>(options_.warmup_rounds + options_.rounds) *
+                             options_.give_up_factor;
+  if (enough || round_ >= limit) {
+    if (!enough) {
+      status_.chosen = 0;
+      status_.median_ms.clear();
+      for (const auto& s : status_.samples) status_.median_ms.push_back(step_median(s));
+      status_.why = "kept the plan: after " + std::to_string(status_.steps_seen - 1) +
+                    " training steps too few were timed (a training step's interval is broken by anything "
+                    "run outside a training scope in between, e.g. evaluation every step)";
+      status_.source = "observed on the program's training steps";
+      status_.state = StepTuningStatus::State::decided;
+      new_decision_ = true;
+    } else {
+      decide();
+    }
+    pending_ = false;
+    return status_.candidates[status_.chosen];
+  }
+
+  const std::size_t index = order_[pos_];
+  pending_ = true;
+  pending_index_ = index;
+  pending_timed_ = round_ >= options_.warmup_rounds;
+  pending_start_ = now;
+  if (++pos_ == order_.size()) {
+    ++round_;
+    start_round();
+  }
+  return status_.candidates[index];
+}
+
+void StepTuner::decide() {
+  status_.median_ms.clear();
+  for (const auto& s : status_.samples) status_.median_ms.push_back(step_median(s));
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < status_.median_ms.size(); ++i)
+    if (status_.median_ms[i] < status_.median_ms[best]) best = i;
+  const double plan = status_.median_ms.front();
+  std::ostringstream why;
+  if (best != 0 && status_.median_ms[best] <= plan * (1.0 - options_.margin)) {
+    status_.chosen = best;
+    why << status_.candidates[best].label() << " took " << step_ms_text(status_.median_ms[best]) << " a step, the plan ("
+        << status_.candidates.front().label() << ") " << step_ms_text(plan) << ": " << std::setprecision(3)
+        << plan / status_.median_ms[best] << "x";
+  } else {
+    status_.chosen = 0;
+    why << "the plan (" << status_.candidates.front().label() << ", " << step_ms_text(plan) << " a step) ";
+    if (best == 0) why << "was the fastest";
+    else
+      why << "kept: " << status_.candidates[best].label() << " (" << step_ms_text(status_.median_ms[best])
+          << ") is within the " << static_cast<int>(std::lround(options_.margin * 100)) << "% margin";
+  }
+  why << " (medians of " << options_.rounds << " timed steps each";
+  for (std::size_t i = 0; i < status_.candidates.size(); ++i)
+    why << (i ? "; " : ": ") << status_.candidates[i].label() << " " << step_ms_text(status_.median_ms[i]);
+  why << ")";
+  status_.why = why.str();
+  status_.source = "observed on the program's first " + std::to_string(status_.steps_seen - 1) + " training steps";
+  status_.state = StepTuningStatus::State::decided;
+  new_decision_ = true;
+}
+
+void StepTuner::adopt(std::size_t index, std::string source, std::string why) {
+  if (index >= status_.candidates.size()) throw std::out_of_range("step tuning: no candidate " + std::to_string(index));
+  status_.chosen = index;
+  status_.source = std::move(source);
+  status_.why = std::move(why);
+  status_.state = StepTuningStatus::State::decided;
+  pending_ = false;
+}
+
+bool StepTuner::take_new_decision() noexcept {
+  const bool fresh = new_decision_;
+  new_decision_ = false;
+  return fresh;
+}
+
+// ---- the Runtime's part ---------------------------------------------------------------------
+
+namespace {
+
+constexpr int kStepCacheFormat = 1;
+
+std::string step_candidates_text(const std::vector<StepConfig>& cs) {
+  std::string s;
+  for (const auto& c : cs) s += (s.empty() ? "" : "; ") + c.label();
+  return s;
+}
+
+}  // namespace
+
+void Runtime::setup_step_tuning() {
+  const Config& s = context_->config();
+  auto off = [this](std::string why) {
+    step_tuning_status_.state = StepTuningStatus::State::off;
+    step_tuning_status_.why = std::move(why);
+    step_tuner_.reset();
+  };
+  if (!*s.step_tuning) return off("step_tuning = off (from " + s.step_tuning.from() + ")");
+  const int threads = plan_.threads > 0 ? plan_.threads : at::get_num_threads();
+  StepConfig plan{plan_.autocast, autocast_dtype(), threads};
+  std::vector<StepConfig> cs{plan};
+  std::vector<std::string> fixed;
+  if (s.precision.user_set()) fixed.push_back("precision (from " + s.precision.from() + ")");
+  else if (plan_.autocast) cs.push_back({false, at::kFloat, threads});
+  if (s.threads.user_set()) fixed.push_back("threads (from " + s.threads.from() + ")");
+  else if (torch_device_.is_cpu() && threads >= 2) {
+    const std::size_t n = cs.size();
+    for (std::size_t i = 0; i < n; ++i) cs.push_back({cs[i].autocast, cs[i].dtype, threads / 2});
+  }
+  if (cs.size() < 2)
+    return off(fixed.empty() ? "nothing to choose between: the plan is fp32 with one thread, or not on a CPU"
+                             : "nothing left to choose: the user fixed " + text::join(fixed, " and "));
+  step_tuner_ = std::make_unique<StepTuner>(cs, StepTuner::Options{});
+  step_tuning_status_ = step_tuner_->status();
+  step_tuning_status_.why = "observing the program's first training steps (" + step_candidates_text(cs) + ")";
+}
+
+void Runtime::no_step_tuning(const std::string& why) const {
+  if (!step_tuner_ || step_tuner_->decided()) return;
+  step_tuner_.reset();
+  step_tuning_status_.state = StepTuningStatus::State::off;
+  step_tuning_status_.why = why;
+}
+
+void Runtime::drop_unweighted_candidates(const std::string& why) const {
+  // The model's weights became bf16 (master weights): a step outside autocast cannot run.
+  if (!step_tuner_ || step_tuner_->decided()) return;
+  std::vector<StepConfig> keep;
+  for (const auto& c : step_tuner_->status().candidates)
+    if (c.autocast) keep.push_back(c);
+  if (keep.size() < 2) return no_step_tuning(why);
+  step_tuner_ = std::make_unique<StepTuner>(keep, StepTuner::Options{});
+  step_tuning_status_ = step_tuner_->status();
+  step_tuning_status_.why = "observing the program's first training steps (" + step_candidates_text(keep) + "; " + why + ")";
+}
+
+std::string Runtime::step_cache_path(std::string& key) const {
+  if (!*context_->config().autotune_cache || model_signature_.empty()) return {};
+  const std::string dir = autotune_cache_dir();
+  if (dir.empty()) return {};
+  key = autotune_device_fingerprint(*context_) + " | " + autotune_versions(*context_) + " | " + model_signature_ +
+        " | " + step_candidates_text(step_tuner_->status().candidates);
+  return dir + "/steps/" + autotune_detail::hash_hex(key) + ".json";
+}
+
+void Runtime::read_step_cache() const {
+  std::string key;
+  const std::string path = step_cache_path(key);
+  if (path.empty()) return;
+  std::string problem;
+  auto text = autotune_detail::read_entry_text(path, &problem);
+  if (!text) {
+    if (!problem.empty()) spdlog::warn("step tuning: ignoring the cache entry {}: {}", path, problem);
+    return;
+  }
+  try {
+    const auto j = nlohmann::json::parse(*text);
+    if (j.at("format").get<int>() != kStepCacheFormat || j.at("key").get<std::string>() != key) return;
+    const std::string chosen = j.at("chosen").get<std::string>();
+    const auto& cs = step_tuner_->status().candidates;
+    for (std::size_t i = 0; i < cs.size(); ++i)
+      if (cs[i].label() == chosen) {
+        step_tuner_->adopt(i, "step-tuning cache " + path, j.at("why").get<std::string>());
+        return;
+      }
+    spdlog::warn("step tuning: ignoring the cache entry {}: its choice '{}' is no candidate here", path, chosen);
+  } catch (const std::exception& e) {
+    spdlog::warn("step tuning: ignoring the cache entry {}: {}", path, e.what());
+  }
+}
+
+void Runtime::write_step_cache() const {
+  std::string key;
+  const std::string path = step_cache_path(key);
+  if (path.empty()) {
+    if (model_signature_.empty())
+      spdlog::info("step tuning: not cached (no optimizer was made through this runtime to name the model by)");
+    return;
+  }
+  const auto& st = step_tuner_->status();
+  nlohmann::json j;
+  j["format"] = kStepCacheFormat;
+  j["key"] = key;
+  j["created"] = autotune_detail::utc_now();
+  j["chosen"] = st.candidates[st.chosen].label();
+  j["why"] = st.why;
+  j["source"] = st.source;
+  for (std::size_t i = 0; i < st.candidates.size(); ++i)
+    j["median_ms"][st.candidates[i].label()] = i < st.median_ms.size() ? st.median_ms[i] : 0.0;
+  try {
+    autotune_detail::write_entry_text(path, j.dump(2) + "\n");
+    step_tuning_status_.source += "; cached in " + path;
+  } catch (const std::exception& e) {
+    spdlog::warn("step tuning: cannot write the cache entry {}: {}", path, e.what());
+  }
+}
+
+StepConfig Runtime::step_config() const {
+  const StepConfig plan{plan_.autocast, autocast_dtype(), 0};
+  if (!step_tuner_) return plan;
+  if (AutocastScope::depth() > 0) return current_step_;  // inside a step: as the step began
+  const bool training = at::GradMode::is_enabled();
+  const bool was_decided = step_tuner_->decided();
+  if (!was_decided && step_tuner_->status().steps_seen == 0 && training) read_step_cache();
+  const StepConfig& c = step_tuner_->enter(training);
+  if (was_decided) {  // the status is final (with the cache's note)
+    apply_step_config(c);
+    return c;
+  }
+  step_tuning_status_ = step_tuner_->status();
+  if (step_tuner_->decided()) {
+    if (step_tuner_->take_new_decision()) write_step_cache();
+    const auto& st = step_tuning_status_;
+    const StepConfig& chosen = st.candidates[st.chosen];
+    context_->record({"step_tuning", chosen.label(), st.source, st.why});
+    spdlog::info("step tuning: {} from now on - {} [{}]", chosen.label(), st.why, st.source);
+  }
+  apply_step_config(c);
+  return c;
+}
+
+void Runtime::apply_step_config(const StepConfig& c) const {
+  if (c.threads > 0 && at::get_num_threads() != c.threads) at::set_num_threads(c.threads);
+  // The whole step runs as the candidate says, not only the scope: the plan switched the
+  // thread's autocast on at start, so the loss and anything else outside the scope would
+  // otherwise still run in the plan's dtype under an fp32 candidate.
+  const c10::DeviceType type = torch_device_.type();
+  if (compat::autocast_available(type)) {
+    if (c.autocast) compat::set_autocast_dtype(type, c.dtype);
+    compat::set_autocast_enabled(type, c.autocast);
+  }
+  current_step_ = c;
+}
+
+void Runtime::note_model(const std::vector<at::Tensor>& params, const char* optimizer) const {
+  std::ostringstream sig;
+  sig << optimizer << " over " << params.size() << " tensors:";
+  for (const auto& p : params) {
+    sig << " " << c10::toString(p.scalar_type()) << "[";
+    for (std::size_t i = 0; i < static_cast<std::size_t>(p.dim()); ++i) sig << (i ? "," : "") << p.size(static_cast<int64_t>(i));
+    sig << "]";
+  }
+  model_signature_ = sig.str();
+}
+
+namespace {
+thread_local int scope_depth = 0;
+}  // namespace
+
+AutocastScope::AutocastScope(c10::DeviceType type, bool enabled, at::ScalarType dtype) : guard_(type, enabled, dtype) {
+  ++scope_depth;
+}
+
+AutocastScope::~AutocastScope() { --scope_depth; }
+
+int AutocastScope::depth() noexcept { return scope_depth; }
+
+}  // namespace accelkit

@@ -1,0 +1,248 @@
+// Observe, then switch (step_tuning.hpp): the state machine on a scripted clock, and the
+// runtime's part on a real training loop through the CPU plugin (the decision, the cache, the
+// settings that turn it off).
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#include "accelkit/runtime.hpp"
+#include "accelkit/step_tuning.hpp"
+#include "test_support.hpp"
+
+#include "torch_doctest.hpp"
+
+namespace step_tuning_suite {
+
+using namespace accelkit;
+using accelkit::test::ScopedEnv;
+using accelkit::test::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+const StepConfig kPlan{true, at::kBFloat16, 2};
+const StepConfig kFp32{false, at::kFloat, 2};
+const StepConfig kOne{true, at::kBFloat16, 1};
+
+// Runs training steps on a scripted clock: each step lasts what its configuration costs.
+struct Script {
+  double now = 0;
+  std::map<std::string, double> cost;  // by label
+  StepTuner tuner;
+  explicit Script(std::map<std::string, double> c, StepTuner::Options o = {})
+      : cost(std::move(c)), tuner({kPlan, kFp32, kOne}, o, [this] { return now; }) {}
+  const StepConfig& step(bool training = true) {
+    const StepConfig& c = tuner.enter(training);
+    now += cost.at(c.label());
+    return c;
+  }
+};
+
+std::unique_ptr<Runtime> start(std::vector<std::pair<std::string, std::string>> cli = {}) {
+  ContextOptions o;
+  o.settings.env = std::map<std::string, std::string>{};
+  cli.insert(cli.begin(), {"device", "cpu"});
+  o.settings.cli = std::move(cli);
+  o.loader.cli_paths = {ACCELKIT_TEST_PLUGIN_DIR};
+  o.loader.read_environment = false;
+  o.loader.include_default_dirs = false;
+  return Runtime::start(o);
+}
+
+// A small MLP trained with SGD the way the README's loop does; returns the last loss.
+double train(Runtime& rt, int steps) {
+  torch::manual_seed(5);
+  torch::nn::Sequential net(torch::nn::Linear(32, 64), torch::nn::ReLU(), torch::nn::Linear(64, 4));
+  rt.prepare(*net);
+  SGDConfig sgd;
+  sgd.lr = 0.05;
+  sgd.momentum = 0.9;
+  OptimizerChoice opt = rt.make_sgd(net->parameters(), sgd);
+  const at::Tensor x = torch::randn({64, 32});
+  const at::Tensor y = torch::randn({64, 4});
+  double last = 0;
+  for (int i = 0; i < steps; ++i) {
+    zero_grad(*opt.optimizer);
+    at::Tensor out;
+    {
+      auto ac = rt.autocast();
+      out = net->forward(x);
+    }
+    at::Tensor loss = torch::mse_loss(out.to(at::kFloat), y);
+    loss.backward();
+    opt.optimizer->step();
+    last = loss.item<double>();
+    if (i % 10 == 9) {  // an evaluation now and then, under no_grad: not a training step
+      torch::NoGradGuard no_grad;
+      auto ac = rt.autocast();
+      (void)net->forward(x);
+    }
+  }
+  return last;
+}
+
+struct ThreadsRestore {
+  int threads = at::get_num_threads();
+  ~ThreadsRestore() { at::set_num_threads(threads); }
+};
+
+}  // namespace
+
+TEST_CASE("step tuning: every candidate once per round, the fastest kept after the timed rounds") {
+  Script s({{kPlan.label(), 10.0}, {kFp32.label(), 6.0}, {kOne.label(), 12.0}});
+  const StepTuner::Options o;
+  const int rounds = o.warmup_rounds + o.rounds;
+  for (int r = 0; r < rounds; ++r) {
+    std::set<std::string> seen;
+    for (int i = 0; i < 3; ++i) seen.insert(s.step().label());
+    CHECK(seen.size() == 3);  // a permutation of the candidates each round
+    CHECK_FALSE(s.tuner.decided());
+  }
+  // The entry after the last timed step closes it and decides.
+  CHECK(s.step().label() == kFp32.label());
+  REQUIRE(s.tuner.decided());
+  CHECK(s.tuner.take_new_decision());
+  CHECK_FALSE(s.tuner.take_new_decision());
+  const auto& st = s.tuner.status();
+  CHECK(st.chosen == 1);
+  REQUIRE(st.median_ms.size() == 3);
+  CHECK(st.median_ms[0] == doctest::Approx(10.0));
+  CHECK(st.median_ms[1] == doctest::Approx(6.0));
+  CHECK(st.median_ms[2] == doctest::Approx(12.0));
+  for (const auto& samples : st.samples) CHECK(static_cast<int>(samples.size()) == o.rounds);
+  CHECK(st.why.find("fp32, 2 threads took 6.00 ms") != std::string::npos);
+  // From then on, training or not, the choice.
+  for (int i = 0; i < 5; ++i) CHECK(s.step(i % 2 == 0).label() == kFp32.label());
+}
+
+TEST_CASE("step tuning: the plan stays unless another candidate beats it by the margin") {
+  Script s({{kPlan.label(), 10.0}, {kFp32.label(), 9.8}, {kOne.label(), 11.0}});
+  for (int i = 0; i < 40 && !s.tuner.decided(); ++i) s.step();
+  REQUIRE(s.tuner.decided());
+  CHECK(s.tuner.status().chosen == 0);
+  CHECK(s.tuner.status().why.find("within the 3% margin") != std::string::npos);
+}
+
+TEST_CASE("step tuning: evaluation between steps is no candidate's time; too few timed steps keep the plan") {
+  // An evaluation scope after every training step: no interval survives to be timed.
+  Script s({{kPlan.label(), 10.0}, {kFp32.label(), 1.0}, {kOne.label(), 12.0}});
+  int entries = 0;
+  while (!s.tuner.decided() && entries < 10000) {
+    s.step(true);
+    s.step(false);
+    entries += 2;
+  }
+  REQUIRE(s.tuner.decided());
+  for (const auto& samples : s.tuner.status().samples) CHECK(samples.empty());
+  CHECK(s.tuner.status().chosen == 0);
+  CHECK(s.tuner.status().why.find("too few were timed") != std::string::npos);
+
+  // Evaluation now and then only costs the interval it breaks.
+  Script t({{kPlan.label(), 10.0}, {kFp32.label(), 4.0}, {kOne.label(), 12.0}});
+  for (int i = 0; i < 200 && !t.tuner.decided(); ++i) {
+    t.step(true);
+    if (i % 4 == 3) t.step(false);
+  }
+  REQUIRE(t.tuner.decided());
+  CHECK(t.tuner.status().chosen == 1);
+}
+
+TEST_CASE("step tuning: bad options and an adopted decision") {
+  CHECK_THROWS_AS(StepTuner({}, {}), std::invalid_argument);
+  StepTuner::Options bad;
+  bad.rounds = 0;
+  CHECK_THROWS_AS(StepTuner({kPlan}, bad), std::invalid_argument);
+  StepTuner t({kPlan, kFp32}, {});
+  CHECK_THROWS_AS(t.adopt(2, "x", "y"), std::out_of_range);
+  t.adopt(1, "cache", "why");
+  CHECK(t.decided());
+  CHECK_FALSE(t.take_new_decision());  // adopted, not measured: nothing new to write
+  CHECK(t.enter(true).label() == kFp32.label());
+}
+
+TEST_CASE("step tuning through the runtime: a real loop decides, records, caches; the next run reads the cache") {
+  ThreadsRestore restore;
+  TempDir cache("accelkit-step-tuning");
+  ScopedEnv cache_dir("ACCELKIT_CACHE_DIR", cache.path().string());
+  auto rt = start();
+  const StepTuningStatus& before = rt->step_tuning();
+  if (before.state == StepTuningStatus::State::off) {
+    // A plan with nothing to choose between (fp32 on a one-core machine): said so, and a loop runs.
+    INFO(before.why);
+    CHECK(before.why.find("nothing to choose") != std::string::npos);
+    CHECK(std::isfinite(train(*rt, 5)));
+    return;
+  }
+  REQUIRE(before.state == StepTuningStatus::State::observing);
+  REQUIRE(before.candidates.size() >= 2);
+  CHECK(before.candidates.front().autocast == rt->precision().autocast);
+
+  const double loss = train(*rt, 60);
+  CHECK(std::isfinite(loss));
+  const StepTuningStatus& st = rt->step_tuning();
+  REQUIRE(st.state == StepTuningStatus::State::decided);
+  INFO(st.why);
+  CHECK(st.source.find("observed on the program's first") != std::string::npos);
+  CHECK(st.source.find("cached in " + cache.path().string()) != std::string::npos);
+  const auto& decisions = rt->context().decisions();
+  auto it = std::find_if(decisions.begin(), decisions.end(), [](const RuntimeDecision& d) { return d.key == "step_tuning"; });
+  REQUIRE(it != decisions.end());
+  CHECK(it->value == st.candidates[st.chosen].label());
+  const int threads_chosen = st.candidates[st.chosen].threads;
+  CHECK(at::get_num_threads() == threads_chosen);
+  // The whole step runs as chosen, not only the scope: the thread's autocast outside it too.
+  CHECK(compat::autocast_enabled(at::kCPU) == st.candidates[st.chosen].autocast);
+  std::size_t entries = 0;
+  for (const auto& e : fs::recursive_directory_iterator(cache.path())) entries += e.is_regular_file() ? 1 : 0;
+  CHECK(entries >= 1);
+
+  // The same model in a new runtime: the cached choice from its first step, no observation.
+  auto again = start();
+  train(*again, 2);
+  const StepTuningStatus& cached = again->step_tuning();
+  REQUIRE(cached.state == StepTuningStatus::State::decided);
+  CHECK(cached.source.find("step-tuning cache") != std::string::npos);
+  CHECK(cached.chosen == st.chosen);
+  CHECK(cached.steps_seen == 0);
+}
+
+TEST_CASE("step tuning: off by the setting, by ultra_low_overhead, and where the user fixed what it varies") {
+  ThreadsRestore restore;
+  TempDir cache("accelkit-step-tuning");
+  ScopedEnv cache_dir("ACCELKIT_CACHE_DIR", cache.path().string());
+  {
+    auto rt = start({{"step_tuning", "false"}});
+    CHECK((rt->step_tuning().state == StepTuningStatus::State::off));
+    CHECK(rt->step_tuning().why.find("step_tuning = off") != std::string::npos);
+    train(*rt, 3);
+    CHECK((rt->step_tuning().state == StepTuningStatus::State::off));
+  }
+  {
+    auto rt = start({{"profile", "ultra_low_overhead"}});
+    CHECK((rt->step_tuning().state == StepTuningStatus::State::off));
+  }
+  {
+    auto rt = start({{"precision", "fp32"}, {"threads", "1"}});
+    CHECK((rt->step_tuning().state == StepTuningStatus::State::off));
+    CHECK(rt->step_tuning().why.find("the user fixed precision") != std::string::npos);
+  }
+}
+
+TEST_CASE("step tuning leaves the program's random streams as they were") {
+  ThreadsRestore restore;
+  TempDir cache("accelkit-step-tuning");
+  ScopedEnv cache_dir("ACCELKIT_CACHE_DIR", cache.path().string());
+  auto draw = [](std::vector<std::pair<std::string, std::string>> cli) {
+    auto rt = start(std::move(cli));
+    train(*rt, 30);
+    return torch::randn({8});
+  };
+  const at::Tensor with = draw({});
+  const at::Tensor without = draw({{"step_tuning", "false"}});
+  CHECK(torch::equal(with, without));
+}
+
+}  // namespace step_tuning_suite
