@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "accelkit/runtime.hpp"
+#include "cpu_runtime.hpp"
 #include "fused_sgd.hpp"
 #include "test_support.hpp"
 
@@ -195,14 +196,9 @@ Runtime& cpu_runtime(const std::vector<std::pair<std::string, std::string>>& ext
   for (const auto& [k, v] : extra) key += k + "=" + v + " ";
   auto& rt = runtimes[key];
   if (!rt) {
-    ContextOptions o;
-    o.settings.env = std::map<std::string, std::string>{};
-    o.settings.cli = {{"device", "cpu"}, {"threads", "1"}};
-    for (const auto& kv : extra) o.settings.cli.push_back(kv);
-    o.loader.cli_paths = {ACCELKIT_TEST_PLUGIN_DIR};
-    o.loader.read_environment = false;
-    o.loader.include_default_dirs = false;
-    rt = Runtime::start(o);
+    std::vector<std::pair<std::string, std::string>> cli{{"threads", "1"}};
+    cli.insert(cli.end(), extra.begin(), extra.end());
+    rt = accelkit::test::start_cpu_runtime(std::move(cli));
   }
   return *rt;
 }

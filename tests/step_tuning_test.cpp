@@ -10,6 +10,7 @@
 
 #include "accelkit/runtime.hpp"
 #include "accelkit/step_tuning.hpp"
+#include "cpu_runtime.hpp"
 #include "test_support.hpp"
 
 #include "torch_doctest.hpp"
@@ -34,22 +35,22 @@ struct Script {
   StepTuner tuner;
   explicit Script(std::map<std::string, double> c, StepTuner::Options o = {})
       : cost(std::move(c)), tuner({kPlan, kFp32, kOne}, o, [this] { return now; }) {}
+  // Paid by the steps after the thread count changed: switch_cost, then half, a quarter...
+  double switch_cost = 0;
+  int last_threads = 2;
+  double owed = 0;
   const StepConfig& step(bool training = true) {
     const StepConfig& c = tuner.enter(training);
-    now += cost.at(c.label());
+    if (c.threads != last_threads) owed = switch_cost;
+    last_threads = c.threads;
+    now += cost.at(c.label()) + owed;
+    owed = owed >= 1 ? owed / 2 : 0;
     return c;
   }
 };
 
 std::unique_ptr<Runtime> start(std::vector<std::pair<std::string, std::string>> cli = {}) {
-  ContextOptions o;
-  o.settings.env = std::map<std::string, std::string>{};
-  cli.insert(cli.begin(), {"device", "cpu"});
-  o.settings.cli = std::move(cli);
-  o.loader.cli_paths = {ACCELKIT_TEST_PLUGIN_DIR};
-  o.loader.read_environment = false;
-  o.loader.include_default_dirs = false;
-  return Runtime::start(o);
+  return accelkit::test::start_cpu_runtime(std::move(cli));
 }
 
 // A small MLP trained with SGD the way the README's loop does; returns the last loss.
@@ -91,19 +92,23 @@ struct ThreadsRestore {
 
 }  // namespace
 
-TEST_CASE("step tuning: every candidate once per round, the fastest kept after the timed rounds") {
+TEST_CASE("step tuning: every candidate each round, grouped by thread count, the fastest kept") {
   Script s({{kPlan.label(), 10.0}, {kFp32.label(), 6.0}, {kOne.label(), 12.0}});
   const StepTuner::Options o;
-  const int rounds = o.warmup_rounds + o.rounds;
-  for (int r = 0; r < rounds; ++r) {
-    std::set<std::string> seen;
-    for (int i = 0; i < 3; ++i) seen.insert(s.step().label());
-    CHECK(seen.size() == 3);  // a permutation of the candidates each round
-    CHECK_FALSE(s.tuner.decided());
-  }
-  // The entry after the last timed step closes it and decides.
-  CHECK(s.step().label() == kFp32.label());
+  std::vector<std::string> seq;
+  while (!s.tuner.decided() && seq.size() < 1000) seq.push_back(s.step().label());
   REQUIRE(s.tuner.decided());
+  // 2 candidates at 2 threads, 1 at 1 thread: per round 3 turns of steps_per_turn steps, and
+  // settle_steps more for the one turn that changes the thread count (none in round 0 before
+  // the switch: it starts at the plan's count).
+  const int rounds = o.warmup_rounds + o.rounds;
+  const std::size_t expected = static_cast<std::size_t>(rounds * 3 * o.steps_per_turn + rounds * o.settle_steps) + 1;
+  CHECK(seq.size() == expected);  // the last entry decided
+  int switches = 0;
+  auto threads_of = [](const std::string& l) { return l.find("1 thread") != std::string::npos ? 1 : 2; };
+  for (std::size_t i = 1; i + 1 < seq.size(); ++i) switches += threads_of(seq[i]) != threads_of(seq[i - 1]);
+  CHECK(switches == rounds);  // once a round: the groups alternate their order
+  CHECK(seq.back() == kFp32.label());
   CHECK(s.tuner.take_new_decision());
   CHECK_FALSE(s.tuner.take_new_decision());
   const auto& st = s.tuner.status();
@@ -118,9 +123,21 @@ TEST_CASE("step tuning: every candidate once per round, the fastest kept after t
   for (int i = 0; i < 5; ++i) CHECK(s.step(i % 2 == 0).label() == kFp32.label());
 }
 
+TEST_CASE("step tuning: the steps after a thread-count change are not timed") {
+  // A thread-count change costs 8 ms, 4, 2, 1 on the next steps (a resized thread pool): were
+  // they timed, the candidates after a switch would lose; the medians are the steady costs.
+  Script s({{kPlan.label(), 10.0}, {kFp32.label(), 8.0}, {kOne.label(), 12.0}});
+  s.switch_cost = 8;
+  for (int i = 0; i < 100 && !s.tuner.decided(); ++i) s.step();
+  REQUIRE(s.tuner.decided());
+  CHECK(s.tuner.status().chosen == 1);
+  CHECK(s.tuner.status().median_ms[0] == doctest::Approx(10.0));
+  CHECK(s.tuner.status().median_ms[2] == doctest::Approx(12.0));
+}
+
 TEST_CASE("step tuning: the plan stays unless another candidate beats it by the margin") {
   Script s({{kPlan.label(), 10.0}, {kFp32.label(), 9.8}, {kOne.label(), 11.0}});
-  for (int i = 0; i < 40 && !s.tuner.decided(); ++i) s.step();
+  for (int i = 0; i < 200 && !s.tuner.decided(); ++i) s.step();
   REQUIRE(s.tuner.decided());
   CHECK(s.tuner.status().chosen == 0);
   CHECK(s.tuner.status().why.find("within the 3% margin") != std::string::npos);
@@ -142,12 +159,16 @@ TEST_CASE("step tuning: evaluation between steps is no candidate's time; too few
 
   // Evaluation now and then only costs the interval it breaks.
   Script t({{kPlan.label(), 10.0}, {kFp32.label(), 4.0}, {kOne.label(), 12.0}});
-  for (int i = 0; i < 200 && !t.tuner.decided(); ++i) {
+  for (int i = 0; i < 1000 && !t.tuner.decided(); ++i) {
     t.step(true);
     if (i % 4 == 3) t.step(false);
   }
   REQUIRE(t.tuner.decided());
+  INFO(t.tuner.status().why);
   CHECK(t.tuner.status().chosen == 1);
+  // The 1-thread turns (settle steps + 2) never last 4 steps unbroken: left out, and said so.
+  CHECK(t.tuner.status().why.find("not timed (their turns were interrupted every time): bf16 autocast, 1 thread") !=
+        std::string::npos);
 }
 
 TEST_CASE("step tuning: bad options and an adopted decision") {
@@ -180,7 +201,7 @@ TEST_CASE("step tuning through the runtime: a real loop decides, records, caches
   REQUIRE(before.candidates.size() >= 2);
   CHECK(before.candidates.front().autocast == rt->precision().autocast);
 
-  const double loss = train(*rt, 60);
+  const double loss = train(*rt, 140);
   CHECK(std::isfinite(loss));
   const StepTuningStatus& st = rt->step_tuning();
   REQUIRE(st.state == StepTuningStatus::State::decided);

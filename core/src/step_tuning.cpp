@@ -57,28 +57,47 @@ std::string StepConfig::label() const {
 StepTuner::StepTuner(std::vector<StepConfig> candidates, Options options, Clock clock)
     : options_(options), clock_(clock ? std::move(clock) : Clock(step_now_ms)) {
   if (candidates.empty()) throw std::invalid_argument("step tuning needs at least one candidate");
-  if (options_.rounds < 1 || options_.warmup_rounds < 0 || options_.give_up_factor < 1)
-    throw std::invalid_argument("step tuning: rounds >= 1, warmup_rounds >= 0 and give_up_factor >= 1");
+  if (options_.rounds < 1 || options_.warmup_rounds < 0 || options_.give_up_factor < 1 || options_.steps_per_turn < 1 ||
+      options_.settle_steps < 0)
+    throw std::invalid_argument(
+        "step tuning: rounds >= 1, warmup_rounds >= 0, steps_per_turn >= 1, settle_steps >= 0 and give_up_factor >= 1");
   status_.candidates = std::move(candidates);
   status_.samples.assign(status_.candidates.size(), {});
   status_.state = StepTuningStatus::State::observing;
+  last_threads_ = status_.candidates.front().threads;  // the plan's, applied at start
   start_round();
 }
 
 void StepTuner::start_round() {
-  order_.resize(status_.candidates.size());
-  std::iota(order_.begin(), order_.end(), std::size_t{0});
-  // A new order each round: a program whose scopes are not one per step (micro-batches, an
-  // optimizer step every k-th scope) would otherwise hand the slow scope to one candidate.
-  std::shuffle(order_.begin(), order_.end(), shuffle_);
+  // Grouped by thread count, the groups' order reversed every other round (the round starts
+  // with the thread count the last one ended with); shuffled within a group, so that a
+  // program whose scopes are not one per step (micro-batches, an optimizer step every k-th
+  // scope) does not hand the slow scope to one candidate.
+  std::vector<int> groups;
+  for (const auto& c : status_.candidates)
+    if (std::find(groups.begin(), groups.end(), c.threads) == groups.end()) groups.push_back(c.threads);
+  if (round_ % 2 == 1) std::reverse(groups.begin(), groups.end());
+  order_.clear();
+  for (int g : groups) {
+    const std::size_t from = order_.size();
+    for (std::size_t i = 0; i < status_.candidates.size(); ++i)
+      if (status_.candidates[i].threads == g) order_.push_back(i);
+    std::shuffle(order_.begin() + static_cast<std::ptrdiff_t>(from), order_.end(), shuffle_);
+  }
   pos_ = 0;
 }
 
 const StepConfig& StepTuner::enter(bool training) {
   if (decided()) return status_.candidates[status_.chosen];
+  const StepConfig& front = status_.candidates.front();
   if (!training) {
     pending_ = false;  // the evaluation's time is no candidate's
-    return status_.candidates.front();
+    // It runs with the plan's threads: a turn it interrupts at another count is over (the
+    // candidate goes without a sample this round; one whose turns are always interrupted is
+    // left out of the decision, and the decision says so).
+    if (turn_step_ > 0 && status_.candidates[order_[pos_]].threads != front.threads) end_turn();
+    last_threads_ = front.threads;
+    return front;
   }
   const double now = clock_();
   if (pending_ && pending_timed_) status_.samples[pending_index_].push_back(now - pending_start_);
@@ -87,53 +106,72 @@ const StepConfig& StepTuner::enter(bool training) {
   const bool enough = std::all_of(status_.samples.begin(), status_.samples.end(), [&](const std::vector<double>& s) {
     return static_cast<int>(s.size()) >= options_.rounds;
   });
+  // At most give_up_factor times the steps a full observation takes.
   const std::int64_t limit = static_cast<std::int64_t>(options_.warmup_rounds + options_.rounds) *
-                             options_.give_up_factor;
-  if (enough || round_ >= limit) {
-    if (!enough) {
-      status_.chosen = 0;
-      status_.median_ms.clear();
-      for (const auto& s : status_.samples) status_.median_ms.push_back(step_median(s));
-      status_.why = "kept the plan: after " + std::to_string(status_.steps_seen - 1) +
-                    " training steps too few were timed (a training step's interval is broken by anything "
-                    "run outside a training scope in between, e.g. evaluation every step)";
-      status_.source = "observed on the program's training steps";
-      status_.state = StepTuningStatus::State::decided;
-      new_decision_ = true;
-    } else {
-      decide();
-    }
+                             options_.give_up_factor * static_cast<std::int64_t>(status_.candidates.size()) *
+                             (options_.steps_per_turn + options_.settle_steps);
+  if (enough || status_.steps_seen > limit) {
+    decide();
     pending_ = false;
     return status_.candidates[status_.chosen];
   }
 
   const std::size_t index = order_[pos_];
+  if (turn_step_ == 0) {  // a turn begins
+    const int threads = status_.candidates[index].threads;
+    turn_len_ = options_.steps_per_turn + (threads != last_threads_ ? options_.settle_steps : 0);
+    last_threads_ = threads;
+  }
   pending_ = true;
   pending_index_ = index;
-  pending_timed_ = round_ >= options_.warmup_rounds;
+  pending_timed_ = round_ >= options_.warmup_rounds && turn_step_ + 1 == turn_len_;
   pending_start_ = now;
+  if (++turn_step_ == turn_len_) end_turn();
+  return status_.candidates[index];
+}
+
+void StepTuner::end_turn() {
+  turn_step_ = 0;
   if (++pos_ == order_.size()) {
     ++round_;
     start_round();
   }
-  return status_.candidates[index];
 }
 
 void StepTuner::decide() {
+  const std::size_t n = status_.candidates.size();
   status_.median_ms.clear();
-  for (const auto& s : status_.samples) status_.median_ms.push_back(step_median(s));
-  std::size_t best = 0;
-  for (std::size_t i = 1; i < status_.median_ms.size(); ++i)
-    if (status_.median_ms[i] < status_.median_ms[best]) best = i;
-  const double plan = status_.median_ms.front();
+  for (const auto& v : status_.samples) status_.median_ms.push_back(step_median(v));
+  // Candidates whose turns were always interrupted (an evaluation scope in the middle of them,
+  // every time) have too few timed steps: left out, and said so.
+  std::vector<bool> timed(n);
+  std::vector<std::string> untimed;
+  for (std::size_t i = 0; i < n; ++i) {
+    timed[i] = static_cast<int>(status_.samples[i].size()) >= options_.rounds;
+    if (!timed[i]) untimed.push_back(status_.candidates[i].label());
+  }
+  status_.state = StepTuningStatus::State::decided;
+  status_.source = "observed on the program's first " + std::to_string(status_.steps_seen - 1) + " training steps";
+  new_decision_ = true;
+  status_.chosen = 0;
   std::ostringstream why;
+  if (!timed[0]) {
+    why << "kept the plan: after " << status_.steps_seen - 1
+        << " training steps too few were timed (a step's interval is broken by anything run outside a training "
+           "scope in between, e.g. an evaluation every few steps)";
+    status_.why = why.str();
+    return;
+  }
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < n; ++i)
+    if (timed[i] && status_.median_ms[i] < status_.median_ms[best]) best = i;
+  const double plan = status_.median_ms.front();
   if (best != 0 && status_.median_ms[best] <= plan * (1.0 - options_.margin)) {
     status_.chosen = best;
-    why << status_.candidates[best].label() << " took " << step_ms_text(status_.median_ms[best]) << " a step, the plan ("
-        << status_.candidates.front().label() << ") " << step_ms_text(plan) << ": " << std::setprecision(3)
-        << plan / status_.median_ms[best] << "x";
+    why << status_.candidates[best].label() << " took " << step_ms_text(status_.median_ms[best])
+        << " a step, the plan (" << status_.candidates.front().label() << ") " << step_ms_text(plan) << ": "
+        << std::setprecision(3) << plan / status_.median_ms[best] << "x";
   } else {
-    status_.chosen = 0;
     why << "the plan (" << status_.candidates.front().label() << ", " << step_ms_text(plan) << " a step) ";
     if (best == 0) why << "was the fastest";
     else
@@ -141,13 +179,12 @@ void StepTuner::decide() {
           << ") is within the " << static_cast<int>(std::lround(options_.margin * 100)) << "% margin";
   }
   why << " (medians of " << options_.rounds << " timed steps each";
-  for (std::size_t i = 0; i < status_.candidates.size(); ++i)
-    why << (i ? "; " : ": ") << status_.candidates[i].label() << " " << step_ms_text(status_.median_ms[i]);
+  for (std::size_t i = 0; i < n; ++i)
+    if (timed[i]) why << (i ? "; " : ": ") << status_.candidates[i].label() << " " << step_ms_text(status_.median_ms[i]);
   why << ")";
+  if (!untimed.empty())
+    why << "; not timed (their turns were interrupted every time): " << text::join(untimed, ", ");
   status_.why = why.str();
-  status_.source = "observed on the program's first " + std::to_string(status_.steps_seen - 1) + " training steps";
-  status_.state = StepTuningStatus::State::decided;
-  new_decision_ = true;
 }
 
 void StepTuner::adopt(std::size_t index, std::string source, std::string why) {

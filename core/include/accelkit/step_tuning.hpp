@@ -1,7 +1,7 @@
 // Observe, then switch: the program's own first training steps pick what its later steps run
 // with. Runtime::autocast() hands each training step (a top-level autocast scope entered with
 // gradients on) one candidate in turn - the negotiated precision plan, fp32, fewer CPU threads -
-// and times the step from that entry to the next one; once every candidate has its samples, the
+// (a turn of a few steps, the last timed from its entry to the next one); once every candidate has its samples, the
 // fastest (by median) is kept for the rest of the run and cached for the next. No lambdas, no
 // separate batch: the program's own loop is the trial.
 //
@@ -51,8 +51,15 @@ struct StepTuningStatus {
 class StepTuner {
  public:
   struct Options {
-    int warmup_rounds = 2;   // rounds (one step per candidate) not timed: allocator, caches
+    int warmup_rounds = 1;   // rounds (one turn per candidate) not timed: allocator, caches
     int rounds = 5;          // timed steps per candidate
+    // Consecutive steps per candidate's turn, only the last one timed.
+    int steps_per_turn = 2;
+    // Untimed steps more where a turn changes the thread count: an OpenMP pool grown back to
+    // more threads runs the next few steps up to 3x slower (LibTorch 1.13's libgomp). Rounds
+    // group the candidates by thread count, alternating the groups' order, so a round changes
+    // it once.
+    int settle_steps = 4;
     double margin = 0.03;    // another candidate must beat the plan's median by this fraction
     int give_up_factor = 4;  // decide for the plan after (warmup + rounds) * this many rounds
   };
@@ -75,12 +82,16 @@ class StepTuner {
 
  private:
   void start_round();
+  void end_turn();
   void decide();
   Options options_;
   Clock clock_;
   StepTuningStatus status_;
   std::vector<std::size_t> order_;  // this round's candidate order (shuffled per round)
   std::size_t pos_ = 0;             // position in order_
+  int turn_step_ = 0;               // steps taken in the current candidate's turn
+  int turn_len_ = 0;                // steps in the current turn
+  int last_threads_ = 0;            // the thread count the last step ran with
   std::int64_t round_ = 0;
   bool pending_ = false;            // a timed interval is open
   std::size_t pending_index_ = 0;
