@@ -224,6 +224,8 @@ TEST_CASE("compile = auto on the CPU: eager, because the device has no graph_cap
   MESSAGE(runner->mode());
   CHECK(contains(runner->mode_reason(), "compile = auto (from "));
   CHECK(contains(runner->mode_reason(), "cpu:0 has no graph_capture"));
+  // An eager step can still be step-tuned: capture_step turns it off only where it captures.
+  CHECK_FALSE(contains(rt->step_tuning().why, "graph-captured"));
 }
 
 TEST_CASE("an explicit compile = graph the device cannot honour fails loudly") {

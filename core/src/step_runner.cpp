@@ -77,6 +77,10 @@ std::unique_ptr<StepRunner> make_step_runner(Device& device, const Setting<Compi
 
 std::unique_ptr<StepRunner> Runtime::capture_step(torch::optim::Optimizer& optimizer, std::function<void()> step,
                                                   int warmup) {
+  // A captured step replays the kernels recorded at capture: switching its autocast or threads
+  // per step (step tuning) would change nothing after the capture, so it is off from here.
+  if (*context_->config().compile != CompileMode::off && device_->info().capabilities.has(Capability::graph_capture))
+    no_step_tuning("the step is graph-captured (capture_step): a replay runs the kernels recorded at capture");
   return make_step_runner(*device_, context_->config().compile, optimizer, std::move(step), warmup);
 }
 

@@ -1,15 +1,21 @@
 // Observe, then switch: the program's own first training steps pick what its later steps run
 // with. Runtime::autocast() hands each training step (a top-level autocast scope entered with
 // gradients on) one candidate in turn - the negotiated precision plan, fp32, fewer CPU threads -
-// (a turn of a few steps, the last timed from its entry to the next one); once every candidate has its samples, the
-// fastest (by median) is kept for the rest of the run and cached for the next. No lambdas, no
-// separate batch: the program's own loop is the trial.
+// a turn of a few steps each, the last one timed from its entry to the next; once every
+// candidate has its samples, the fastest (by median) is kept for the rest of the run and cached
+// for the next. No lambdas, no separate batch: the program's own loop is the trial.
 //
 // What it may switch between steps is only what leaves the training itself unchanged in kind:
 // autocast on or off and the intra-op thread count. The weights, the optimizer and its state
 // are the program's throughout. The steps it observes differ only in rounding (some in the
-// plan's dtype, some in fp32), which is why it is off where the user fixed the precision or
-// the threads, where the auto-tuner already decided, and under the step_tuning = off setting.
+// plan's dtype, some in fp32), which is why it is off where the user fixed the precision,
+// where the auto-tuner already decided, for a graph-captured step (Runtime::capture_step on a
+// device that captures: a replay runs the kernels recorded at capture), and under the
+// step_tuning = off setting.
+//
+// On a device that queues work (CUDA), a step's interval is measured on the host: a program
+// that reads its loss each step (loss.item()) waits for the device there, so the interval is
+// the device's time; one that never waits times how fast the host queues work.
 #pragma once
 
 #include <cstddef>
