@@ -74,7 +74,8 @@ TEST_CASE("schema: display order, types, env names and options, [routing] and [t
                                         "guard_interval", "guard_policy", "guard_temperature", "guard_hysteresis",
                                         "guard_power", "autotune", "step_tuning",
                                         "autotune_cache", "log_level", "plugin_scan", "plugin_scan_timeout",
-                                        "plugin_scan_memory", "prefer", "require"});
+                                        "plugin_scan_memory", "prefer", "require", "dist_backend", "dist_timeout",
+                                        "dist_bucket_mb"});
   CHECK(routing == op_class_names().size());
   CHECK(train == 13);
   for (const auto& spec : schema) {
@@ -194,6 +195,9 @@ TEST_CASE("file layer: every key, with file:line:column") {
   CHECK((*s->sampler) == false);
   CHECK((*s->autotune));
   CHECK_FALSE(*s->step_tuning);
+  CHECK(*s->dist_backend == "gloo");
+  CHECK((*s->dist_timeout) == 60);
+  CHECK((*s->dist_bucket_mb) == 8);
   CHECK(s.text("log_level") == "info");
   CHECK((*s->prefer) == std::vector<std::string>{"cpu", "cuda"});
   CHECK((*s->require) == std::vector<std::string>{"fp32", "memory_stats"});

@@ -30,6 +30,7 @@ bool LossScaler::unscale(torch::optim::Optimizer& optimizer) {
       all_finite = all_finite.defined() ? at::logical_and(all_finite, finite) : finite;
     }
   found_inf_ = all_finite.defined() && !all_finite.item<bool>();
+  if (agree_) found_inf_ = agree_(found_inf_);
   unscaled_ = true;
   return !found_inf_;
 }

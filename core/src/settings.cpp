@@ -462,6 +462,15 @@ std::vector<SettingSpec> make_schema() {
                         store_as<std::vector<std::string>>(ACCELKIT_FIELD(prefer))));
   s.push_back(list_spec("require", "ACCELKIT_REQUIRE", "capabilities the device must have", check_capabilities,
                         store_as<std::vector<std::string>>(ACCELKIT_FIELD(require))));
+  s.push_back(text_spec("dist_backend", "auto", {"auto", "gloo", "nccl"}, "ACCELKIT_DIST_BACKEND",
+                        "collective backend of a data-parallel run: auto (the device plugin's), gloo or nccl",
+                        store_as<std::string>(ACCELKIT_FIELD(dist_backend))));
+  s.push_back(int_spec("dist_timeout", 300, 1, 86400, "ACCELKIT_DIST_TIMEOUT",
+                       "seconds a data-parallel rendezvous or collective waits for a rank before the run fails",
+                       store_as<int>(ACCELKIT_FIELD(dist_timeout))));
+  s.push_back(int_spec("dist_bucket_mb", 25, 1, 1024, "ACCELKIT_DIST_BUCKET_MB",
+                       "MiB of gradients all-reduced together in a data-parallel run",
+                       store_as<int>(ACCELKIT_FIELD(dist_bucket_mb))));
   add_routing(s);
   add_train(s);
   return s;

@@ -86,6 +86,7 @@ CpuReport make_cpu_report(const CpuProbe& p) {
   for (const auto& [name, on] : isa_entries(p.isa))
     if (on) caps.set(name, "true");
   if (p.blas.kind != BlasKind::not_found) caps.set("blas", p.blas.name);
+  caps.set(kCollectivesKey, "gloo");  // c10d's Gloo, inside libtorch_cpu
 
   auto& props = d.properties;
   props.emplace_back("vendor", p.vendor.empty() ? "unknown" : p.vendor);

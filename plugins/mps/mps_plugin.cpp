@@ -154,6 +154,7 @@ class MpsPlugin final : public Plugin {
       d.capabilities.add(Capability::thermal);
       if (caps_->usable && mps_memory_available()) d.capabilities.add(Capability::memory_stats);
       d.capabilities.set("chip", to_string(caps_->chip));
+      d.capabilities.set(kCollectivesKey, "gloo");  // PyTorch's MPS runs collectives through Gloo
       d.properties = {{"hw.model", values_->hw_model}, {"macOS", values_->os_version}};
       r.devices.push_back(std::move(d));
       r.score = caps_->usable ? 100 : 0;

@@ -63,6 +63,7 @@ DeviceInfo device_info(const RocmGpu& g, std::size_t i, int torch_index, const R
     if (g.card->has_busy_percent) caps.add(Capability::utilisation);
   }
   if (g.gfx) caps.set("gfx", g.gfx->name());
+  if (torch_index >= 0) caps.set(kCollectivesKey, "nccl");  // RCCL, under the name LibTorch's ROCm build gives it
   caps.set("arch", to_string(g.rules.family));
   if (g.rules.fft_on_cpu) {
     caps.set(std::string(kRoutePrefix) + "fft", "cpu");

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include <torch/types.h>
 
@@ -37,6 +38,11 @@ class LossScaler {
   // Returns whether the optimizer stepped.
   bool step(torch::optim::Optimizer& optimizer);
 
+  // Where several processes train one model (DataParallel::attach): `agree` turns this
+  // process's found-inf flag into the one every process acts on (their maximum), so all skip
+  // the same steps. Empty: this process's own flag.
+  void set_found_inf_agreement(std::function<bool(bool)> agree) { agree_ = std::move(agree); }
+
   void save(torch::serialize::OutputArchive& archive) const;
   void load(torch::serialize::InputArchive& archive);
 
@@ -47,6 +53,7 @@ class LossScaler {
   std::int64_t skipped_ = 0;
   bool unscaled_ = false;
   bool found_inf_ = false;
+  std::function<bool(bool)> agree_;
 };
 
 }  // namespace accelkit

@@ -195,6 +195,11 @@ class Runtime {
   // Throws std::runtime_error when the device refuses the plan.
   void apply_precision(const PrecisionPlan& plan);
 
+  // Called by dist::init for a run of several processes: step tuning off (every rank runs one
+  // configuration) and, on a CPU, the host's physical cores shared between its `local_ranks`
+  // ranks unless `threads` is set (recorded as the "threads" decision).
+  void join_data_parallel(int local_ranks);
+
  private:
   Runtime() = default;
   OptimizerChoice make_sgd_as(const std::vector<at::Tensor>& params, const SGDConfig& config, Toggle fused) const;

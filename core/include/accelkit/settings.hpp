@@ -127,6 +127,11 @@ struct Config {
   Setting<std::int64_t> plugin_scan_memory;   // MiB the examining process may allocate; 0 = no limit
   Setting<std::vector<std::string>> prefer;   // plugin names
   Setting<std::vector<std::string>> require;  // capability names
+  // Data-parallel training (distributed.hpp): the collective backend ("auto": the plugin's),
+  // the seconds a rendezvous or collective may wait for a rank, the gradient bucket size.
+  Setting<std::string> dist_backend;
+  Setting<int> dist_timeout;    // seconds
+  Setting<int> dist_bucket_mb;  // MiB
   std::array<Setting<RouteTarget>, kOpClassCount> routing;  // by OpClass, in kOpClassNames order
   TrainSettings train;
 

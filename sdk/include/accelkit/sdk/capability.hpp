@@ -95,6 +95,12 @@ inline constexpr const char* kInt8ReduceRangeKey = "int8.reduce_range";
 //                         GPU, the vector width on a CPU. No key: nothing is checked.
 inline constexpr const char* kAlignPrefix = "align.";
 
+// Collective communication for data-parallel training, a convention on free keys:
+//   "collectives" = the c10d backends this device's tensors are all-reduced with, preferred
+//                   first, comma-separated ("gloo" on a CPU, "nccl" on CUDA and on ROCm, whose
+//                   LibTorch names RCCL "nccl"). No key: the device takes no part in one.
+inline constexpr const char* kCollectivesKey = "collectives";
+
 // What one device can do. `typed` has no duplicates (add() keeps it so).
 struct CapabilitySet {
   std::vector<Capability> typed;

@@ -1,0 +1,206 @@
+// Data-parallel training on PyTorch's own distributed engine (c10d): the launcher's
+// environment read, a rendezvous through c10d's TCPStore, the collective backend the device's
+// plugin names (its "collectives" capability key), and DistributedDataParallel's gradient
+// reducer (c10d::Reducer: buckets filled from autograd hooks, all-reduce launched as each
+// bucket fills, so communication overlaps the rest of backward) over any torch::nn::Module.
+//
+//   auto rt = accelkit::Runtime::start({});
+//   auto world = accelkit::dist::init(*rt);         // world size 1 without a launcher
+//   accelkit::DataParallel dp(*rt, world, *net);    // broadcasts rank 0's weights
+//   ... loss = ...; dp.backward(loss); optimizer.step();
+//
+// No launcher: world size 1, no process group, no store, DataParallel::backward is
+// loss.backward(). A lost rank (killed, hung, unreachable) ends the survivors' collectives
+// within `dist_timeout` seconds with RankLostError, which names the rank.
+//
+// Thread-safety: one thread drives a DataParallel; the process group is c10d's.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+namespace torch::nn { class Module; }
+
+namespace accelkit {
+
+class Runtime;
+class LossScaler;
+
+namespace dist {
+
+// Where this process sits, from the launcher's environment.
+struct Launch {
+  std::string launcher = "none";  // "none", "torchrun", "slurm", "openmpi", "pmi"
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int local_world_size = 1;
+  std::string master_addr;  // rendezvous host (rank 0's); empty with world size 1
+  int master_port = 0;      // the rendezvous port: MASTER_PORT, a Slurm job's, else 29500
+  bool store_hosted = false;  // the launcher hosts the store there (torchrun's agent store)
+  std::string source;       // "RANK, WORLD_SIZE, LOCAL_RANK from torchrun's environment", ...
+};
+
+// A launcher's variable was present but unusable ("RANK=abc", RANK >= WORLD_SIZE, ...).
+class LaunchError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Reads torchrun (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT),
+// Slurm (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE or
+// SLURM_TASKS_PER_NODE; master = first host of SLURM_JOB_NODELIST), Open MPI
+// (OMPI_COMM_WORLD_RANK/_SIZE/_LOCAL_RANK/_LOCAL_SIZE) and MPICH/PMI (PMI_RANK, PMI_SIZE,
+// MPI_LOCALRANKID, MPI_LOCALNRANKS), in that order; MASTER_ADDR / MASTER_PORT override the
+// master under any of them. `env` returns a variable's value or nullopt (default: the
+// process environment). Throws LaunchError.
+using EnvReader = std::function<std::optional<std::string>(const std::string&)>;
+Launch detect_launch(const EnvReader& env = {});
+
+// The first host of a Slurm node list: "node[07-09,12],gpu01" -> "node07", "a,b" -> "a",
+// "rack1-n[003-004]" -> "rack1-n003". Throws LaunchError on a malformed list.
+std::string first_slurm_host(const std::string& nodelist);
+
+// A rank was lost: it exited, was killed, hung past the timeout, or its host became
+// unreachable. what() names it ("rank 1 of 2 is lost: ...").
+class RankLostError : public std::runtime_error {
+ public:
+  RankLostError(std::string message, std::vector<int> lost)
+      : std::runtime_error(std::move(message)), lost_(std::move(lost)) {}
+  const std::vector<int>& lost_ranks() const noexcept { return lost_; }
+
+ private:
+  std::vector<int> lost_;
+};
+
+// The ranks disagree before training starts (accelkit or LibTorch versions, model shapes).
+class WorldMismatchError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class World;  // the process group, its store and the liveness beacon (distributed.cpp)
+
+// This process's place in the run and its process group (none with world size 1).
+class ProcessGroup {
+ public:
+  ~ProcessGroup();
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+
+  const Launch& launch() const noexcept { return launch_; }
+  int rank() const noexcept { return launch_.rank; }
+  int world_size() const noexcept { return launch_.world_size; }
+  int local_rank() const noexcept { return launch_.local_rank; }
+  bool is_main() const noexcept { return launch_.rank == 0; }
+  const std::string& backend() const noexcept { return backend_; }  // "gloo", "nccl"; "" alone
+  const std::string& why() const noexcept { return why_; }          // why this backend
+  std::chrono::milliseconds timeout() const noexcept { return timeout_; }
+
+  // Collectives on CPU tensors (in place); no-ops with world size 1. Throw RankLostError.
+  void all_reduce_sum(std::vector<at::Tensor>& tensors);
+  void broadcast(std::vector<at::Tensor>& tensors, int root = 0);
+  void barrier();
+  // Every rank's `text`, in rank order (through the store). Throws RankLostError.
+  std::vector<std::string> all_gather_text(const std::string& key, const std::string& text);
+
+  // For code that drives c10d itself (null with world size 1).
+  World* world() const noexcept { return world_.get(); }
+
+ private:
+  friend std::shared_ptr<ProcessGroup> init(Runtime& runtime, std::optional<Launch> launch);
+  ProcessGroup() = default;
+  Launch launch_;
+  std::string backend_;
+  std::string why_;
+  std::chrono::milliseconds timeout_{0};
+  std::unique_ptr<World> world_;
+};
+
+// Joins the run the launcher started (or the one `launch` describes): rendezvous through a
+// TCPStore on the master (rank 0 hosts it) within `dist_timeout`, checks that every rank runs
+// the same accelkit and LibTorch versions, creates the process group with the backend the
+// device's plugin names (or `dist_backend`; exit-3 DeviceUnavailableError where the device
+// cannot use it), and shares the host's cores between its local ranks (unless `threads` is
+// set). Records its decisions ("dist_backend", "threads") in the runtime's context. Throws
+// LaunchError, DeviceUnavailableError, WorldMismatchError, RankLostError.
+std::shared_ptr<ProcessGroup> init(Runtime& runtime, std::optional<Launch> launch = std::nullopt);
+
+// Runs `argv` (argv[0]: the executable's path) as `n` workers on this machine with torchrun's
+// variables (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR = 127.0.0.1,
+// MASTER_PORT: the environment's, else a free loopback port) and waits for them. Ctrl-C
+// reaches the workers from the terminal (this process ignores it meanwhile); SIGTERM is passed
+// on. When one fails, the others get SIGTERM, then SIGKILL 15 s later. Returns the first
+// failure's exit code (128 + signal for a killed one), 0 when all succeeded. `say` gets a line
+// at the start and on a failure. Throws LaunchError for an unusable MASTER_PORT.
+int run_local_workers(const std::vector<std::string>& argv, int n,
+                      const std::function<void(const std::string&)>& say = {});
+
+}  // namespace dist
+
+struct DataParallelOptions {
+  std::int64_t bucket_bytes = 0;        // 0: the `dist_bucket_mb` setting
+  std::int64_t first_bucket_bytes = 1 << 20;  // the first bucket (the last layers) leaves early
+  bool find_unused_parameters = false;  // parameters a step may leave without a gradient
+};
+
+// Gradients averaged over the ranks in buckets, each all-reduced as soon as backward fills it
+// (c10d::Reducer). Parameters and buffers are broadcast from rank 0 at construction, after
+// checking that every rank has the same parameter shapes (WorldMismatchError otherwise).
+class DataParallel {
+ public:
+  DataParallel(Runtime& runtime, std::shared_ptr<dist::ProcessGroup> group, torch::nn::Module& module,
+               DataParallelOptions options = {});
+  ~DataParallel();
+  DataParallel(const DataParallel&) = delete;
+  DataParallel& operator=(const DataParallel&) = delete;
+
+  // loss.backward() with the gradients all-reduced (averaged) across ranks, unless inside
+  // no_sync(). Throws RankLostError.
+  void backward(const at::Tensor& loss);
+  // For a program that calls backward itself: call this with the step's outputs (or loss)
+  // first, every step that should synchronise.
+  void prepare_for_backward(const std::vector<at::Tensor>& outputs);
+
+  // While the returned guard lives, backward() accumulates gradients locally (gradient
+  // accumulation); the first backward after it synchronises the accumulated sum.
+  class NoSync {
+   public:
+    explicit NoSync(DataParallel& dp) : dp_(&dp) { dp_->sync_ = false; }
+    ~NoSync() { if (dp_) dp_->sync_ = true; }
+    NoSync(NoSync&& o) noexcept : dp_(o.dp_) { o.dp_ = nullptr; }
+    NoSync(const NoSync&) = delete;
+    NoSync& operator=(const NoSync&) = delete;
+    NoSync& operator=(NoSync&&) = delete;
+
+   private:
+    DataParallel* dp_;
+  };
+  NoSync no_sync() { return NoSync(*this); }
+
+  // The loss scaler's found-inf flag becomes the maximum over the ranks, so every rank skips
+  // the same steps even where gradients were not synchronised (no_sync).
+  void attach(LossScaler& scaler);
+
+  const dist::ProcessGroup& group() const noexcept { return *group_; }
+  std::size_t buckets() const noexcept { return buckets_; }
+  std::int64_t bucket_bytes() const noexcept { return bucket_bytes_; }
+
+ private:
+  struct Engine;  // the reducer (distributed.cpp)
+  std::shared_ptr<dist::ProcessGroup> group_;
+  std::unique_ptr<Engine> engine_;
+  std::size_t buckets_ = 0;
+  std::int64_t bucket_bytes_ = 0;
+  bool sync_ = true;
+};
+
+}  // namespace accelkit

@@ -1,0 +1,542 @@
+// Data-parallel training on c10d (distributed.hpp): the launcher's environment, the TCPStore
+// rendezvous, the Gloo process group, a liveness beacon that names a lost rank, and
+// DistributedDataParallel's Reducer driven from C++.
+#include "accelkit/distributed.hpp"
+
+#include <algorithm>
+#include <map>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <torch/nn/module.h>
+#include <spdlog/spdlog.h>
+
+#include "accelkit/loss_scaler.hpp"
+#include "accelkit/runtime.hpp"
+#include "accelkit/sdk/torch_compat_dist.hpp"
+#include "accelkit/version.hpp"
+#include "strings.hpp"
+
+namespace accelkit {
+namespace dist {
+namespace {
+
+constexpr int kDefaultPort = 29500;
+
+std::optional<int> parse_int(const std::string& name, const std::optional<std::string>& text) {
+  if (!text) return std::nullopt;
+  const std::string& s = *text;
+  std::size_t used = 0;
+  long v = 0;
+  try {
+    v = std::stol(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (s.empty() || used != s.size() || v < 0 || v > 1'000'000)
+    throw LaunchError(name + "=" + text::shorten(s) + " is not a whole number from 0 to 1000000");
+  return static_cast<int>(v);
+}
+
+// "4(x2),3" -> 4: Slurm's per-node task counts start with this node's (for a uniform job).
+std::optional<int> slurm_tasks_per_node(const std::optional<std::string>& text) {
+  if (!text || text->empty()) return std::nullopt;
+  std::string head = text->substr(0, text->find_first_of("(,"));
+  return parse_int("SLURM_TASKS_PER_NODE", head);
+}
+
+bool loopback(const std::string& host) {
+  return host == "127.0.0.1" || host == "localhost" || host == "::1";
+}
+
+// c10::Error's message without its C++ backtrace.
+std::string error_text(const std::exception& e) {
+  if (const auto* c = dynamic_cast<const c10::Error*>(&e)) return text::torch_error_line(c->what_without_backtrace());
+  return text::torch_error_line(e.what());
+}
+
+}  // namespace
+
+std::string first_slurm_host(const std::string& nodelist) {
+  // The first entry ends at a comma outside brackets.
+  int depth = 0;
+  std::size_t end = nodelist.size();
+  for (std::size_t i = 0; i < nodelist.size(); ++i) {
+    if (nodelist[i] == '[') ++depth;
+    else if (nodelist[i] == ']') --depth;
+    else if (nodelist[i] == ',' && depth == 0) { end = i; break; }
+    if (depth < 0 || depth > 1) break;
+  }
+  const std::string first = nodelist.substr(0, end);
+  const auto open = first.find('[');
+  if (first.empty() || depth != 0 || (open != std::string::npos && first.back() != ']') ||
+      (open == std::string::npos && first.find(']') != std::string::npos))
+    throw LaunchError("SLURM_JOB_NODELIST=" + text::shorten(nodelist) + " is not a Slurm node list");
+  if (open == std::string::npos) return first;
+  // "prefix[07-09,12]suffix" is not written by Slurm; the range list closes the entry.
+  std::string range = first.substr(open + 1, first.size() - open - 2);
+  range = range.substr(0, range.find(','));
+  range = range.substr(0, range.find('-'));
+  if (range.empty() || range.find_first_not_of("0123456789") != std::string::npos)
+    throw LaunchError("SLURM_JOB_NODELIST=" + text::shorten(nodelist) + " is not a Slurm node list");
+  return first.substr(0, open) + range;
+}
+
+Launch detect_launch(const EnvReader& env_in) {
+  EnvReader env = env_in ? env_in : [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    return v ? std::optional<std::string>(v) : std::nullopt;
+  };
+  Launch l;
+  auto set_world = [&](const char* launcher, const char* rank_var, const char* size_var, std::optional<int> rank,
+                       std::optional<int> size, std::optional<int> local_rank, std::optional<int> local_size) {
+    l.launcher = launcher;
+    if (!size) throw LaunchError(std::string(rank_var) + " is set but " + size_var + " is not");
+    if (*size < 1) throw LaunchError(std::string(size_var) + " is 0: a run has at least one process");
+    if (*rank >= *size)
+      throw LaunchError(std::string(rank_var) + "=" + std::to_string(*rank) + " is not below " + size_var + "=" +
+                        std::to_string(*size));
+    l.rank = *rank;
+    l.world_size = *size;
+    l.local_rank = local_rank.value_or(0);
+    l.local_world_size = local_size.value_or(1);
+    if (l.local_rank >= l.local_world_size) l.local_world_size = l.local_rank + 1;
+  };
+
+  if (auto rank = parse_int("RANK", env("RANK"))) {
+    set_world("torchrun", "RANK", "WORLD_SIZE", rank, parse_int("WORLD_SIZE", env("WORLD_SIZE")),
+              parse_int("LOCAL_RANK", env("LOCAL_RANK")), parse_int("LOCAL_WORLD_SIZE", env("LOCAL_WORLD_SIZE")));
+    l.source = "RANK, WORLD_SIZE, LOCAL_RANK from torchrun's environment";
+  } else if (auto procid = parse_int("SLURM_PROCID", env("SLURM_PROCID"))) {
+    auto per_node = parse_int("SLURM_NTASKS_PER_NODE", env("SLURM_NTASKS_PER_NODE"));
+    if (!per_node) per_node = slurm_tasks_per_node(env("SLURM_TASKS_PER_NODE"));
+    set_world("slurm", "SLURM_PROCID", "SLURM_NTASKS", procid, parse_int("SLURM_NTASKS", env("SLURM_NTASKS")),
+              parse_int("SLURM_LOCALID", env("SLURM_LOCALID")), per_node);
+    l.source = "SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID from Slurm's environment";
+    if (auto nodes = env("SLURM_JOB_NODELIST"); nodes && !nodes->empty()) l.master_addr = first_slurm_host(*nodes);
+    else if (auto nodes2 = env("SLURM_NODELIST"); nodes2 && !nodes2->empty()) l.master_addr = first_slurm_host(*nodes2);
+    // One job, one port: derived from the job id, so two jobs sharing a node do not collide.
+    if (auto job = parse_int("SLURM_JOB_ID", env("SLURM_JOB_ID"))) l.master_port = 20000 + *job % 10000;
+  } else if (auto ompi = parse_int("OMPI_COMM_WORLD_RANK", env("OMPI_COMM_WORLD_RANK"))) {
+    set_world("openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", ompi,
+              parse_int("OMPI_COMM_WORLD_SIZE", env("OMPI_COMM_WORLD_SIZE")),
+              parse_int("OMPI_COMM_WORLD_LOCAL_RANK", env("OMPI_COMM_WORLD_LOCAL_RANK")),
+              parse_int("OMPI_COMM_WORLD_LOCAL_SIZE", env("OMPI_COMM_WORLD_LOCAL_SIZE")));
+    l.source = "OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK from Open MPI's environment";
+  } else if (auto pmi = parse_int("PMI_RANK", env("PMI_RANK"))) {
+    set_world("pmi", "PMI_RANK", "PMI_SIZE", pmi, parse_int("PMI_SIZE", env("PMI_SIZE")),
+              parse_int("MPI_LOCALRANKID", env("MPI_LOCALRANKID")),
+              parse_int("MPI_LOCALNRANKS", env("MPI_LOCALNRANKS")));
+    l.source = "PMI_RANK, PMI_SIZE from MPICH's (PMI) environment";
+  } else {
+    l.source = "no launcher's variables (RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK): one process";
+    return l;
+  }
+
+  if (auto addr = env("MASTER_ADDR"); addr && !addr->empty()) l.master_addr = *addr;
+  if (auto port = parse_int("MASTER_PORT", env("MASTER_PORT"))) {
+    if (*port < 1 || *port > 65535) throw LaunchError("MASTER_PORT=" + std::to_string(*port) + " is not a TCP port");
+    l.master_port = *port;
+  }
+  if (l.master_port == 0) l.master_port = kDefaultPort;
+  // torchrun's agent may already host the store at MASTER_ADDR:MASTER_PORT for its workers.
+  if (auto agent = env("TORCHELASTIC_USE_AGENT_STORE"); agent && (*agent == "True" || *agent == "1"))
+    l.store_hosted = true;
+  if (l.master_addr.empty()) {
+    if (l.world_size > 1 && l.local_world_size < l.world_size)
+      throw LaunchError("the " + l.launcher + " run spans " + std::to_string(l.world_size / l.local_world_size) +
+                        "+ hosts and nothing names rank 0's: set MASTER_ADDR (mpirun -x MASTER_ADDR=<host>)");
+    l.master_addr = "127.0.0.1";  // every rank on this host
+  }
+  return l;
+}
+
+// ---- the world: store, group, beacon ----------------------------------------------------
+
+}  // namespace dist
+
+namespace dist {
+
+class World {
+ public:
+  World(const Launch& l, std::chrono::milliseconds timeout) : launch_(l), timeout_(timeout) {
+    store_ = connect(l.rank == 0 && !l.store_hosted, timeout, l.store_hosted ? 0 : static_cast<std::size_t>(l.world_size));
+    beacon_store_ = connect(false, timeout, 0);
+    beacon_ = std::thread([this] { beat(); });
+  }
+
+  ~World() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    if (beacon_.joinable()) beacon_.join();
+    // Rank 0 hosts the store: it waits (briefly) for the others to be done with it.
+    try {
+      if (launch_.rank != 0) {
+        store_->add("accelkit/done", 1);
+      } else {
+        const auto until = std::chrono::steady_clock::now() + std::min(timeout_, std::chrono::milliseconds(10000));
+        while (store_->add("accelkit/done", 0) < launch_.world_size - 1 && std::chrono::steady_clock::now() < until)
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    } catch (const std::exception&) {
+      // A rank or the store is gone; nothing left to tell it.
+    }
+    group_.reset();
+  }
+
+  c10::intrusive_ptr<c10d::TCPStore> connect(bool server, std::chrono::milliseconds timeout, std::size_t workers) const {
+    c10d::TCPStoreOptions o;
+    o.port = static_cast<std::uint16_t>(launch_.master_port);
+    o.isServer = server;
+    if (workers) o.numWorkers = workers;
+    o.waitWorkers = workers != 0;
+    o.timeout = timeout;
+    return c10::make_intrusive<c10d::TCPStore>(launch_.master_addr, o);
+  }
+
+  void make_group() {
+    auto prefixed = c10::make_intrusive<c10d::PrefixStore>("accelkit/gloo", store_);
+    // GLOO_SOCKET_IFNAME names the interface, as it does for PyTorch.
+    const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
+    group_ = compat::make_gloo_group(prefixed, launch_.rank, launch_.world_size, timeout_, ifname ? ifname : "",
+                                     loopback(launch_.master_addr) ? "127.0.0.1" : "");
+  }
+
+  const c10::intrusive_ptr<c10d::ProcessGroup>& group() const { return group_; }
+  const c10::intrusive_ptr<c10d::TCPStore>& store() const { return store_; }
+
+  // What to throw when `during` failed with `e`: which ranks stopped answering.
+  RankLostError lost(const std::string& during, const std::exception& e) const {
+    std::vector<int> gone;
+    std::string how;
+    try {
+      auto probe = connect(false, std::chrono::milliseconds(3000), 0);
+      std::vector<std::int64_t> before(static_cast<std::size_t>(launch_.world_size));
+      for (int r = 0; r < launch_.world_size; ++r) before[static_cast<std::size_t>(r)] = probe->add(beat_key(r), 0);
+      std::this_thread::sleep_for(kBeatPeriod * 5);
+      for (int r = 0; r < launch_.world_size; ++r)
+        if (r != launch_.rank && probe->add(beat_key(r), 0) == before[static_cast<std::size_t>(r)]) gone.push_back(r);
+      how = "its heartbeat stopped: it exited, was killed, or hangs";
+    } catch (const std::exception&) {
+      if (launch_.rank != 0) gone = {0};
+      how = "it hosts the rendezvous store at " + launch_.master_addr + ":" + std::to_string(launch_.master_port) +
+            ", which no longer answers";
+    }
+    const std::string of = " of " + std::to_string(launch_.world_size);
+    std::string msg;
+    if (gone.empty()) {
+      msg = "rank " + std::to_string(launch_.rank) + of + ": " + during + " failed while every other rank still " +
+            "answers (a rank may be stuck, or " + std::to_string(timeout_.count() / 1000) +
+            " s dist_timeout passed): " + error_text(e);
+    } else {
+      std::vector<std::string> names;
+      for (int r : gone) names.push_back(std::to_string(r));
+      msg = (gone.size() == 1 ? "rank " : "ranks ") + text::join(names) + of + (gone.size() == 1 ? " is" : " are") +
+            " lost (" + how + "); rank " + std::to_string(launch_.rank) + " stops: " + during +
+            " failed: " + error_text(e);
+    }
+    return RankLostError(msg, gone);
+  }
+
+ private:
+  static constexpr std::chrono::milliseconds kBeatPeriod{400};
+  static std::string beat_key(int rank) { return "accelkit/beat/" + std::to_string(rank); }
+
+  void beat() {
+    const std::string key = beat_key(launch_.rank);
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stop_) {
+      lock.unlock();
+      try {
+        beacon_store_->add(key, 1);
+      } catch (const std::exception&) {
+        return;  // the store is gone: the collectives will say so
+      }
+      lock.lock();
+      wake_.wait_for(lock, kBeatPeriod, [this] { return stop_; });
+    }
+  }
+
+  Launch launch_;
+  std::chrono::milliseconds timeout_;
+  c10::intrusive_ptr<c10d::TCPStore> store_;
+  c10::intrusive_ptr<c10d::TCPStore> beacon_store_;
+  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  std::thread beacon_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+};
+
+ProcessGroup::~ProcessGroup() = default;
+
+void ProcessGroup::all_reduce_sum(std::vector<at::Tensor>& tensors) {
+  if (!world_) return;
+  try {
+    for (auto& t : tensors) {
+      std::vector<at::Tensor> one{t};
+      world_->group()->allreduce(one)->wait();
+    }
+  } catch (const std::exception& e) {
+    throw world_->lost("an all-reduce", e);
+  }
+}
+
+void ProcessGroup::broadcast(std::vector<at::Tensor>& tensors, int root) {
+  if (!world_) return;
+  try {
+    c10d::BroadcastOptions o;
+    o.rootRank = root;
+    for (auto& t : tensors) {
+      std::vector<at::Tensor> one{t};
+      world_->group()->broadcast(one, o)->wait();
+    }
+  } catch (const std::exception& e) {
+    throw world_->lost("a broadcast from rank " + std::to_string(root), e);
+  }
+}
+
+void ProcessGroup::barrier() {
+  if (!world_) return;
+  try {
+    world_->group()->barrier()->wait();
+  } catch (const std::exception& e) {
+    throw world_->lost("a barrier", e);
+  }
+}
+
+std::vector<std::string> ProcessGroup::all_gather_text(const std::string& key, const std::string& text) {
+  if (!world_) return {text};
+  const auto& store = world_->store();
+  const std::string base = "accelkit/gather/" + key + "/";
+  std::vector<std::string> keys, out;
+  try {
+    store->set(base + std::to_string(rank()), std::vector<std::uint8_t>(text.begin(), text.end()));
+    for (int r = 0; r < world_size(); ++r) keys.push_back(base + std::to_string(r));
+    store->wait(keys, timeout_);
+    for (const auto& k : keys) {
+      auto v = store->get(k);
+      out.emplace_back(v.begin(), v.end());
+    }
+  } catch (const std::exception& e) {
+    throw world_->lost("exchanging " + key, e);
+  }
+  return out;
+}
+
+std::shared_ptr<ProcessGroup> init(Runtime& runtime, std::optional<Launch> launch) {
+  std::shared_ptr<ProcessGroup> pg(new ProcessGroup());
+  pg->launch_ = launch ? *launch : detect_launch();
+  const Launch& l = pg->launch_;
+  const Config& c = runtime.context().config();
+  pg->timeout_ = std::chrono::milliseconds(static_cast<std::int64_t>(*c.dist_timeout) * 1000);
+  Context& ctx = runtime.context();
+  if (l.world_size <= 1) {
+    pg->why_ = l.source;
+    ctx.record({"dist", "one process", l.launcher, l.source});
+    return pg;
+  }
+
+  // The backend: the plugin's answer, or the setting, which the device must support.
+  const DeviceInfo& info = runtime.device_handle()->info();
+  std::vector<std::string> offered;
+  if (auto it = info.capabilities.extra.find(kCollectivesKey); it != info.capabilities.extra.end()) {
+    std::stringstream ss(it->second);
+    for (std::string b; std::getline(ss, b, ',');)
+      if (!b.empty()) offered.push_back(b);
+  }
+  const std::string& want = *c.dist_backend;
+  std::string backend;
+  if (want == "auto") {
+    if (offered.empty())
+      throw DeviceUnavailableError(info.id + " takes no part in a data-parallel run: its plugin names no collective "
+                                   "backend (capability key \"collectives\")");
+    backend = offered.front();
+    pg->why_ = "the " + info.id + " plugin's collective backend (collectives = " + text::join(offered, ",") + ")";
+  } else {
+    if (std::find(offered.begin(), offered.end(), want) == offered.end())
+      throw DeviceUnavailableError("dist_backend = " + want + " (from " + c.dist_backend.from() + "): " + info.id +
+                                   " cannot use it; its plugin offers " +
+                                   (offered.empty() ? std::string("none") : text::join(offered, ", ")));
+    backend = want;
+    pg->why_ = "dist_backend = " + want + " (from " + c.dist_backend.from() + ")";
+  }
+  if (backend != "gloo")
+    throw DeviceUnavailableError("dist_backend " + backend + " on " + info.id +
+                                 ": this accelkit creates Gloo process groups only (NCCL groups live in a CUDA "
+                                 "LibTorch's libtorch_cuda, which the core does not link)");
+  pg->backend_ = backend;
+
+  try {
+    pg->world_ = std::make_unique<World>(l, pg->timeout_);
+  } catch (const std::exception& e) {
+    throw RankLostError("rank " + std::to_string(l.rank) + " of " + std::to_string(l.world_size) +
+                            ": the rendezvous at " + l.master_addr + ":" + std::to_string(l.master_port) +
+                            " failed within dist_timeout (" + std::to_string(*c.dist_timeout) + " s): " + error_text(e),
+                        {});
+  }
+  // The same accelkit and LibTorch on every rank, before anything else is exchanged.
+  const std::string mine = std::string("accelkit ") + ACCELKIT_VERSION_STRING + ", LibTorch " + TORCH_VERSION;
+  const auto all = pg->all_gather_text("versions", mine);
+  for (int r = 1; r < l.world_size; ++r)
+    if (all[static_cast<std::size_t>(r)] != all[0])
+      throw WorldMismatchError("rank " + std::to_string(r) + " runs " + all[static_cast<std::size_t>(r)] +
+                               " but rank 0 runs " + all[0] + ": every rank must run the same build");
+  try {
+    pg->world_->make_group();
+  } catch (const std::exception& e) {
+    throw pg->world_->lost("creating the Gloo process group", e);
+  }
+  ctx.record({"dist", std::to_string(l.world_size) + " ranks, " + backend, l.launcher,
+              "rank " + std::to_string(l.rank) + " (local " + std::to_string(l.local_rank) + " of " +
+                  std::to_string(l.local_world_size) + "), " + l.source + "; master " + l.master_addr + ":" +
+                  std::to_string(l.master_port) + "; backend: " + pg->why_});
+  spdlog::info("data-parallel: rank {} of {} ({}), backend {}", l.rank, l.world_size, l.launcher, backend);
+  runtime.join_data_parallel(l.local_world_size);
+  return pg;
+}
+
+}  // namespace dist
+
+// ---- the Runtime's part ------------------------------------------------------------------
+
+void Runtime::join_data_parallel(int local_ranks) {
+  // Every rank runs one configuration: a step tuner would time (and pick) per rank.
+  if (step_tuner_) {
+    step_tuner_.reset();
+    step_tuning_status_.state = StepTuningStatus::State::off;
+    step_tuning_status_.why = "off in a data-parallel run: every rank runs the same configuration";
+  }
+  if (!torch_device_.is_cpu() || local_ranks <= 1) return;
+  const Config& c = context_->config();
+  const std::uint32_t cores = device_->info().cores ? device_->info().cores : std::thread::hardware_concurrency();
+  if (c.threads.user_set()) {
+    if (static_cast<std::int64_t>(*c.threads) * local_ranks > static_cast<std::int64_t>(cores))
+      spdlog::warn("threads = {} (from {}) in each of {} ranks on {} cores: oversubscribed", *c.threads,
+                   c.threads.from(), local_ranks, cores);
+    return;
+  }
+  const int each = std::max(1, static_cast<int>(cores) / local_ranks);
+  current_.threads = each;
+  apply_plan(settings_request());
+  decide("threads", std::to_string(each), "data-parallel run",
+         std::to_string(cores) + " physical cores shared by " + std::to_string(local_ranks) +
+             " ranks on this host (no oversubscription)");
+}
+
+// ---- DataParallel ------------------------------------------------------------------------
+
+struct DataParallel::Engine {
+  std::vector<at::Tensor> params;
+  std::unique_ptr<c10d::Reducer> reducer;
+  std::int64_t first_bucket_bytes = 0;
+  bool find_unused = false;
+};
+
+namespace {
+std::string shapes_of(const std::vector<at::Tensor>& params) {
+  std::ostringstream s;
+  s << params.size() << " parameters:";
+  for (const auto& p : params) {
+    s << " " << c10::toString(p.scalar_type()) << "[";
+    for (int64_t i = 0; i < p.dim(); ++i) s << (i ? "," : "") << p.size(i);
+    s << "]";
+  }
+  return s.str();
+}
+}  // namespace
+
+DataParallel::DataParallel(Runtime& runtime, std::shared_ptr<dist::ProcessGroup> group, torch::nn::Module& module,
+                           DataParallelOptions options)
+    : group_(std::move(group)), engine_(std::make_unique<Engine>()) {
+  if (!group_) throw std::invalid_argument("DataParallel: no process group (call accelkit::dist::init first)");
+  for (auto& p : module.parameters())
+    if (p.requires_grad()) engine_->params.push_back(p);
+  bucket_bytes_ = options.bucket_bytes > 0
+                      ? options.bucket_bytes
+                      : static_cast<std::int64_t>(*runtime.context().config().dist_bucket_mb) << 20;
+  engine_->first_bucket_bytes = std::min(options.first_bucket_bytes, bucket_bytes_);
+  engine_->find_unused = options.find_unused_parameters;
+  if (group_->world_size() <= 1) return;
+
+  static int generation = 0;  // DataParallels are made in the same order on every rank
+  const std::string key = "model/" + std::to_string(generation++);
+  const std::string mine = shapes_of(engine_->params);
+  const auto all = group_->all_gather_text(key, mine);
+  for (int r = 1; r < group_->world_size(); ++r)
+    if (all[static_cast<std::size_t>(r)] != all[0])
+      throw dist::WorldMismatchError("rank " + std::to_string(r) + "'s model differs from rank 0's: " +
+                               text::shorten(all[static_cast<std::size_t>(r)], 200) + " vs " +
+                               text::shorten(all[0], 200));
+  // Rank 0's parameters and buffers, to every rank: one flat buffer per dtype.
+  at::NoGradGuard no_grad;
+  std::vector<at::Tensor> state = module.parameters();
+  for (auto& b : module.buffers()) state.push_back(b);
+  std::map<at::ScalarType, std::vector<at::Tensor>> by_dtype;
+  for (auto& t : state) by_dtype[t.scalar_type()].push_back(t);
+  for (auto& [dtype, ts] : by_dtype) {
+    std::vector<at::Tensor> flat;
+    for (auto& t : ts) flat.push_back(t.detach().reshape({-1}).to(at::kCPU));
+    std::vector<at::Tensor> one{at::cat(flat)};
+    group_->broadcast(one, 0);
+    std::int64_t at = 0;
+    for (auto& t : ts) {
+      t.copy_(one[0].narrow(0, at, t.numel()).view(t.sizes()));
+      at += t.numel();
+    }
+  }
+}
+
+DataParallel::~DataParallel() {
+  try {
+    engine_.reset();
+  } catch (const std::exception& e) {
+    spdlog::warn("DataParallel: the gradient reducer failed as it closed: {}", e.what());
+  }
+}
+
+void DataParallel::prepare_for_backward(const std::vector<at::Tensor>& outputs) {
+  if (group_->world_size() <= 1 || !sync_) return;
+  if (!engine_->reducer) {
+    // Made at the first synchronised step, so the buckets take the parameters' dtypes as the
+    // optimizer left them (master weights turn them bf16 after construction).
+    auto made = compat::make_reducer(engine_->params, group_->world()->group(), bucket_bytes_,
+                                     engine_->first_bucket_bytes, engine_->find_unused);
+    engine_->reducer = std::move(made.first);
+    buckets_ = made.second;
+  }
+  engine_->reducer->prepare_for_backward(outputs);
+}
+
+void DataParallel::backward(const at::Tensor& loss) {
+  prepare_for_backward({loss});
+  if (group_->world_size() <= 1) {
+    loss.backward();
+    return;
+  }
+  try {
+    loss.backward();
+  } catch (const std::exception& e) {
+    throw group_->world()->lost("the gradient all-reduce", e);
+  }
+}
+
+void DataParallel::attach(LossScaler& scaler) {
+  if (group_->world_size() <= 1) return;
+  std::weak_ptr<dist::ProcessGroup> weak = group_;
+  scaler.set_found_inf_agreement([weak](bool found) {
+    auto g = weak.lock();
+    if (!g) return found;
+    std::vector<at::Tensor> flag{at::full({1}, found ? 1.0F : 0.0F)};
+    g->all_reduce_sum(flag);
+    return flag[0].item<float>() > 0.0F;
+  });
+}
+
+}  // namespace accelkit

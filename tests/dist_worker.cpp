@@ -1,0 +1,114 @@
+// One rank of the data-parallel tests (distributed_test.cpp starts it, directly or through
+// mpirun): trains a small MLP with the fused AdamW under accelkit::DataParallel on the global
+// batch's shard for this rank in fp32 (precision = fp32: no autocast), and writes its final
+// parameters (raw fp32) to --out.
+//
+//   dist_worker --out FILE [--steps N] [--batch B] [--accumulate K] [--timeout S]
+//               [--inf-at STEP --inf-rank R] [--die-at STEP --die-rank R] [--wider-rank R]
+//
+// Every step's global batch comes from a generator seeded with the step number, the same in
+// every process; each rank starts from different random weights (DataParallel must broadcast
+// rank 0's). Prints "rank R of W threads T skipped K buckets N" on success. On a lost rank or
+// a mismatched world: the error on stderr, exit 3.
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <string>
+
+#include <torch/torch.h>
+
+#include "accelkit/accelkit.hpp"
+
+namespace {
+
+int arg_int(int argc, char** argv, const std::string& name, int def) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (argv[i] == name) return std::atoi(argv[i + 1]);
+  return def;
+}
+
+std::string arg_text(int argc, char** argv, const std::string& name) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (argv[i] == name) return argv[i + 1];
+  return "";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string out = arg_text(argc, argv, "--out");
+  const int steps = arg_int(argc, argv, "--steps", 20);
+  const int batch = arg_int(argc, argv, "--batch", 32);
+  const int accumulate = arg_int(argc, argv, "--accumulate", 1);
+  const int timeout = arg_int(argc, argv, "--timeout", 30);
+  const int inf_at = arg_int(argc, argv, "--inf-at", -1), inf_rank = arg_int(argc, argv, "--inf-rank", -1);
+  const int die_at = arg_int(argc, argv, "--die-at", -1), die_rank = arg_int(argc, argv, "--die-rank", -1);
+  const int wider_rank = arg_int(argc, argv, "--wider-rank", -1);
+  try {
+    accelkit::ContextOptions o;
+    o.settings.env = std::map<std::string, std::string>{};
+    o.settings.cli = {{"device", "cpu"}, {"precision", "fp32"}, {"dist_timeout", std::to_string(timeout)},
+                      {"log_level", "error"}};
+    o.loader.cli_paths = {ACCELKIT_TEST_PLUGIN_DIR};
+    o.loader.read_environment = false;
+    o.loader.include_default_dirs = false;
+    auto rt = accelkit::Runtime::start(o);
+    auto world = accelkit::dist::init(*rt);
+    const int rank = world->rank(), size = world->world_size();
+
+    torch::manual_seed(static_cast<std::uint64_t>(11 + 100 * rank));  // different on purpose
+    const int hidden = rank == wider_rank ? 65 : 64;
+    torch::nn::Sequential net(torch::nn::Linear(32, hidden), torch::nn::Tanh(), torch::nn::Linear(hidden, 64),
+                              torch::nn::Tanh(), torch::nn::Linear(64, 8));
+    accelkit::DataParallel dp(*rt, world, *net);
+    std::vector<at::Tensor> params = net->parameters();
+    accelkit::AdamWConfig adamw;
+    adamw.lr = 1e-2;
+    adamw.weight_decay = 0.01;
+    accelkit::OptimizerChoice choice = rt->make_adamw(params, adamw);
+    accelkit::LossScaler scaler(accelkit::LossScalerOptions{inf_at >= 0, 1024.0, 2.0, 0.5, 2000});
+    dp.attach(scaler);
+
+    const int shard = batch / size, micro = shard / accumulate;
+    for (int step = 0; step < steps; ++step) {
+      if (step == die_at && rank == die_rank) std::raise(SIGKILL);
+      auto gen = at::make_generator<at::CPUGeneratorImpl>(static_cast<std::uint64_t>(1000 + step));
+      at::Tensor x = at::randn({batch, 32}, gen), y = at::randn({batch, 8}, gen);
+      x = x.narrow(0, rank * shard, shard);
+      y = y.narrow(0, rank * shard, shard);
+      accelkit::zero_grad(*choice.optimizer);
+      for (int m = 0; m < accumulate; ++m) {
+        at::Tensor loss = torch::mse_loss(net->forward(x.narrow(0, m * micro, micro)), y.narrow(0, m * micro, micro));
+        loss = scaler.scale(loss / accumulate);
+        if (m + 1 < accumulate) {
+          auto guard = dp.no_sync();
+          dp.backward(loss);
+        } else {
+          dp.backward(loss);
+        }
+      }
+      if (step == inf_at && rank == inf_rank) {
+        at::NoGradGuard g;
+        params[0].grad().view({-1})[0] = std::numeric_limits<float>::infinity();
+      }
+      scaler.step(*choice.optimizer);
+    }
+    at::Tensor flat = at::cat([&] {
+      std::vector<at::Tensor> f;
+      for (auto& p : params) f.push_back(p.detach().reshape({-1}).to(at::kFloat).contiguous());
+      return f;
+    }());
+    std::ofstream(out, std::ios::binary)
+        .write(static_cast<const char*>(flat.data_ptr()), static_cast<std::streamsize>(flat.numel() * 4));
+    std::printf("rank %d of %d threads %d skipped %lld buckets %zu\n", rank, size, at::get_num_threads(),
+                static_cast<long long>(scaler.skipped_steps()), dp.buckets());
+    std::fflush(stdout);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    std::fflush(stderr);
+    std::_Exit(3);  // the process group's threads may still wait on the lost rank
+  }
+}

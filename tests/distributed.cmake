@@ -1,0 +1,9 @@
+# Data-parallel training: the launchers' environments (a table), and real processes training
+# over c10d's Gloo on loopback (the worker below), started directly and through mpirun.
+add_executable(accelkit_dist_worker dist_worker.cpp)
+target_link_libraries(accelkit_dist_worker PRIVATE accelkit::core)
+target_compile_definitions(accelkit_dist_worker PRIVATE ACCELKIT_TEST_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}")
+accelkit_warnings(accelkit_dist_worker)
+accelkit_add_test(distributed_test SOURCES distributed_test.cpp LINK accelkit::core GROUP runtime)
+target_compile_definitions(${distributed_test_target} PRIVATE ACCELKIT_DIST_WORKER="$<TARGET_FILE:accelkit_dist_worker>")
+add_dependencies(${distributed_test_target} accelkit_dist_worker accelkit-plugin-cpu)

@@ -1,0 +1,375 @@
+// Data-parallel training (distributed.hpp): the launchers' environments, and real processes
+// (tests/dist_worker.cpp) training over c10d's Gloo on loopback: 2 ranks equal 1 rank with the
+// whole batch, no_sync accumulation, the loss scaler's agreement, a rank killed mid-run, a
+// mismatched model, and a run under a real mpirun where one is installed.
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "accelkit/distributed.hpp"
+#include "test_support.hpp"
+
+extern char** environ;
+
+namespace distributed_suite {
+
+using accelkit::dist::detect_launch;
+using accelkit::dist::first_slurm_host;
+using accelkit::dist::Launch;
+using accelkit::dist::LaunchError;
+using accelkit::test::TempDir;
+
+accelkit::dist::EnvReader env_of(std::map<std::string, std::string> vars) {
+  return [vars](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    return it == vars.end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
+}
+
+TEST_CASE("each launcher's environment gives rank, world, local rank and master") {
+  struct Row {
+    const char* what;
+    std::map<std::string, std::string> env;
+    Launch want;
+  };
+  const std::vector<Row> rows = {
+      {"nothing", {}, {"none", 0, 1, 0, 1, "", 0, false, ""}},
+      {"torchrun",
+       {{"RANK", "3"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "4"}, {"MASTER_ADDR", "n01"},
+        {"MASTER_PORT", "29400"}},
+       {"torchrun", 3, 8, 1, 4, "n01", 29400, false, ""}},
+      {"torchrun, one host, no LOCAL_WORLD_SIZE",
+       {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "2"}},
+       {"torchrun", 1, 2, 1, 2, "127.0.0.1", 2, false, ""}},
+      {"slurm",
+       {{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "1"}, {"SLURM_TASKS_PER_NODE", "4(x2)"},
+        {"SLURM_JOB_NODELIST", "gpu[07-08]"}, {"SLURM_JOB_ID", "123456"}},
+       {"slurm", 5, 8, 1, 4, "gpu07", 23456, false, ""}},
+      {"slurm with MASTER_ADDR/PORT",
+       {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"}, {"SLURM_NTASKS_PER_NODE", "1"},
+        {"SLURM_JOB_NODELIST", "a,b"}, {"MASTER_ADDR", "b"}, {"MASTER_PORT", "40000"}},
+       {"slurm", 0, 2, 0, 1, "b", 40000, false, ""}},
+      {"open mpi, one host",
+       {{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+        {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}},
+       {"openmpi", 1, 2, 1, 2, "127.0.0.1", 29500, false, ""}},
+      {"mpich / pmi",
+       {{"PMI_RANK", "2"}, {"PMI_SIZE", "4"}, {"MPI_LOCALRANKID", "0"}, {"MPI_LOCALNRANKS", "1"},
+        {"MASTER_ADDR", "head"}},
+       {"pmi", 2, 4, 0, 1, "head", 29500, false, ""}},
+      {"torchrun, its agent hosting the store",
+       {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "29400"},
+        {"TORCHELASTIC_USE_AGENT_STORE", "True"}},
+       {"torchrun", 1, 2, 1, 2, "h", 29400, true, ""}},
+      {"torchrun wins over an outer slurm",
+       {{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}},
+       {"torchrun", 0, 1, 0, 1, "127.0.0.1", 29500, false, ""}},
+  };
+  for (const auto& row : rows) {
+    CAPTURE(row.what);
+    const Launch got = detect_launch(env_of(row.env));
+    CHECK(got.launcher == row.want.launcher);
+    CHECK(got.rank == row.want.rank);
+    CHECK(got.world_size == row.want.world_size);
+    CHECK(got.local_rank == row.want.local_rank);
+    CHECK(got.local_world_size == row.want.local_world_size);
+    CHECK(got.master_addr == row.want.master_addr);
+    CHECK(got.master_port == row.want.master_port);
+    CHECK(got.store_hosted == row.want.store_hosted);
+    CHECK(!got.source.empty());
+  }
+}
+
+TEST_CASE("a launcher's unusable variables are refused with the variable named") {
+  const std::vector<std::pair<std::map<std::string, std::string>, std::string>> bad = {
+      {{{"RANK", "2"}, {"WORLD_SIZE", "2"}}, "RANK=2 is not below WORLD_SIZE=2"},
+      {{{"RANK", "x"}, {"WORLD_SIZE", "2"}}, "RANK=x"},
+      {{{"RANK", "0"}}, "WORLD_SIZE is not"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "70000"}}, "MASTER_PORT=70000"},
+      {{{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}},
+       "set MASTER_ADDR"},
+      {{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_JOB_NODELIST", "n[1-"}}, "not a Slurm node list"},
+  };
+  for (const auto& [env, words] : bad) {
+    CAPTURE(words);
+    try {
+      detect_launch(env_of(env));
+      FAIL("accepted");
+    } catch (const LaunchError& e) {
+      CHECK(std::string(e.what()).find(words) != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("the first host of a Slurm node list") {
+  CHECK(first_slurm_host("node07") == "node07");
+  CHECK(first_slurm_host("a,b") == "a");
+  CHECK(first_slurm_host("node[07-09,12],gpu01") == "node07");
+  CHECK(first_slurm_host("rack1-n[003-004]") == "rack1-n003");
+  CHECK(first_slurm_host("x[5]") == "x5");
+  CHECK_THROWS_AS(first_slurm_host(""), LaunchError);
+  CHECK_THROWS_AS(first_slurm_host("n[a-b]"), LaunchError);
+  CHECK_THROWS_AS(first_slurm_host("n]1["), LaunchError);
+}
+
+// ---- real processes ------------------------------------------------------------------------
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  socklen_t len = sizeof a;
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+struct Proc {
+  pid_t pid = -1;
+  std::string out, err;
+  int status = -1;
+  double seconds = 0;
+};
+
+// Starts `argv` with the current environment less any launcher's variables, plus `extra`.
+Proc spawn(const std::vector<std::string>& args, const std::map<std::string, std::string>& extra, const TempDir& dir,
+           const std::string& name) {
+  static const char* launcher_vars[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
+                                        "MASTER_PORT", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"};
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    const std::string kv(*e);
+    const std::string key = kv.substr(0, kv.find('='));
+    bool drop = false;
+    for (const char* v : launcher_vars) drop = drop || key == v;
+    if (!drop) env.push_back(kv);
+  }
+  for (const auto& [k, v] : extra) env.push_back(k + "=" + v);
+  std::vector<char*> argv, envp;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  Proc p;
+  p.out = (dir.path() / (name + ".out")).string();
+  p.err = (dir.path() / (name + ".err")).string();
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, p.out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&fa, 2, p.err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  const int rc = posix_spawn(&p.pid, args[0].c_str(), &fa, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  REQUIRE_MESSAGE(rc == 0, "posix_spawn " << args[0] << ": " << std::strerror(rc));
+  return p;
+}
+
+// Waits for every process, at most `limit` seconds in all; kills what is left then.
+void wait_all(std::vector<Proc>& ps, double limit) {
+  const auto start = std::chrono::steady_clock::now();
+  std::size_t left = ps.size();
+  while (left > 0) {
+    for (auto& p : ps) {
+      if (p.status != -1) continue;
+      int st = 0;
+      if (::waitpid(p.pid, &st, WNOHANG) == p.pid) {
+        p.status = st;
+        p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        --left;
+      }
+    }
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > limit) {
+      for (auto& p : ps)
+        if (p.status == -1) {
+          ::kill(p.pid, SIGKILL);
+          ::waitpid(p.pid, &p.status, 0);
+          p.seconds = limit;
+        }
+      FAIL("processes still running after " << limit << " s");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+std::vector<float> floats(const std::string& path) {
+  const std::string bytes = slurp(path);
+  std::vector<float> v(bytes.size() / 4);
+  std::memcpy(v.data(), bytes.data(), v.size() * 4);
+  return v;
+}
+
+bool exited_ok(const Proc& p) { return WIFEXITED(p.status) && WEXITSTATUS(p.status) == 0; }
+
+struct Run {
+  std::vector<Proc> procs;
+  std::vector<std::string> outs;  // parameter files by rank
+};
+
+// `ranks` workers with torchrun's variables (1: no launcher at all).
+Run run_workers(const TempDir& dir, const std::string& tag, int ranks, std::vector<std::string> args,
+                double limit = 120) {
+  Run r;
+  const std::string port = std::to_string(free_port());
+  for (int rank = 0; rank < ranks; ++rank) {
+    const std::string out = (dir.path() / (tag + "-" + std::to_string(rank) + ".bin")).string();
+    std::vector<std::string> a{ACCELKIT_DIST_WORKER, "--out", out};
+    a.insert(a.end(), args.begin(), args.end());
+    std::map<std::string, std::string> env;
+    if (ranks > 1)
+      env = {{"RANK", std::to_string(rank)}, {"WORLD_SIZE", std::to_string(ranks)},
+             {"LOCAL_RANK", std::to_string(rank)}, {"LOCAL_WORLD_SIZE", std::to_string(ranks)},
+             {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", port}};
+    r.procs.push_back(spawn(a, env, dir, tag + "-" + std::to_string(rank)));
+    r.outs.push_back(out);
+  }
+  wait_all(r.procs, limit);
+  return r;
+}
+
+void require_ok(const Run& r) {
+  for (const auto& p : r.procs) {
+    INFO("stderr: " << slurp(p.err) << " stdout: " << slurp(p.out));
+    REQUIRE(exited_ok(p));
+  }
+}
+
+// max |a - b| / max |b|: the parameters' difference relative to their scale. (Element by
+// element it is not a measure of the reduction: AdamW moves a weight by about lr * sign(g),
+// and a gradient within rounding of zero may take either sign in sums of different order.)
+double max_relative(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  double diff = 0, scale = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::abs(double(a[i]) - double(b[i])));
+    scale = std::max(scale, std::abs(double(b[i])));
+  }
+  return diff / scale;
+}
+
+TEST_CASE("2 ranks with half the batch each equal 1 rank with all of it; the ranks agree bit for bit") {
+  TempDir dir("accelkit-dist");
+  Run one = run_workers(dir, "one", 1, {"--steps", "20", "--batch", "32"});
+  require_ok(one);
+  Run two = run_workers(dir, "two", 2, {"--steps", "20", "--batch", "32"});
+  require_ok(two);
+  const auto ref = floats(one.outs[0]), r0 = floats(two.outs[0]), r1 = floats(two.outs[1]);
+  REQUIRE(ref.size() == 32 * 64 + 64 + 64 * 64 + 64 + 64 * 8 + 8);
+  CHECK(r0 == r1);
+  const double rel = max_relative(r0, ref);
+  MESSAGE("20 AdamW steps, 2 ranks vs 1: max relative difference " << rel);
+  CHECK(rel < 1e-5);
+  // The reference moved away from its start, so equality is not trivial.
+  Run still = run_workers(dir, "still", 1, {"--steps", "0"});
+  require_ok(still);
+  CHECK(max_relative(floats(still.outs[0]), ref) > 1e-2);
+  // 2 ranks on this host share its cores.
+  const std::string says = slurp(two.procs[0].out);
+  INFO(says);
+  const unsigned cores = std::thread::hardware_concurrency();
+  if (cores >= 2) CHECK(says.find("threads " + std::to_string(cores / 2) + " ") != std::string::npos);
+  CHECK(says.find("rank 0 of 2") != std::string::npos);
+}
+
+TEST_CASE("no_sync accumulation over 2 micro-batches equals the unaccumulated batch") {
+  TempDir dir("accelkit-dist");
+  Run one = run_workers(dir, "one", 1, {"--steps", "10", "--batch", "32"});
+  require_ok(one);
+  Run acc = run_workers(dir, "acc", 2, {"--steps", "10", "--batch", "32", "--accumulate", "2"});
+  require_ok(acc);
+  const auto ref = floats(one.outs[0]), r0 = floats(acc.outs[0]), r1 = floats(acc.outs[1]);
+  CHECK(r0 == r1);
+  const double rel = max_relative(r0, ref);
+  MESSAGE("no_sync x2 vs one batch: max relative difference " << rel);
+  CHECK(rel < 1e-5);
+}
+
+TEST_CASE("a gradient overflow on one rank makes every rank skip that step") {
+  TempDir dir("accelkit-dist");
+  Run r = run_workers(dir, "inf", 2, {"--steps", "6", "--inf-at", "3", "--inf-rank", "1"});
+  require_ok(r);
+  CHECK(slurp(r.procs[0].out).find("skipped 1 ") != std::string::npos);
+  CHECK(slurp(r.procs[1].out).find("skipped 1 ") != std::string::npos);
+  CHECK(floats(r.outs[0]) == floats(r.outs[1]));
+}
+
+TEST_CASE("a rank killed mid-run: the survivor stops within the timeout and names it") {
+  TempDir dir("accelkit-dist");
+  Run r = run_workers(dir, "kill", 2, {"--steps", "200", "--die-at", "5", "--die-rank", "1", "--timeout", "20"}, 60);
+  CHECK(WIFSIGNALED(r.procs[1].status));
+  const std::string err = slurp(r.procs[0].err);
+  INFO(err);
+  CHECK(WIFEXITED(r.procs[0].status));
+  CHECK(WEXITSTATUS(r.procs[0].status) == 3);
+  CHECK(err.find("rank 1 of 2 is lost") != std::string::npos);
+  CHECK(r.procs[0].seconds < 40);
+}
+
+TEST_CASE("ranks with different models are refused before training") {
+  TempDir dir("accelkit-dist");
+  Run r = run_workers(dir, "wide", 2, {"--steps", "3", "--wider-rank", "1"});
+  for (const auto& p : r.procs) {
+    const std::string err = slurp(p.err);
+    INFO(err);
+    CHECK(WIFEXITED(p.status));
+    CHECK(WEXITSTATUS(p.status) == 3);
+    CHECK(err.find("rank 1's model differs from rank 0's") != std::string::npos);
+  }
+}
+
+TEST_CASE("under a real mpirun (Open MPI's environment)") {
+  const char* candidates[] = {"/usr/bin/mpirun", "/usr/local/bin/mpirun"};
+  std::string mpirun;
+  for (const char* c : candidates)
+    if (::access(c, X_OK) == 0) mpirun = c;
+  if (mpirun.empty()) {
+    MESSAGE("skipped: no mpirun installed (Debian's openmpi-bin provides one)");
+    return;
+  }
+  TempDir dir("accelkit-dist");
+  Run one = run_workers(dir, "one", 1, {"--steps", "5", "--batch", "32"});
+  require_ok(one);
+  // Each rank writes its own file, named by the rank mpirun gave it.
+  std::vector<Proc> ps;
+  const std::string port = std::to_string(free_port());
+  ps.push_back(spawn({mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "2", "-x", "MASTER_PORT=" + port,
+                      "sh", "-c",
+                      std::string(ACCELKIT_DIST_WORKER) + " --steps 5 --batch 32 --out " +
+                          (dir.path() / "mpi-").string() + "$OMPI_COMM_WORLD_RANK.bin"},
+                     {{"OMPI_MCA_plm_rsh_agent", ""}}, dir, "mpirun"));
+  wait_all(ps, 120);
+  INFO("stdout: " << slurp(ps[0].out) << " stderr: " << slurp(ps[0].err));
+  REQUIRE(exited_ok(ps[0]));
+  const auto r0 = floats((dir.path() / "mpi-0.bin").string()), r1 = floats((dir.path() / "mpi-1.bin").string());
+  CHECK(r0 == r1);
+  CHECK(max_relative(r0, floats(one.outs[0])) < 1e-5);
+  CHECK(slurp(ps[0].out).find("rank 1 of 2") != std::string::npos);
+}
+
+}  // namespace distributed_suite
