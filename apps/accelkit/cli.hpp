@@ -46,6 +46,8 @@ struct Invocation {
   bool csv = false;                // monitor --csv
   bool all = false;                // monitor --all: every device the plugins list
   bool resume = false;             // train --resume
+  int nproc_per_node = 0;          // train --nproc-per-node N: N local data-parallel workers
+  std::vector<std::string> argv;   // the command line as given (train --nproc-per-node reruns it)
   std::string model = "mlp";       // bench --model
   std::string report_model;        // report --model FILE ("" = none)
   bool measure = false;            // report --model FILE --measure
@@ -84,5 +86,7 @@ int verb_monitor(const Invocation& inv, const Context& ctx);
 // bench and train start their own Runtime (verb_bench.cpp, verb_train.cpp).
 int verb_bench(const Invocation& inv);
 int verb_train(const Invocation& inv);
+// train --nproc-per-node N outside any launcher: runs N workers of this command (train_launch.cpp).
+int launch_local_workers(const Invocation& inv);
 
 }  // namespace accelkit::cli

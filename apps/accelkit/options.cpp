@@ -33,7 +33,8 @@ constexpr VerbDoc kVerbs[] = {
      "sample the selected device's sensors (--all: every device's)"},
     {"bench", "bench [--model M|FILE --input SHAPE...] [--mode infer|train] [--steps N] [--vs-tuned] [--vs-eager] [--quantize int8] [--data-ms MS] [--wait-quiet[=S]] [--trace FILE] [--json]",
      "time a training step or your model: accelkit vs plain LibTorch"},
-    {"train", "train --config FILE [--resume] [--trace FILE] [--json]", "train the example model ([train] table in FILE)"},
+    {"train", "train --config FILE [--resume] [--nproc-per-node N] [--trace FILE] [--json]",
+     "train the example model ([train] table in FILE)"},
     {"help", "help [VERB | settings]", "this text, one verb's, or every setting as a table"},
 };
 
@@ -127,7 +128,9 @@ po::options_description verb_options() {
       ("trace", po::value<std::string>()->value_name("FILE"),
        "bench, train: write a Chrome/Perfetto trace of a few steps (bench: 5 of accelkit's after the timed ones; "
        "train: steps 2-6) through LibTorch's profiler and print the top operations by self time and by memory")
-      ("resume", po::bool_switch(), "train: continue from the newest valid checkpoint");
+      ("resume", po::bool_switch(), "train: continue from the newest valid checkpoint")
+      ("nproc-per-node", po::value<int>()->value_name("N"),
+       "train: run N data-parallel workers on this machine (torchrun's variables; rank 0 reports and checkpoints)");
   return d;
 }
 
@@ -183,6 +186,7 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   pos.add("verb", 1).add("operands", -1);
 
   po::variables_map vm;
+  std::vector<std::string> given(argv, argv + argc);
   try {
     po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
     po::notify(vm);
@@ -191,6 +195,7 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   }
 
   Invocation inv;
+  inv.argv = std::move(given);
   if (vm.count("verb")) inv.verb = vm["verb"].as<std::string>();
   if (vm.count("operands")) inv.operands = vm["operands"].as<std::vector<std::string>>();
   inv.help = flag(vm, "help");
@@ -224,6 +229,7 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   if (vm.count("interval")) inv.interval = vm["interval"].as<double>();
   if (vm.count("count")) inv.count = vm["count"].as<long long>();
   inv.resume = flag(vm, "resume");
+  if (vm.count("nproc-per-node")) inv.nproc_per_node = vm["nproc-per-node"].as<int>();
   inv.vs_tuned = flag(vm, "vs-tuned");
   inv.vs_eager = flag(vm, "vs-eager");
   if (vm.count("model")) inv.model = inv.report_model = vm["model"].as<std::string>();
@@ -266,6 +272,9 @@ Invocation parse_command_line(int argc, const char* const* argv) {
     throw UsageError("--model is an option of 'bench' and 'report', not of '" +
                      (inv.verb.empty() ? std::string("(no verb)") : inv.verb) + "'");
   only_for(vm, "resume", inv.verb, "train");
+  only_for(vm, "nproc-per-node", inv.verb, "train");
+  if (vm.count("nproc-per-node") && (inv.nproc_per_node < 1 || inv.nproc_per_node > 1024))
+    throw UsageError("--nproc-per-node must be from 1 to 1024");
   if (inv.csv && inv.json) throw UsageError("--csv and --json cannot be combined");
   if (!(std::isfinite(inv.interval) && inv.interval > 0 && inv.interval <= 86400))
     throw UsageError("--interval must be a number of seconds in (0, 86400]");

@@ -1,4 +1,4 @@
-// accelkit train [--config file.toml] [--resume] [--json]: the example trainer (core's
+// accelkit train [--config file.toml] [--resume] [--nproc-per-node N] [--json]: the example trainer (core's
 // Trainer) with a progress bar on a terminal, plain log lines otherwise, JSON lines with
 // --json.
 //
@@ -26,6 +26,7 @@
 #include <string>
 
 #include "accelkit/checkpoint.hpp"
+#include "accelkit/distributed.hpp"
 #include "accelkit/sdk/device.hpp"
 #include "accelkit/readings.hpp"
 #include "accelkit/sdk/monitor.hpp"
@@ -226,11 +227,39 @@ std::string data_line(int prefetch, double wait_ms, double produce_ms, double st
   return out.str();
 }
 
+// Ranks other than 0 of a data-parallel run say nothing while they train (rank 0 reports for
+// the run); their errors are still printed, after this is gone.
+class QuietRank {
+ public:
+  explicit QuietRank(bool quiet) : quiet_(quiet) {
+    if (!quiet_) return;
+    out_ = std::cout.rdbuf(nullptr);
+    err_ = std::cerr.rdbuf(nullptr);
+  }
+  ~QuietRank() {
+    if (!quiet_) return;
+    std::cout.rdbuf(out_);
+    std::cerr.rdbuf(err_);
+    std::cout.clear();
+    std::cerr.clear();
+  }
+  QuietRank(const QuietRank&) = delete;
+  QuietRank& operator=(const QuietRank&) = delete;
+
+ private:
+  bool quiet_;
+  std::streambuf* out_ = nullptr;
+  std::streambuf* err_ = nullptr;
+};
+
 int train(const Invocation& inv) {
   const bool json = inv.json;
   std::optional<StepTrace> trace;  // --trace: refuses a path it cannot write before anything runs
   if (!inv.trace.empty()) trace.emplace(inv.trace);
   auto rt = Runtime::start(inv.context_options());
+  // Under a launcher (torchrun, srun, mpirun, --nproc-per-node): one rank of a data-parallel run.
+  std::shared_ptr<dist::ProcessGroup> group = dist::init(*rt);
+  QuietRank quiet(!group->is_main());
   TrainConfig config = train_config_from(rt->context().settings());
   if (inv.batch > 0) {
     config.batch_size = inv.batch;
@@ -244,9 +273,12 @@ int train(const Invocation& inv) {
   if (config.batch_auto)
     std::cerr << "accelkit train: finding the largest batch that fits " << rt->device_handle()->info().id
               << (config.batch_max > 0 ? " (at most " + std::to_string(config.batch_max) + ")" : std::string()) << "...\n";
-  Trainer trainer(*rt, config, [json](const BatchTrial& t) {
-    if (!json) std::cerr << "  " << batch_trial_line(t) << '\n';
-  });
+  Trainer trainer(
+      *rt, config,
+      [json](const BatchTrial& t) {
+        if (!json) std::cerr << "  " << batch_trial_line(t) << '\n';
+      },
+      group);
   config = trainer.config();
   const DeviceInfo& device = rt->device_handle()->info();
   Thermometer thermometer(rt->device_handle());
@@ -268,6 +300,9 @@ int train(const Invocation& inv) {
   }
   std::cerr << "accelkit train: " << device.id << " (" << device.name << "), " << model << ", batch "
             << config.batch_size
+            << (group->world_size() > 1 ? " over " + std::to_string(group->world_size()) + " ranks (" +
+                                              group->launch().launcher + ", " + group->backend() + ")"
+                                        : std::string())
             << (config.micro_batches > 1 ? " in " + std::to_string(config.micro_batches) + " micro-batches" : "")
             << ", " << config.steps << " steps, " << checkpoint_plan(config) << '\n';
 
@@ -368,8 +403,18 @@ int train(const Invocation& inv) {
 }  // namespace
 
 int verb_train(const Invocation& inv) {
+  if (inv.nproc_per_node > 1 && !std::getenv("RANK")) return launch_local_workers(inv);
   try {
     return train(inv);
+  } catch (const dist::LaunchError& e) {
+    std::cerr << "accelkit train: launcher: " << e.what() << '\n';
+    return kExitUsage;
+  } catch (const dist::RankLostError& e) {
+    std::cerr << "accelkit train: " << e.what() << '\n';
+    return kExitFailure;
+  } catch (const dist::WorldMismatchError& e) {
+    std::cerr << "accelkit train: " << e.what() << '\n';
+    return kExitFailure;
   } catch (const SettingsError& e) {
     std::cerr << "accelkit: " << e.what() << '\n';
     return kExitUsage;

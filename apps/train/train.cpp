@@ -14,6 +14,7 @@
 #include <torch/version.h>
 
 #include "accelkit/checkpoint.hpp"
+#include "accelkit/distributed.hpp"
 #include "accelkit/prefetch.hpp"
 #include "accelkit/run_metrics.hpp"
 #include "accelkit/runtime.hpp"
@@ -123,9 +124,19 @@ struct Trainer::State {
   std::unique_ptr<GradAccumulator> accumulator;
   std::int64_t step = 0;  // steps completed
   std::optional<BatchDecision> batch_decision;
+  // A data-parallel run: each rank trains on its shard of every batch through `dp`.
+  std::shared_ptr<dist::ProcessGroup> group;
+  std::unique_ptr<DataParallel> dp;
+  int world = 1;
+  int rank = 0;
 
-  State(Runtime& runtime, TrainConfig config, const std::function<void(const BatchTrial&)>& on_batch_trial)
-      : rt(runtime), cfg(std::move(config)) {
+  State(Runtime& runtime, TrainConfig config, const std::function<void(const BatchTrial&)>& on_batch_trial,
+        std::shared_ptr<dist::ProcessGroup> process_group)
+      : rt(runtime), cfg(std::move(config)), group(std::move(process_group)) {
+    if (group) {
+      world = group->world_size();
+      rank = group->rank();
+    }
     // read_train_config() validated a file's values; this covers a config built in code.
     if (cfg.steps < 1 || cfg.batch_size < 1 || cfg.micro_batches < 1 || cfg.width < 1 || cfg.depth < 1 ||
         cfg.outputs < 1 || !(cfg.lr > 0) || !(cfg.weight_decay >= 0) || cfg.seed < 0 || cfg.log_every < 1 ||
@@ -135,6 +146,18 @@ struct Trainer::State {
     if (cfg.batch_size % cfg.micro_batches != 0)
       throw SettingsError("train.micro_batches (" + std::to_string(cfg.micro_batches) + ") must divide batch_size (" +
                           std::to_string(cfg.batch_size) + ")");
+    if (world > 1) {
+      if (cfg.batch_auto)
+        throw SettingsError("--batch auto in a data-parallel run: the ranks would measure apart; set --batch (the "
+                            "global batch, split between " + std::to_string(world) + " ranks)");
+      if (*rt.context().config().autotune)
+        throw SettingsError("autotune in a data-parallel run: the ranks would tune apart; tune in one process first "
+                            "(the decision is cached) or train with autotune = false");
+      if (cfg.batch_size % (world * cfg.micro_batches) != 0)
+        throw SettingsError("batch_size " + std::to_string(cfg.batch_size) + " does not split into " +
+                            std::to_string(world) + " ranks x " + std::to_string(cfg.micro_batches) +
+                            " micro-batches");
+    }
     teacher = make_mlp(cfg, teacher_width(cfg));
     init_mlp(teacher, stream_seed(cfg.seed, Stream::teacher), true);
     for (auto& p : teacher->parameters()) p.requires_grad_(false);
@@ -204,11 +227,13 @@ struct Trainer::State {
     init_mlp(student, stream_seed(cfg.seed, Stream::student), false);
     rt.prepare(*student);
     student->train();
+    if (world > 1) dp = std::make_unique<DataParallel>(rt, group, *student);  // before the optimizer's copies
     AdamWConfig adamw;
     adamw.lr = cfg.lr;
     adamw.weight_decay = cfg.weight_decay;
     opt = rt.make_adamw(student->parameters(), adamw);
     scaler = rt.make_loss_scaler();
+    if (dp) dp->attach(scaler);
     accumulator = std::make_unique<GradAccumulator>(static_cast<int>(cfg.micro_batches));
     step = 0;
   }
@@ -235,7 +260,8 @@ struct Trainer::State {
   // One optimizer step over micro_batches micro-batches; returns the mean loss (detached,
   // on the device).
   at::Tensor train_step(const at::Tensor& input_on_device) {
-    auto [x, y] = label(input_on_device);
+    const std::int64_t shard = cfg.batch_size / world;  // this rank's rows of the batch
+    auto [x, y] = label(world > 1 ? input_on_device.narrow(0, rank * shard, shard) : input_on_device);
     zero_grad(*opt.optimizer);
     auto xs = x.chunk(cfg.micro_batches);
     auto ys = y.chunk(cfg.micro_batches);
@@ -252,7 +278,15 @@ struct Trainer::State {
         at::Tensor out = student->forward(xs[i]);
         loss = torch::mse_loss(out.to(at::kFloat), ys[i]);
       }
-      scaler.scale(accumulator->scale(loss)).backward();
+      at::Tensor scaled = scaler.scale(accumulator->scale(loss));
+      if (!dp) {
+        scaled.backward();
+      } else if (i + 1 < xs.size()) {
+        auto local = dp->no_sync();  // accumulate; the last micro-batch's backward all-reduces the sum
+        dp->backward(scaled);
+      } else {
+        dp->backward(scaled);
+      }
       total = total.defined() ? total + loss.detach() : loss.detach();
       if (accumulator->boundary()) scaler.step(*opt.optimizer);
     }
@@ -364,8 +398,9 @@ struct Trainer::State {
   }
 };
 
-Trainer::Trainer(Runtime& runtime, TrainConfig config, std::function<void(const BatchTrial&)> on_batch_trial)
-    : state_(std::make_unique<State>(runtime, std::move(config), on_batch_trial)) {}
+Trainer::Trainer(Runtime& runtime, TrainConfig config, std::function<void(const BatchTrial&)> on_batch_trial,
+                 std::shared_ptr<dist::ProcessGroup> group)
+    : state_(std::make_unique<State>(runtime, std::move(config), on_batch_trial, std::move(group))) {}
 Trainer::~Trainer() = default;
 
 const TrainConfig& Trainer::config() const noexcept { return state_->cfg; }
@@ -382,12 +417,17 @@ TrainResult Trainer::run(const TrainOptions& options) {
     result.warnings.push_back(std::move(msg));
   };
 
+  // In a data-parallel run rank 0 alone writes (checkpoints, metrics, report); every rank
+  // reads the checkpoints to resume.
+  const bool writer = s.rank == 0;
   std::optional<CheckpointDir> dir;
   if (!cfg.checkpoint_dir.empty()) {
     dir.emplace(cfg.checkpoint_dir);
-    dir->lock();
-    for (const auto& stale : dir->remove_stale_temp_files())
-      warn("removed " + stale + ", left by an interrupted checkpoint write");
+    if (writer) {
+      dir->lock();
+      for (const auto& stale : dir->remove_stale_temp_files())
+        warn("removed " + stale + ", left by an interrupted checkpoint write");
+    }
   }
   const std::vector<CheckpointFile> existing = dir ? dir->list() : std::vector<CheckpointFile>{};
 
@@ -455,7 +495,7 @@ TrainResult Trainer::run(const TrainOptions& options) {
   // the training.
   std::optional<MetricsWriter> metrics;
   std::vector<StepMetrics> unwritten;  // steps whose loss is still on the device
-  if (dir) {
+  if (dir && writer) {
     try {
       // A fresh run does not continue another run's metrics: an earlier file is kept aside.
       namespace fs = std::filesystem;
@@ -542,7 +582,12 @@ TrainResult Trainer::run(const TrainOptions& options) {
     }
     if (auto memory = s.rt.device_handle()->memory(); memory.ok()) progress.memory_bytes = memory.value().in_use;
     const bool last = s.step == cfg.steps;
-    const bool stop = (options.stop && options.stop->load()) || guard_stop;
+    bool stop = (options.stop && options.stop->load()) || guard_stop;
+    if (s.world > 1) {  // every rank stops after the same step, or the others would wait for it
+      std::vector<at::Tensor> flag{at::full({1}, stop ? 1.0 : 0.0, at::kDouble)};
+      s.group->all_reduce_sum(flag);
+      stop = flag[0].item<double>() > 0;
+    }
     const bool log = s.step % cfg.log_every == 0 || last || stop;
     if (metrics) {
       StepMetrics m;
@@ -562,6 +607,11 @@ TrainResult Trainer::run(const TrainOptions& options) {
     if (log) {
       at::Tensor values = at::stack(pending).to(at::kCPU, at::kDouble);
       pending.clear();
+      if (s.world > 1) {  // the loss of the whole batch: the mean of the ranks' shards
+        std::vector<at::Tensor> all{values.contiguous()};
+        s.group->all_reduce_sum(all);
+        values = all[0] / static_cast<double>(s.world);
+      }
       const double* v = values.data_ptr<double>();
       for (std::int64_t i = 0; i < values.numel() && i < static_cast<std::int64_t>(unwritten.size()); ++i)
         unwritten[static_cast<std::size_t>(static_cast<std::int64_t>(unwritten.size()) - values.numel() + i)].loss = v[i];
@@ -586,7 +636,7 @@ TrainResult Trainer::run(const TrainOptions& options) {
     progress.eta_s = progress.steps_per_s > 0 ? static_cast<double>(cfg.steps - s.step) / progress.steps_per_s : 0;
     result.end_step = s.step;
     result.train_ms = progress.elapsed_s * 1e3;
-    if (dir && (last || stop || (cfg.checkpoint_every > 0 && s.step % cfg.checkpoint_every == 0))) save();
+    if (dir && writer && (last || stop || (cfg.checkpoint_every > 0 && s.step % cfg.checkpoint_every == 0))) save();
     if (options.on_step) options.on_step(progress);
     if (stop && !last) {
       result.interrupted = true;

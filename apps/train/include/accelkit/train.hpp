@@ -28,6 +28,7 @@
 namespace accelkit {
 
 class Runtime;
+namespace dist { class ProcessGroup; }
 
 // A refused run: existing checkpoints without resume, an incompatible checkpoint, no valid
 // checkpoint to resume from, a diverged loss. what() says what to do.
@@ -109,7 +110,11 @@ class Trainer {
   // With config.batch_auto the batch-size finder runs here (on_batch_trial after each of its
   // trial steps), before anything is written: BatchDoesNotFitError when not even one sample
   // fits.
-  Trainer(Runtime& runtime, TrainConfig config, std::function<void(const BatchTrial&)> on_batch_trial = {});
+  // `group` (dist::init): a data-parallel run, each rank training on its shard of every
+  // batch (batch_size is the global batch); rank 0 alone writes checkpoints, metrics and the
+  // report, every rank resumes from them (at any world size). Null or world size 1: alone.
+  Trainer(Runtime& runtime, TrainConfig config, std::function<void(const BatchTrial&)> on_batch_trial = {},
+          std::shared_ptr<dist::ProcessGroup> group = nullptr);
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;

@@ -1,0 +1,109 @@
+// accelkit train --nproc-per-node 2: two local workers over Gloo train the same weights as one
+// process on the whole batch, rank 0 alone reports and checkpoints, and the run resumes at
+// world size 1 from rank 0's checkpoint.
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <torch/serialize/input-archive.h>
+#include <ATen/ATen.h>
+
+#include <doctest/doctest.h>
+
+#include "accelkit/checkpoint.hpp"
+#include "cli_process.hpp"
+#include "test_support.hpp"
+
+namespace train_dist_suite {
+
+using namespace accelkit;
+using namespace accelkit::test;
+
+namespace {
+
+// fp32 (no autocast) and torch::optim's AdamW: what differs between the runs is the reduction.
+std::string write_config(const fs::path& dir, const fs::path& ckpt, int steps, int batch = 32) {
+  const fs::path cfg = dir / "train.toml";
+  write_file(cfg, "device = \"cpu\"\nprecision = \"fp32\"\nfused_optimizer = \"off\"\n\n[train]\nsteps = " +
+                      std::to_string(steps) + "\nbatch_size = " + std::to_string(batch) +
+                      "\nwidth = 48\ndepth = 2\noutputs = 4\nlog_every = 5\ncheckpoint_every = 10\n"
+                      "checkpoint_dir = \"" + ckpt.string() + "\"\n");
+  return cfg.string();
+}
+
+void collect(torch::serialize::InputArchive& archive, const std::string& prefix, std::map<std::string, at::Tensor>& out) {
+  for (const auto& key : archive.keys()) {
+    at::Tensor t;
+    torch::serialize::InputArchive child;
+    if (archive.try_read(key, t)) out[prefix + key] = t;
+    else if (archive.try_read(key, child)) collect(child, prefix + key + ".", out);
+  }
+}
+
+std::map<std::string, at::Tensor> model_of(const fs::path& ckpt_dir) {
+  CheckpointDir dir(ckpt_dir.string());
+  const auto files = dir.list();
+  REQUIRE(!files.empty());
+  const std::string payload = CheckpointDir::read(files.front().path);
+  torch::serialize::InputArchive root, model;
+  root.load_from(payload.data(), payload.size());
+  REQUIRE(root.try_read("model", model));
+  std::map<std::string, at::Tensor> out;
+  collect(model, "", out);
+  return out;
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("train --nproc-per-node 2 equals one process, reports once, and resumes at world size 1") {
+  TempDir tmp("accelkit-train-dist");
+  const fs::path one = tmp.path() / "one", two = tmp.path() / "two";
+  auto a = run_cli({"train", "--config", write_config(tmp.path() / ".", one, 20)});
+  REQUIRE_MESSAGE(a.code == 0, describe(a));
+  fs::create_directories(tmp.path() / "2");
+  auto b = run_cli({"train", "--config", write_config(tmp.path() / "2", two, 20), "--nproc-per-node", "2"});
+  REQUIRE_MESSAGE(b.code == 0, describe(b));
+  INFO(describe(b));
+  CHECK(b.err.find("2 data-parallel workers") != std::string::npos);
+  CHECK(b.err.find("over 2 ranks (torchrun, gloo)") != std::string::npos);
+  CHECK(b.err.find("shared by 2 ranks") != std::string::npos);
+  CHECK(count(b.err, "done: step 20/20") == 1);  // rank 1 is quiet
+  CHECK(fs::exists(two / "step-00000010.ckpt"));
+  CHECK(fs::exists(two / "step-00000020.ckpt"));
+  CHECK(fs::exists(two / "metrics.jsonl"));
+
+  const auto ref = model_of(one), got = model_of(two);
+  REQUIRE(ref.size() == got.size());
+  double diff = 0, scale = 0;
+  for (const auto& [name, t] : ref) {
+    REQUIRE(got.count(name));
+    diff = std::max(diff, (got.at(name) - t).abs().max().item<double>());
+    scale = std::max(scale, t.abs().max().item<double>());
+  }
+  MESSAGE("2 workers vs 1 process after 20 steps: max |difference| / max |weight| = " << diff / scale);
+  CHECK(diff / scale < 1e-5);
+
+  // Rank 0's checkpoint, resumed by one process.
+  auto c = run_cli({"train", "--config", write_config(tmp.path() / "2", two, 30), "--resume"});
+  REQUIRE_MESSAGE(c.code == 0, describe(c));
+  CHECK(c.err.find("resumed from " + (two / "step-00000020.ckpt").string()) != std::string::npos);
+  CHECK(c.err.find("done: step 30/30") != std::string::npos);
+}
+
+TEST_CASE("train --nproc-per-node: a batch that does not split is refused by every worker") {
+  TempDir tmp("accelkit-train-dist");
+  auto r = run_cli({"train", "--config", write_config(tmp.path(), tmp.path() / "ck", 5, 33), "--nproc-per-node", "2"});
+  INFO(describe(r));
+  CHECK(r.code == 2);
+  CHECK(r.err.find("does not split into 2 ranks") != std::string::npos);
+}
+
+}  // namespace train_dist_suite
