@@ -1,14 +1,16 @@
 // One rank of the data-parallel tests (distributed_test.cpp starts it, directly or through
 // mpirun): trains a small MLP with the fused AdamW under accelkit::DataParallel on the global
-// batch's shard for this rank in fp32 (precision = fp32: no autocast), and writes its final
-// parameters (raw fp32) to --out.
+// batch's shard for this rank in fp32 (precision = fp32; --master-weights: bf16 weights under
+// the plan's autocast), and writes its final parameters (as fp32) to --out.
 //
 //   dist_worker --out FILE [--steps N] [--batch B] [--accumulate K] [--timeout S]
-//               [--inf-at STEP --inf-rank R] [--die-at STEP --die-rank R] [--wider-rank R]
+//               [--inf-at STEP --inf-rank R] [--die-at STEP --die-rank R] [--hang-at STEP]
+//               [--wider-rank R]
+//               [--master-weights 1]
 //
 // Every step's global batch comes from a generator seeded with the step number, the same in
 // every process; each rank starts from different random weights (DataParallel must broadcast
-// rank 0's). Prints "rank R of W threads T skipped K buckets N" on success. On a lost rank or
+// rank 0's). Prints "rank R of W threads T skipped K buckets N[ bf16 params]" on success. On a lost rank or
 // a mismatched world: the error on stderr, exit 3.
 #include <csignal>
 #include <cstdio>
@@ -45,12 +47,17 @@ int main(int argc, char** argv) {
   const int timeout = arg_int(argc, argv, "--timeout", 30);
   const int inf_at = arg_int(argc, argv, "--inf-at", -1), inf_rank = arg_int(argc, argv, "--inf-rank", -1);
   const int die_at = arg_int(argc, argv, "--die-at", -1), die_rank = arg_int(argc, argv, "--die-rank", -1);
+  const int hang_at = arg_int(argc, argv, "--hang-at", -1);  // that rank stops (SIGSTOP) there
   const int wider_rank = arg_int(argc, argv, "--wider-rank", -1);
   try {
     accelkit::ContextOptions o;
     o.settings.env = std::map<std::string, std::string>{};
-    o.settings.cli = {{"device", "cpu"}, {"precision", "fp32"}, {"dist_timeout", std::to_string(timeout)},
-                      {"log_level", "error"}};
+    const bool master = !arg_text(argc, argv, "--master-weights").empty();
+    o.settings.cli = {{"device", "cpu"}, {"dist_timeout", std::to_string(timeout)}, {"log_level", "error"},
+                      {"step_tuning", "false"}};
+    // fp32 by default; with master weights the model trains in bf16 under autocast.
+    if (master) o.settings.cli.emplace_back("master_weights", "on");
+    else o.settings.cli.emplace_back("precision", "fp32");
     o.loader.cli_paths = {ACCELKIT_TEST_PLUGIN_DIR};
     o.loader.read_environment = false;
     o.loader.include_default_dirs = false;
@@ -74,13 +81,19 @@ int main(int argc, char** argv) {
     const int shard = batch / size, micro = shard / accumulate;
     for (int step = 0; step < steps; ++step) {
       if (step == die_at && rank == die_rank) std::raise(SIGKILL);
+      if (step == hang_at && rank == die_rank) std::raise(SIGSTOP);
       auto gen = at::make_generator<at::CPUGeneratorImpl>(static_cast<std::uint64_t>(1000 + step));
       at::Tensor x = at::randn({batch, 32}, gen), y = at::randn({batch, 8}, gen);
       x = x.narrow(0, rank * shard, shard);
       y = y.narrow(0, rank * shard, shard);
       accelkit::zero_grad(*choice.optimizer);
       for (int m = 0; m < accumulate; ++m) {
-        at::Tensor loss = torch::mse_loss(net->forward(x.narrow(0, m * micro, micro)), y.narrow(0, m * micro, micro));
+        at::Tensor loss;
+        {
+          auto autocast = rt->autocast();
+          loss = torch::mse_loss(net->forward(x.narrow(0, m * micro, micro)).to(at::kFloat),
+                                 y.narrow(0, m * micro, micro));
+        }
         loss = scaler.scale(loss / accumulate);
         if (m + 1 < accumulate) {
           auto guard = dp.no_sync();
@@ -102,8 +115,9 @@ int main(int argc, char** argv) {
     }());
     std::ofstream(out, std::ios::binary)
         .write(static_cast<const char*>(flat.data_ptr()), static_cast<std::streamsize>(flat.numel() * 4));
-    std::printf("rank %d of %d threads %d skipped %lld buckets %zu\n", rank, size, at::get_num_threads(),
-                static_cast<long long>(scaler.skipped_steps()), dp.buckets());
+    std::printf("rank %d of %d threads %d skipped %lld buckets %zu%s\n", rank, size, at::get_num_threads(),
+                static_cast<long long>(scaler.skipped_steps()), dp.buckets(),
+                choice.master_weights ? " bf16 params" : "");
     std::fflush(stdout);
     return 0;
   } catch (const std::exception& e) {

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -21,8 +22,11 @@
 #include <thread>
 #include <vector>
 
+#include <torch/data.h>
+
 #include <doctest/doctest.h>
 
+#include "accelkit/dist_sampler.hpp"
 #include "accelkit/distributed.hpp"
 #include "test_support.hpp"
 
@@ -127,6 +131,68 @@ TEST_CASE("the first host of a Slurm node list") {
   CHECK_THROWS_AS(first_slurm_host(""), LaunchError);
   CHECK_THROWS_AS(first_slurm_host("n[a-b]"), LaunchError);
   CHECK_THROWS_AS(first_slurm_host("n]1["), LaunchError);
+}
+
+TEST_CASE("ShardSampler: disjoint shards that cover the dataset, reshuffled per epoch alike on every rank") {
+  auto shards = [](std::size_t size, std::size_t world, std::size_t epoch, bool drop_last) {
+    std::vector<std::vector<std::size_t>> out;
+    for (std::size_t r = 0; r < world; ++r) {
+      accelkit::ShardSampler s(size, world, r, 42, true, drop_last);
+      s.set_epoch(epoch);
+      s.reset();
+      std::vector<std::size_t> got;
+      while (auto b = s.next(4)) got.insert(got.end(), b->begin(), b->end());
+      CHECK(got == s.indices());
+      out.push_back(got);
+    }
+    return out;
+  };
+  // 12 over 3 ranks: 4 each, disjoint, all of them.
+  auto a = shards(12, 3, 0, false);
+  std::vector<std::size_t> all;
+  for (const auto& s : a) {
+    CHECK(s.size() == 4);
+    all.insert(all.end(), s.begin(), s.end());
+  }
+  std::sort(all.begin(), all.end());
+  for (std::size_t i = 0; i < 12; ++i) CHECK(all[i] == i);
+  // Another epoch, another order; the same epoch again, the same order.
+  CHECK(shards(12, 3, 1, false) != a);
+  CHECK(shards(12, 3, 0, false) == a);
+  // 10 over 3: padded to 12 (each index at least once, 2 repeated) or cut to 9.
+  auto padded = shards(10, 3, 0, false);
+  std::vector<std::size_t> seen;
+  for (const auto& s : padded) {
+    CHECK(s.size() == 4);
+    seen.insert(seen.end(), s.begin(), s.end());
+  }
+  std::sort(seen.begin(), seen.end());
+  seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+  CHECK(seen.size() == 10);
+  for (const auto& s : shards(10, 3, 0, true)) CHECK(s.size() == 3);
+  // Unshuffled: rank r takes r, r + world, ...
+  accelkit::ShardSampler plain(7, 2, 1, 0, false, false);
+  CHECK(plain.indices() == std::vector<std::size_t>{1, 3, 5, 0});
+  CHECK_THROWS_AS(accelkit::ShardSampler(5, 2, 2), std::invalid_argument);
+}
+
+TEST_CASE("ShardSampler feeds torch::data's loader") {
+  struct Numbers : torch::data::datasets::Dataset<Numbers> {
+    torch::data::Example<> get(std::size_t i) override {
+      return {at::full({1}, static_cast<double>(i)), at::zeros({1})};
+    }
+    torch::optional<std::size_t> size() const override { return 20; }
+  };
+  std::vector<double> got;
+  for (std::size_t r = 0; r < 2; ++r) {
+    auto loader = torch::data::make_data_loader(Numbers{}.map(torch::data::transforms::Stack<>()),
+                                                accelkit::ShardSampler(20, 2, r, 7), 3);
+    for (auto& batch : *loader)
+      for (std::int64_t i = 0; i < batch.data.size(0); ++i) got.push_back(batch.data[i].item<double>());
+  }
+  std::sort(got.begin(), got.end());
+  REQUIRE(got.size() == 20);
+  for (std::size_t i = 0; i < 20; ++i) CHECK(got[i] == static_cast<double>(i));
 }
 
 // ---- real processes ------------------------------------------------------------------------
@@ -310,6 +376,32 @@ TEST_CASE("no_sync accumulation over 2 micro-batches equals the unaccumulated ba
   CHECK(rel < 1e-5);
 }
 
+TEST_CASE("with master weights (bf16 model, fp32 master in the fused AdamW) the ranks agree bit for bit") {
+  TempDir dir("accelkit-dist");
+  Run one = run_workers(dir, "one", 1, {"--steps", "10", "--master-weights", "1"});
+  require_ok(one);
+  Run two = run_workers(dir, "two", 2, {"--steps", "10", "--master-weights", "1"});
+  require_ok(two);
+  const auto ref = floats(one.outs[0]), r0 = floats(two.outs[0]), r1 = floats(two.outs[1]);
+  CHECK(r0 == r1);
+  if (slurp(one.procs[0].out).find("bf16 params") == std::string::npos) {
+    MESSAGE("skipped the bf16 comparison: this CPU's plan has no bf16 autocast, so no master weights");
+    return;
+  }
+  // bf16 activations and gradients: the runs agree to bf16's rounding, not fp32's, and AdamW
+  // turns a rounding-sized gradient into a step of lr either way. So on average, not per weight.
+  double diff = 0, size = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    diff += std::abs(double(r0[i]) - double(ref[i]));
+    size += std::abs(double(ref[i]));
+  }
+  MESSAGE("master weights, 2 ranks vs 1 after 10 steps: mean |difference| / mean |weight| = " << diff / size
+                                                                                                 << ", max relative "
+                                                                                                 << max_relative(r0, ref));
+  CHECK(diff / size < 1e-2);
+  CHECK(slurp(two.procs[0].out).find("bf16 params") != std::string::npos);
+}
+
 TEST_CASE("a gradient overflow on one rank makes every rank skip that step") {
   TempDir dir("accelkit-dist");
   Run r = run_workers(dir, "inf", 2, {"--steps", "6", "--inf-at", "3", "--inf-rank", "1"});
@@ -329,6 +421,41 @@ TEST_CASE("a rank killed mid-run: the survivor stops within the timeout and name
   CHECK(WEXITSTATUS(r.procs[0].status) == 3);
   CHECK(err.find("rank 1 of 2 is lost") != std::string::npos);
   CHECK(r.procs[0].seconds < 40);
+}
+
+TEST_CASE("a rank that hangs: the survivor stops after dist_timeout and names it") {
+  TempDir dir("accelkit-dist");
+  // Rank 1 stops itself (SIGSTOP) at step 5: its collectives and its heartbeat stop with it.
+  const auto start = std::chrono::steady_clock::now();
+  Run r;
+  {
+    const std::string port = std::to_string(free_port());
+    for (int rank = 0; rank < 2; ++rank) {
+      const std::string out = (dir.path() / ("hang-" + std::to_string(rank) + ".bin")).string();
+      r.procs.push_back(spawn({ACCELKIT_DIST_WORKER, "--out", out, "--steps", "200", "--hang-at", "5", "--die-rank",
+                               "1", "--timeout", "5"},
+                              {{"RANK", std::to_string(rank)}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", std::to_string(rank)},
+                               {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", port}},
+                              dir, "hang-" + std::to_string(rank)));
+    }
+    struct Reap {  // the stopped rank is killed whatever happens to the test
+      pid_t pid;
+      ~Reap() {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+      }
+    } reap{r.procs[1].pid};
+    std::vector<Proc> survivor{r.procs[0]};
+    wait_all(survivor, 60);
+    r.procs[0] = survivor[0];
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string err = slurp(r.procs[0].err);
+  INFO(err);
+  CHECK(WIFEXITED(r.procs[0].status));
+  CHECK(WEXITSTATUS(r.procs[0].status) == 3);
+  CHECK(err.find("rank 1 of 2 is lost") != std::string::npos);
+  CHECK(seconds < 40);
 }
 
 TEST_CASE("ranks with different models are refused before training") {

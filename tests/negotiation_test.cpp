@@ -139,6 +139,30 @@ TEST_CASE("auto: the declared kind decides first, then the score") {
   CHECK_FALSE(none.error.empty());
 }
 
+TEST_CASE("a data-parallel rank's LOCAL_RANK picks among the chosen plugin's devices") {
+  auto plugins = full_machine();  // cuda:0, cuda:1, ...
+  for (int local = 0; local < 4; ++local) {
+    DeviceRequest r;
+    r.local_rank = local;
+    Decision d = negotiate(plugins, r);
+    REQUIRE(d.ok);
+    CAPTURE(local);
+    CHECK(selected_id(d) == (local % 2 == 0 ? "cuda:0" : "cuda:1"));
+    CHECK(d.selected->reason.find("LOCAL_RANK=" + std::to_string(local)) != std::string::npos);
+  }
+  // An explicit index wins; a single device has nothing to choose between.
+  DeviceRequest explicit_one;
+  explicit_one.device = *DeviceSelector::parse("cuda:0");
+  explicit_one.local_rank = 1;
+  CHECK(selected_id(negotiate(plugins, explicit_one)) == "cuda:0");
+  DeviceRequest cpu;
+  cpu.no_gpu = true;
+  cpu.local_rank = 1;
+  Decision c = negotiate(plugins, cpu);
+  CHECK(selected_id(c) == "cpu:0");
+  CHECK(c.selected->reason.find("LOCAL_RANK") == std::string::npos);
+}
+
 TEST_CASE("auto: no plugin name is special - a new backend ranks as the kind it declares") {
   auto plugins = full_machine();
   SUBCASE("a discrete GPU from an unknown plugin outranks cuda on score") {

@@ -23,6 +23,7 @@
 
 #include "accelkit/checkpoint.hpp"
 #include "accelkit/run_metrics.hpp"
+#include "checkpoint_tensors.hpp"
 #include "cli_process.hpp"
 #include "test_support.hpp"
 
@@ -71,25 +72,6 @@ void check_visible(const fs::path& ckpt, std::int64_t& newest) {
     CHECK(files.front().step >= newest);  // progress is never lost
     newest = files.front().step;
   }
-}
-
-// The model's tensors in a checkpoint payload (the trainer's archive: "model" holds them).
-void collect(torch::serialize::InputArchive& archive, const std::string& prefix, std::map<std::string, at::Tensor>& out) {
-  for (const auto& key : archive.keys()) {
-    at::Tensor t;
-    torch::serialize::InputArchive child;
-    if (archive.try_read(key, t)) out[prefix + key] = t;
-    else if (archive.try_read(key, child)) collect(child, prefix + key + ".", out);
-  }
-}
-
-std::map<std::string, at::Tensor> model_tensors(const std::string& payload) {
-  torch::serialize::InputArchive root, model;
-  root.load_from(payload.data(), payload.size());
-  REQUIRE(root.try_read("model", model));
-  std::map<std::string, at::Tensor> out;
-  collect(model, "", out);
-  return out;
 }
 
 }  // namespace

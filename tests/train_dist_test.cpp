@@ -7,12 +7,10 @@
 #include <string>
 #include <vector>
 
-#include <torch/serialize/input-archive.h>
-#include <ATen/ATen.h>
-
 #include <doctest/doctest.h>
 
 #include "accelkit/checkpoint.hpp"
+#include "checkpoint_tensors.hpp"
 #include "cli_process.hpp"
 #include "test_support.hpp"
 
@@ -33,26 +31,11 @@ std::string write_config(const fs::path& dir, const fs::path& ckpt, int steps, i
   return cfg.string();
 }
 
-void collect(torch::serialize::InputArchive& archive, const std::string& prefix, std::map<std::string, at::Tensor>& out) {
-  for (const auto& key : archive.keys()) {
-    at::Tensor t;
-    torch::serialize::InputArchive child;
-    if (archive.try_read(key, t)) out[prefix + key] = t;
-    else if (archive.try_read(key, child)) collect(child, prefix + key + ".", out);
-  }
-}
-
 std::map<std::string, at::Tensor> model_of(const fs::path& ckpt_dir) {
   CheckpointDir dir(ckpt_dir.string());
   const auto files = dir.list();
   REQUIRE(!files.empty());
-  const std::string payload = CheckpointDir::read(files.front().path);
-  torch::serialize::InputArchive root, model;
-  root.load_from(payload.data(), payload.size());
-  REQUIRE(root.try_read("model", model));
-  std::map<std::string, at::Tensor> out;
-  collect(model, "", out);
-  return out;
+  return model_tensors(CheckpointDir::read(files.front().path));
 }
 
 std::size_t count(const std::string& text, const std::string& what) {
@@ -104,6 +87,16 @@ TEST_CASE("train --nproc-per-node: a batch that does not split is refused by eve
   INFO(describe(r));
   CHECK(r.code == 2);
   CHECK(r.err.find("does not split into 2 ranks") != std::string::npos);
+}
+
+TEST_CASE("train --nproc-per-node: a collective backend the device cannot use is exit 3") {
+  TempDir tmp("accelkit-train-dist");
+  auto r = run_cli({"train", "--config", write_config(tmp.path(), tmp.path() / "ck", 5), "--nproc-per-node", "2",
+                    "--dist-backend", "nccl"});
+  INFO(describe(r));
+  CHECK(r.code == 3);
+  CHECK(r.err.find("dist_backend = nccl") != std::string::npos);
+  CHECK(r.err.find("its plugin offers gloo") != std::string::npos);
 }
 
 }  // namespace train_dist_suite

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "accelkit/distributed.hpp"
 #include "accelkit/log.hpp"
 
 namespace accelkit {
@@ -51,7 +52,12 @@ std::unique_ptr<Context> Context::create(Settings settings, const LoaderOptions&
   std::vector<std::string> pci_problems;
   ctx->pci_ = scan_pci_gpus(&pci_problems);
   for (const auto& p : pci_problems) spdlog::warn("PCI scan: {}", p);
-  ctx->decision_ = negotiate(ctx->discovery_.plugins, device_request_from(ctx->config()), ctx->pci_);
+  DeviceRequest request = device_request_from(ctx->config());
+  try {  // under a data-parallel launcher, this rank's device (dist::init reports a bad launch)
+    if (const dist::Launch l = dist::detect_launch(); l.world_size > 1) request.local_rank = l.local_rank;
+  } catch (const dist::LaunchError&) {
+  }
+  ctx->decision_ = negotiate(ctx->discovery_.plugins, request, ctx->pci_);
   for (const auto& hint : ctx->decision_.hints) spdlog::info("{}", hint);
   return ctx;
 }

@@ -440,6 +440,42 @@ struct DataParallel::Engine {
 };
 
 namespace {
+
+// Buckets of bf16/fp16 gradients (master weights) are summed in fp32: Gloo in LibTorch 1.13
+// cannot all-reduce bf16 at all ("Invalid scalar type"), and an fp32 sum of the ranks' halves
+// rounds once instead of at every addition. The hook divides by the world size itself (the
+// reducer's own division is for its default hook only) and hands back the bucket's dtype.
+class WideAllReduceHook : public c10d::CommHookInterface {
+ public:
+  explicit WideAllReduceHook(c10::intrusive_ptr<c10d::ProcessGroup> group) : state_(std::move(group)) {}
+
+  at::Tensor parseHookResult(const c10::IValue& result) override {
+    return result.isTensor() ? result.toTensor() : result.toTensorVector().at(0);
+  }
+
+  c10::intrusive_ptr<c10::ivalue::Future> runHook(c10d::GradBucket& bucket) override {
+    const at::Tensor& buffer = bucket.getBuffer();
+    const at::ScalarType dtype = buffer.scalar_type();
+    std::vector<at::Tensor> wide{buffer.to(at::kFloat).div_(static_cast<double>(state_->getSize()))};
+    auto done = state_->allreduce(wide)->getFuture();
+    return done->then(
+        [dtype](c10::ivalue::Future& f) {
+          at::Tensor sum = f.value().toTensorVector().at(0);
+          return c10::IValue(std::vector<at::Tensor>{sum.to(dtype)});
+        },
+        c10::ListType::ofTensors());
+  }
+
+ private:
+  c10::intrusive_ptr<c10d::ProcessGroup> state_;
+};
+
+bool reduced_precision(const std::vector<at::Tensor>& params) {
+  return std::any_of(params.begin(), params.end(), [](const at::Tensor& p) {
+    return p.scalar_type() == at::kBFloat16 || p.scalar_type() == at::kHalf;
+  });
+}
+
 std::string shapes_of(const std::vector<at::Tensor>& params) {
   std::ostringstream s;
   s << params.size() << " parameters:";
@@ -510,6 +546,8 @@ void DataParallel::prepare_for_backward(const std::vector<at::Tensor>& outputs) 
                                      engine_->first_bucket_bytes, engine_->find_unused);
     engine_->reducer = std::move(made.first);
     buckets_ = made.second;
+    if (group_->backend() == "gloo" && reduced_precision(engine_->params))
+      engine_->reducer->register_comm_hook(std::make_unique<WideAllReduceHook>(group_->world()->group()));
   }
   engine_->reducer->prepare_for_backward(outputs);
 }

@@ -152,6 +152,25 @@ void explain_choice(const Ask& ask, std::vector<Candidate>& ranked) {
   }
 }
 
+// A data-parallel rank's device: the LOCAL_RANK-th (mod their count) of the winning plugin's
+// eligible devices, moved to the front. Returns the note for the winner's reason ("" when
+// nothing was moved or there is nothing to choose between).
+std::string pick_local_device(const Ask& ask, std::vector<Candidate>& ranked) {
+  if (ask.request.local_rank < 0 || ask.want_index) return "";
+  const std::string plugin = ranked.front().plugin;
+  std::vector<std::size_t> same;  // positions in `ranked`, by device index
+  for (std::size_t i = 0; i < ranked.size(); ++i)
+    if (ranked[i].eligible && ranked[i].plugin == plugin) same.push_back(i);
+  if (same.size() < 2) return "";
+  std::sort(same.begin(), same.end(),
+            [&](std::size_t a, std::size_t b) { return ranked[a].device_index < ranked[b].device_index; });
+  const std::size_t pick = same[static_cast<std::size_t>(ask.request.local_rank) % same.size()];
+  std::rotate(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(pick),
+              ranked.begin() + static_cast<std::ptrdiff_t>(pick) + 1);
+  return "; LOCAL_RANK=" + std::to_string(ask.request.local_rank) + " takes " + ranked.front().device.id + " of " +
+         std::to_string(same.size()) + " " + plugin + " devices";
+}
+
 // What was asked, what is usable and why the rest is not: the error of a failed negotiation.
 std::string refusal(const std::vector<PluginRecord>& plugins, const Ask& ask, const Decision& d) {
   const DeviceRequest& request = ask.request;
@@ -207,7 +226,9 @@ Decision negotiate(const std::vector<PluginRecord>& plugins, const DeviceRequest
   collect_candidates(plugins, ask, d);
   rank_candidates(ask, d.candidates);
   if (!d.candidates.empty() && d.candidates.front().eligible) {
+    const std::string local = pick_local_device(ask, d.candidates);
     explain_choice(ask, d.candidates);
+    d.candidates.front().reason += local;
     d.selected = d.candidates.front();
     d.ok = true;
   } else {

@@ -8,6 +8,7 @@
 #include "accelkit/atomic_file.hpp"
 #include "accelkit/autotune.hpp"
 #include "accelkit/context.hpp"
+#include "accelkit/dist_sampler.hpp"
 #include "accelkit/distributed.hpp"
 #include "accelkit/inference.hpp"
 #include "accelkit/loader.hpp"

@@ -18,6 +18,10 @@ struct DeviceRequest {
   bool no_gpu = false;               // only CPU-kind devices
   std::vector<std::string> prefer;   // plugin names, most preferred first
   std::vector<std::string> require;  // capability names every candidate must have
+  // A data-parallel launcher's LOCAL_RANK (-1: none): where the chosen plugin has several
+  // eligible devices and no index was asked for, this process takes the one at
+  // local_rank mod their count (cuda:LOCAL_RANK on a machine of GPUs).
+  int local_rank = -1;
 };
 
 // Why a candidate cannot be chosen (none: it is eligible).
