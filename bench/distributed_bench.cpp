@@ -1,0 +1,146 @@
+// accelkit_bench_distributed [--ranks N] [--rounds R] [--warmup W] [--width D] [--batch B]:
+// data-parallel communication through accelkit::DataParallel against c10d's plain all-reduce,
+// N local ranks over Gloo on loopback (the program starts its own ranks with
+// dist::run_local_workers unless a launcher's variables are set). Rank 0 prints, per round
+// medians:
+//
+// - bus bandwidth: a plain ProcessGroupGloo all-reduce of one fp32 tensor as large as the
+//   model's gradients, and the same bytes through the wrapper's buckets (a backward whose
+//   compute is negligible: the gradient of sum(p) * c; the wrapper's time less the same
+//   backward under no_sync). busbw = 2 (N-1) / N x bytes / time, as NCCL's tests define it.
+// - overlap, on the bench's mlp (3 x Linear(D) + ReLU, MSE, global batch B): compute alone
+//   (forward + backward under no_sync), communication alone (the plain all-reduce above) and
+//   the synchronised step; hidden = (compute + communication - step) / communication.
+//
+// Every variant runs once per round, in a fixed rotation; medians over the rounds.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "accelkit/accelkit.hpp"
+#include "bench_timing.hpp"
+
+namespace {
+
+int arg_int(int argc, char** argv, const std::string& name, int def) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (argv[i] == name) return std::atoi(argv[i + 1]);
+  return def;
+}
+
+using accelkit::bench_timing::Clock;
+using accelkit::bench_timing::median;
+using accelkit::bench_timing::ms_since;
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int ranks = arg_int(argc, argv, "--ranks", 2);
+  if (!std::getenv("RANK")) {  // start the ranks
+    std::vector<std::string> args{std::filesystem::read_symlink("/proc/self/exe").string()};
+    for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
+    return accelkit::dist::run_local_workers(args, ranks, [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); });
+  }
+  const int rounds = arg_int(argc, argv, "--rounds", 20), warmup = arg_int(argc, argv, "--warmup", 3);
+  const int width = arg_int(argc, argv, "--width", 2048), batch = arg_int(argc, argv, "--batch", 256);
+  try {
+    accelkit::ContextOptions o;
+    o.settings.cli = {{"precision", "fp32"}, {"log_level", "error"}};
+    auto rt = accelkit::Runtime::start(o);
+    auto world = accelkit::dist::init(*rt);
+    const int n = world->world_size(), rank = world->rank();
+
+    torch::manual_seed(1);
+    torch::nn::Sequential mlp;
+    for (int i = 0; i < 3; ++i) {
+      mlp->push_back(torch::nn::Linear(width, width));
+      mlp->push_back(torch::nn::ReLU());
+    }
+    accelkit::DataParallel dp(*rt, world, *mlp);
+    std::vector<at::Tensor> params = mlp->parameters();
+    std::int64_t numel = 0;
+    for (auto& p : params) numel += p.numel();
+    const double bytes = static_cast<double>(numel) * 4;
+    const std::int64_t shard = batch / n;
+    at::Tensor x = at::randn({shard, width}), y = at::randn({shard, width});
+    at::Tensor flat = at::randn({numel});
+
+    auto zero = [&] {
+      for (auto& p : params) p.mutable_grad() = at::Tensor();
+    };
+    auto cheap_loss = [&] {
+      at::Tensor l = at::zeros({});
+      for (auto& p : params) l = l + p.sum();
+      return l * 1e-3;
+    };
+    std::vector<double> plain, bucket_sync, bucket_local, step_sync, step_local;
+    for (int r = 0; r < warmup + rounds; ++r) {
+      const bool keep = r >= warmup;
+      auto t = Clock::now();
+      std::vector<at::Tensor> one{flat};
+      world->all_reduce_sum(one);
+      if (keep) plain.push_back(ms_since(t));
+
+      zero();
+      at::Tensor l1 = cheap_loss();
+      t = Clock::now();
+      dp.backward(l1);
+      if (keep) bucket_sync.push_back(ms_since(t));
+      zero();
+      at::Tensor l2 = cheap_loss();
+      t = Clock::now();
+      {
+        auto local = dp.no_sync();
+        dp.backward(l2);
+      }
+      if (keep) bucket_local.push_back(ms_since(t));
+
+      zero();
+      t = Clock::now();
+      dp.backward(torch::mse_loss(mlp->forward(x), y));
+      if (keep) step_sync.push_back(ms_since(t));
+      zero();
+      t = Clock::now();
+      {
+        auto local = dp.no_sync();
+        dp.backward(torch::mse_loss(mlp->forward(x), y));
+      }
+      if (keep) step_local.push_back(ms_since(t));
+      world->barrier();
+    }
+    if (rank == 0) {
+      const double factor = 2.0 * (n - 1) / n;
+      const double p = median(plain), bs = median(bucket_sync), bl = median(bucket_local);
+      const double comm_buckets = bs - bl;
+      const double ss = median(step_sync), sl = median(step_local);
+      const double plain_bw = factor * bytes / (p * 1e-3) / 1e9;
+      const double bucket_bw = comm_buckets > 0 ? factor * bytes / (comm_buckets * 1e-3) / 1e9 : 0;
+      const double hidden = (sl + p - ss) / p;
+      std::printf("ranks %d, threads per rank %d, Gloo on loopback, LibTorch %s\n", n, at::get_num_threads(),
+                  TORCH_VERSION);
+      std::printf("gradients: %.1f MB fp32 (3 x Linear(%d)), %zu buckets of <= %lld MiB\n", bytes / 1e6, width,
+                  dp.buckets(), static_cast<long long>(dp.bucket_bytes() >> 20));
+      std::printf("plain all-reduce: %.2f ms, bus bandwidth %.2f GB/s\n", p, plain_bw);
+      std::printf("through the buckets: %.2f ms (backward %.2f ms synchronised - %.2f ms local), bus bandwidth "
+                  "%.2f GB/s = %.0f%% of plain\n",
+                  comm_buckets, bs, bl, bucket_bw, 100.0 * bucket_bw / plain_bw);
+      std::printf("mlp step, batch %d (%lld per rank): compute alone %.2f ms, communication alone %.2f ms, "
+                  "synchronised step %.2f ms: %.0f%% of the communication hidden behind backward\n",
+                  batch, static_cast<long long>(shard), sl, p, ss, 100.0 * hidden);
+      std::printf("{\"ranks\": %d, \"bytes\": %.0f, \"plain_ms\": %.4f, \"plain_busbw_gbs\": %.4f, "
+                  "\"bucket_ms\": %.4f, \"bucket_busbw_gbs\": %.4f, \"bucket_vs_plain\": %.4f, "
+                  "\"compute_ms\": %.4f, \"step_ms\": %.4f, \"hidden_fraction\": %.4f}\n",
+                  n, bytes, p, plain_bw, comm_buckets, bucket_bw, bucket_bw / plain_bw, sl, ss, hidden);
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "accelkit_bench_distributed: %s\n", e.what());
+    std::_Exit(1);
+  }
+}
