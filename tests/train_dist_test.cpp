@@ -99,4 +99,18 @@ TEST_CASE("train --nproc-per-node: a collective backend the device cannot use is
   CHECK(r.err.find("its plugin offers gloo") != std::string::npos);
 }
 
+TEST_CASE("report under a launcher's variables: the backend and each rank's share of the cores") {
+  auto r = run_cli({"report"}, {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"},
+                                {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29999"}});
+  INFO(describe(r));
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("all-reduces with gloo") != std::string::npos);
+  CHECK(r.out.find("launched by torchrun, rank 1 of 2, local rank 1 of 2") != std::string::npos);
+  CHECK(r.out.find("shared by 2 local ranks") != std::string::npos);
+  auto alone = run_cli({"report"});
+  CHECK(alone.out.find("no launcher: one process") != std::string::npos);
+  auto bad = run_cli({"report"}, {{"RANK", "3"}, {"WORLD_SIZE", "2"}});
+  CHECK(bad.out.find("launcher variables unusable: RANK=3 is not below WORLD_SIZE=2") != std::string::npos);
+}
+
 }  // namespace train_dist_suite

@@ -8,6 +8,7 @@
 
 #include "accelkit/adamw_choice.hpp"
 #include "accelkit/alignment.hpp"
+#include "accelkit/distributed.hpp"
 #include "accelkit/model_file.hpp"
 #include "accelkit/new_device.hpp"
 #include "accelkit/sdk/precision.hpp"
@@ -152,6 +153,48 @@ int verb_report(const Invocation& inv, Context& ctx) {
                 << (*pf > 0 ? "batches produced " + std::to_string(*pf) + " ahead on a background thread"
                             : std::string("batches produced in the step"))
                 << "\n  " << where << '\n';
+    }
+  }
+
+  // A data-parallel launcher's environment, as dist::init would read it (no rendezvous here).
+  {
+    const DeviceInfo& info = d.selected->device;
+    const auto offered = info.capabilities.extra.find(kCollectivesKey);
+    const std::string collectives = offered == info.capabilities.extra.end() ? "" : offered->second;
+    std::string launch_text, error;
+    Json launch_json = nullptr;
+    try {
+      const dist::Launch l = dist::detect_launch();
+      if (l.world_size > 1) {
+        launch_text = l.launcher + ", rank " + std::to_string(l.rank) + " of " + std::to_string(l.world_size) +
+                      ", local rank " + std::to_string(l.local_rank) + " of " + std::to_string(l.local_world_size) +
+                      ", rendezvous at " + l.master_addr + ":" + std::to_string(l.master_port);
+        launch_json = Json{{"launcher", l.launcher}, {"rank", l.rank}, {"world_size", l.world_size},
+                           {"local_rank", l.local_rank}, {"local_world_size", l.local_world_size},
+                           {"master", l.master_addr + ":" + std::to_string(l.master_port)}};
+        if (info.kind == DeviceKind::cpu && !ctx.config().threads.user_set()) {
+          const int each = dist::threads_per_rank(info.cores, l.local_world_size);
+          launch_text += "; each rank gets " + std::to_string(each) + " thread" + (each == 1 ? "" : "s") + " (" +
+                         std::to_string(info.cores) + " physical cores shared by " +
+                         std::to_string(l.local_world_size) + " local ranks)";
+          launch_json["threads_per_rank"] = each;
+        }
+      }
+    } catch (const dist::LaunchError& e) {
+      error = e.what();
+    }
+    const std::string backend = *ctx.config().dist_backend;
+    if (inv.json) {
+      j["data_parallel"] = Json{{"collectives", collectives}, {"dist_backend", backend},
+                                {"launch", launch_json}, {"error", error.empty() ? Json(nullptr) : Json(error)}};
+    } else {
+      std::cout << "\nData-parallel: " << info.id << " all-reduces with "
+                << (collectives.empty() ? std::string("nothing (its plugin names no collective backend)") : collectives)
+                << "; dist_backend = " << backend << " (from " << ctx.config().dist_backend.from() << ")\n  "
+                << (!error.empty()          ? "launcher variables unusable: " + error
+                    : launch_text.empty() ? std::string("no launcher: one process")
+                                          : "launched by " + launch_text)
+                << '\n';
     }
   }
 

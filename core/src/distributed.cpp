@@ -276,6 +276,10 @@ class World {
 
 ProcessGroup::~ProcessGroup() = default;
 
+int threads_per_rank(unsigned cores, int local_ranks) noexcept {
+  return std::max(1, static_cast<int>(cores) / std::max(1, local_ranks));
+}
+
 void ProcessGroup::all_reduce_sum(std::vector<at::Tensor>& tensors) {
   if (!world_) return;
   try {
@@ -422,7 +426,7 @@ void Runtime::join_data_parallel(int local_ranks) {
                    c.threads.from(), local_ranks, cores);
     return;
   }
-  const int each = std::max(1, static_cast<int>(cores) / local_ranks);
+  const int each = dist::threads_per_rank(cores, local_ranks);
   current_.threads = each;
   apply_plan(settings_request());
   decide("threads", std::to_string(each), "data-parallel run",

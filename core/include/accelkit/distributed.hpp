@@ -134,6 +134,10 @@ class ProcessGroup {
 // LaunchError, DeviceUnavailableError, WorldMismatchError, RankLostError.
 std::shared_ptr<ProcessGroup> init(Runtime& runtime, std::optional<Launch> launch = std::nullopt);
 
+// Intra-op threads for each of `local_ranks` ranks on a host of `cores` physical cores: the
+// cores shared out, at least 1 (what dist::init sets on a CPU unless `threads` is set).
+int threads_per_rank(unsigned cores, int local_ranks) noexcept;
+
 // Runs `argv` (argv[0]: the executable's path) as `n` workers on this machine with torchrun's
 // variables (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR = 127.0.0.1,
 // MASTER_PORT: the environment's, else a free loopback port) and waits for them. Ctrl-C
