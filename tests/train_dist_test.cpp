@@ -1,10 +1,17 @@
 // accelkit train --nproc-per-node 2: two local workers over Gloo train the same weights as one
 // process on the whole batch, rank 0 alone reports and checkpoints, and the run resumes at
 // world size 1 from rank 0's checkpoint.
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <doctest/doctest.h>
@@ -36,6 +43,26 @@ std::map<std::string, at::Tensor> model_of(const fs::path& ckpt_dir) {
   const auto files = dir.list();
   REQUIRE(!files.empty());
   return model_tensors(CheckpointDir::read(files.front().path));
+}
+
+// The processes whose parent is `parent` (from /proc/<pid>/stat), in pid order.
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    const auto close = line.rfind(')');  // "pid (comm) state ppid ..."
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 1));
+    std::string state;
+    long ppid = 0;
+    if (rest >> state >> ppid && ppid == parent) out.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 std::size_t count(const std::string& text, const std::string& what) {
@@ -79,6 +106,39 @@ TEST_CASE("train --nproc-per-node 2 equals one process, reports once, and resume
   REQUIRE_MESSAGE(c.code == 0, describe(c));
   CHECK(c.err.find("resumed from " + (two / "step-00000020.ckpt").string()) != std::string::npos);
   CHECK(c.err.find("done: step 30/30") != std::string::npos);
+}
+
+TEST_CASE("train --nproc-per-node 2, one worker killed (-9) mid-run: the run ends naming it, and resumes alone") {
+  TempDir tmp("accelkit-train-dist");
+  const fs::path ckpt = tmp.path() / "ck";
+  const std::string long_run = write_config(tmp.path(), ckpt, 1000000, 32);
+  CliProcess launcher({"train", "--config", long_run, "--nproc-per-node", "2", "--dist-timeout", "20"}, {});
+  // Until rank 0 has written a checkpoint (training is under way on both ranks).
+  const auto start = std::chrono::steady_clock::now();
+  while (!fs::exists(ckpt / "step-00000010.ckpt") &&
+         std::chrono::steady_clock::now() - start < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  REQUIRE(fs::exists(ckpt / "step-00000010.ckpt"));
+  const auto workers = children_of(launcher.pid());
+  REQUIRE(workers.size() == 2);
+  ::kill(workers[1], SIGKILL);  // started second: rank 1
+  const auto killed = std::chrono::steady_clock::now();
+  RunResult r = launcher.wait();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  INFO(describe(r));
+  CHECK(r.code != 0);
+  CHECK(r.err.find("rank 1 of 2 is lost") != std::string::npos);
+  CHECK(seconds < 45);
+  // The newest checkpoint rank 0 wrote loads, in a run of one process.
+  CheckpointDir dir(ckpt.string());
+  const auto files = dir.list();
+  REQUIRE(!files.empty());
+  const std::int64_t newest = files.front().step;
+  auto resumed = run_cli({"train", "--config", write_config(tmp.path(), ckpt, static_cast<int>(newest) + 10, 32),
+                          "--resume"});
+  INFO(describe(resumed));
+  CHECK(resumed.code == 0);
+  CHECK(resumed.err.find("(step " + std::to_string(newest) + ")") != std::string::npos);
 }
 
 TEST_CASE("train --nproc-per-node: a batch that does not split is refused by every worker") {

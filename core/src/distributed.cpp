@@ -4,8 +4,9 @@
 #include "accelkit/distributed.hpp"
 
 #include <algorithm>
-#include <map>
+#include <atomic>
 #include <condition_variable>
+#include <map>
 #include <cstdlib>
 #include <mutex>
 #include <sstream>
@@ -52,10 +53,12 @@ bool loopback(const std::string& host) {
   return host == "127.0.0.1" || host == "localhost" || host == "::1";
 }
 
-// c10::Error's message without its C++ backtrace.
+// c10::Error's message without its C++ backtrace, or the advice newer Gloo appends.
 std::string error_text(const std::exception& e) {
-  if (const auto* c = dynamic_cast<const c10::Error*>(&e)) return text::torch_error_line(c->what_without_backtrace());
-  return text::torch_error_line(e.what());
+  const auto* c = dynamic_cast<const c10::Error*>(&e);
+  std::string what = c ? c->what_without_backtrace() : e.what();
+  if (const auto advice = what.find(". This is typically caused by"); advice != std::string::npos) what.resize(advice);
+  return text::torch_error_line(what);
 }
 
 }  // namespace
@@ -156,10 +159,6 @@ Launch detect_launch(const EnvReader& env_in) {
 
 // ---- the world: store, group, beacon ----------------------------------------------------
 
-}  // namespace dist
-
-namespace dist {
-
 class World {
  public:
   World(const Launch& l, std::chrono::milliseconds timeout) : launch_(l), timeout_(timeout) {
@@ -175,11 +174,12 @@ class World {
     }
     wake_.notify_all();
     if (beacon_.joinable()) beacon_.join();
-    // Rank 0 hosts the store: it waits (briefly) for the others to be done with it.
+    // Rank 0 hosts the store: it waits (briefly) for the others to be done with it - unless a
+    // rank was lost, which will never say so.
     try {
-      if (launch_.rank != 0) {
+      if (!failed_ && launch_.rank != 0) {
         store_->add("accelkit/done", 1);
-      } else {
+      } else if (!failed_) {
         const auto until = std::chrono::steady_clock::now() + std::min(timeout_, std::chrono::milliseconds(10000));
         while (store_->add("accelkit/done", 0) < launch_.world_size - 1 && std::chrono::steady_clock::now() < until)
           std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -213,6 +213,7 @@ class World {
 
   // What to throw when `during` failed with `e`: which ranks stopped answering.
   RankLostError lost(const std::string& during, const std::exception& e) const {
+    failed_ = true;
     std::vector<int> gone;
     std::string how;
     try {
@@ -272,6 +273,7 @@ class World {
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stop_ = false;
+  mutable std::atomic<bool> failed_{false};  // a collective failed: no goodbye at the end
 };
 
 ProcessGroup::~ProcessGroup() = default;
