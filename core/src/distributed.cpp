@@ -414,11 +414,7 @@ std::shared_ptr<ProcessGroup> init(Runtime& runtime, std::optional<Launch> launc
 
 void Runtime::join_data_parallel(int local_ranks) {
   // Every rank runs one configuration: a step tuner would time (and pick) per rank.
-  if (step_tuner_) {
-    step_tuner_.reset();
-    step_tuning_status_.state = StepTuningStatus::State::off;
-    step_tuning_status_.why = "off in a data-parallel run: every rank runs the same configuration";
-  }
+  if (step_tuner_) step_tuning_off("off in a data-parallel run: every rank runs the same configuration");
   if (!torch_device_.is_cpu() || local_ranks <= 1) return;
   const Config& c = context_->config();
   const std::uint32_t cores = device_->info().cores ? device_->info().cores : std::thread::hardware_concurrency();

@@ -218,12 +218,7 @@ std::string step_candidates_text(const std::vector<StepConfig>& cs) {
 
 void Runtime::setup_step_tuning() {
   const Config& s = context_->config();
-  auto off = [this](std::string why) {
-    step_tuning_status_.state = StepTuningStatus::State::off;
-    step_tuning_status_.why = std::move(why);
-    step_tuner_.reset();
-  };
-  if (!*s.step_tuning) return off("step_tuning = off (from " + s.step_tuning.from() + ")");
+  if (!*s.step_tuning) return step_tuning_off("step_tuning = off (from " + s.step_tuning.from() + ")");
   const int threads = plan_.threads > 0 ? plan_.threads : at::get_num_threads();
   StepConfig plan{plan_.autocast, autocast_dtype(), threads};
   std::vector<StepConfig> cs{plan};
@@ -236,18 +231,22 @@ void Runtime::setup_step_tuning() {
     for (std::size_t i = 0; i < n; ++i) cs.push_back({cs[i].autocast, cs[i].dtype, threads / 2});
   }
   if (cs.size() < 2)
-    return off(fixed.empty() ? "nothing to choose between: the plan is fp32 with one thread, or not on a CPU"
-                             : "nothing left to choose: the user fixed " + text::join(fixed, " and "));
+    return step_tuning_off(fixed.empty() ? "nothing to choose between: the plan is fp32 with one thread, or not on a CPU"
+                                           : "nothing left to choose: the user fixed " + text::join(fixed, " and "));
   step_tuner_ = std::make_unique<StepTuner>(cs, StepTuner::Options{});
   step_tuning_status_ = step_tuner_->status();
   step_tuning_status_.why = "observing the program's first training steps (" + step_candidates_text(cs) + ")";
 }
 
-void Runtime::no_step_tuning(const std::string& why) const {
-  if (!step_tuner_ || step_tuner_->decided()) return;
+void Runtime::step_tuning_off(std::string why) const {
   step_tuner_.reset();
   step_tuning_status_.state = StepTuningStatus::State::off;
-  step_tuning_status_.why = why;
+  step_tuning_status_.why = std::move(why);
+}
+
+void Runtime::no_step_tuning(const std::string& why) const {
+  if (!step_tuner_ || step_tuner_->decided()) return;
+  step_tuning_off(why);
 }
 
 void Runtime::drop_unweighted_candidates(const std::string& why) const {

@@ -229,7 +229,8 @@ class Runtime {
   void setup_step_tuning();
   StepConfig step_config() const;  // this autocast() scope's configuration
   void apply_step_config(const StepConfig& c) const;  // threads and the thread's autocast
-  void no_step_tuning(const std::string& why) const;
+  void no_step_tuning(const std::string& why) const;  // unless already decided
+  void step_tuning_off(std::string why) const;         // whatever its state
   void drop_unweighted_candidates(const std::string& why) const;
   std::string step_cache_path(std::string& key) const;
   void read_step_cache() const;
