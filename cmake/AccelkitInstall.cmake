@@ -12,20 +12,26 @@ install(FILES sdk/README.md DESTINATION "${CMAKE_INSTALL_DOCDIR}" RENAME SDK.md 
 # from the application API (include/accelkit/*.hpp) and the generated version.hpp.
 install(DIRECTORY sdk/include/accelkit core/include/accelkit
   DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}" COMPONENT dev FILES_MATCHING PATTERN "*.h" PATTERN "*.hpp")
+install(FILES apps/verify/include/accelkit/conformance.hpp DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/accelkit" COMPONENT dev)
 install(FILES "${PROJECT_BINARY_DIR}/core/include/accelkit/version.hpp"
   DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/accelkit" COMPONENT dev)
 
 set_target_properties(accelkit_sdk PROPERTIES EXPORT_NAME sdk)
 set_target_properties(accelkit_core PROPERTIES EXPORT_NAME core)
+set_target_properties(accelkit_conformance PROPERTIES EXPORT_NAME conformance)
 install(TARGETS accelkit_sdk EXPORT accelkitSdkTargets)
 install(TARGETS accelkit_core EXPORT accelkitCoreTargets
+  ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT dev)
+# The conformance checks behind `accelkit verify`, for out-of-tree plugins' own tests.
+install(TARGETS accelkit_conformance EXPORT accelkitConformanceTargets
   ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT dev)
 # install/strip (and cpack) strips executables and modules; the archive loses its debug info only.
 install(CODE "if(CMAKE_INSTALL_DO_STRIP)
   execute_process(COMMAND \"${CMAKE_STRIP}\" --strip-debug
-    \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/$<TARGET_FILE_NAME:accelkit_core>\")
+    \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/$<TARGET_FILE_NAME:accelkit_core>\"
+    \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/$<TARGET_FILE_NAME:accelkit_conformance>\")
 endif()" COMPONENT dev)
-foreach(set IN ITEMS Sdk Core)
+foreach(set IN ITEMS Sdk Core Conformance)
   install(EXPORT accelkit${set}Targets NAMESPACE accelkit::
     DESTINATION "${ACCELKIT_INSTALL_CMAKEDIR}" COMPONENT dev)
 endforeach()

@@ -44,7 +44,8 @@ struct Invocation {
   double interval = 1.0;           // monitor --interval (seconds)
   std::optional<long long> count;  // monitor --count; unset = until Ctrl-C
   bool csv = false;                // monitor --csv
-  bool all = false;                // monitor --all: every device the plugins list
+  bool all = false;                // monitor --all: every device the plugins list; verify --all: every usable one
+  bool quick = false;              // verify --quick
   bool resume = false;             // train --resume
   int nproc_per_node = 0;          // train --nproc-per-node N: N local data-parallel workers
   std::vector<std::string> argv;   // the command line as given (train --nproc-per-node reruns it)
@@ -86,6 +87,7 @@ int verb_monitor(const Invocation& inv, const Context& ctx);
 // bench and train start their own Runtime (verb_bench.cpp, verb_train.cpp).
 int verb_bench(const Invocation& inv);
 int verb_train(const Invocation& inv);
+int verb_verify(const Invocation& inv);
 // train --nproc-per-node N outside any launcher: runs N workers of this command (train_launch.cpp).
 int launch_local_workers(const Invocation& inv);
 

@@ -20,10 +20,4 @@ std::string fixed(double v, int digits);
 // Typed names, then "key=value" extras.
 std::vector<std::string> capability_names(const CapabilitySet& caps);
 
-// The value `report --apply` intended for a read-back value (by its PlanField), or nullopt
-// when it shows nothing the plan decides.
-std::optional<std::string> intended_value(const AppliedValue& read, const PrecisionPlan& plan);
-// Whether a read-back value equals the intended one (booleans, dtype spellings normalised).
-bool same_value(const std::string& intended, const std::string& read);
-
 }  // namespace accelkit::cli

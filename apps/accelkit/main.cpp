@@ -57,9 +57,10 @@ int run(int argc, const char* const* argv) {
     return kExitUsage;
   }
 
-  // bench and train start their own Runtime (one discovery, not two).
+  // bench, train and verify start their own Runtime (one discovery, not two).
   if (inv.verb == "bench") return verb_bench(inv);
   if (inv.verb == "train") return verb_train(inv);
+  if (inv.verb == "verify") return verb_verify(inv);
 
   // Settings first, so the effective log level holds while plugins load.
   std::unique_ptr<Context> ctx;

@@ -35,6 +35,8 @@ constexpr VerbDoc kVerbs[] = {
      "time a training step or your model: accelkit vs plain LibTorch"},
     {"train", "train --config FILE [--resume] [--nproc-per-node N] [--trace FILE] [--json]",
      "train the example model ([train] table in FILE)"},
+    {"verify", "verify [--quick] [--device DEV | --all] [--json]",
+     "check that every capability the device's plugin claims works here, against LibTorch's own results"},
     {"help", "help [VERB | settings]", "this text, one verb's, or every setting as a table"},
 };
 
@@ -103,7 +105,8 @@ po::options_description verb_options() {
       ("interval", po::value<double>()->value_name("S"), "monitor: seconds between samples (default 1)")
       ("count", po::value<long long>()->value_name("N"), "monitor: number of samples (default: until Ctrl-C)")
       ("csv", po::bool_switch(), "monitor: CSV output (header + one row per sample)")
-      ("all", po::bool_switch(), "monitor: every device the plugins list, usable here or not")
+      ("all", po::bool_switch(), "monitor: every device the plugins list, usable here or not; verify: every usable device")
+      ("quick", po::bool_switch(), "verify: smaller problems, fewer steps (seconds, not minutes)")
       ("model", po::value<std::string>()->value_name("M"),
        "bench: mlp | transformer | cnn | optimizer (default mlp), or a TorchScript file (with --input); "
        "report: a TorchScript file whose dimension alignment to check")
@@ -226,6 +229,7 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   inv.measure = flag(vm, "measure");
   inv.csv = flag(vm, "csv");
   inv.all = flag(vm, "all");
+  inv.quick = flag(vm, "quick");
   if (vm.count("interval")) inv.interval = vm["interval"].as<double>();
   if (vm.count("count")) inv.count = vm["count"].as<long long>();
   inv.resume = flag(vm, "resume");
@@ -259,7 +263,11 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   only_for(vm, "interval", inv.verb, "monitor");
   only_for(vm, "count", inv.verb, "monitor");
   only_for(vm, "csv", inv.verb, "monitor");
-  only_for(vm, "all", inv.verb, "monitor");
+  if (inv.verb != "verify") only_for(vm, "all", inv.verb, "monitor");
+  only_for(vm, "quick", inv.verb, "verify");
+  if (inv.verb == "verify" && inv.all)
+    for (const auto& [key, value] : inv.settings)
+      if (key == "device") throw UsageError("--device and --all cannot be combined");
   if (vm.count("batch") && inv.verb != "bench" && inv.verb != "train")
     throw UsageError("--batch is an option of 'bench' and 'train', not of '" +
                      (inv.verb.empty() ? std::string("(no verb)") : inv.verb) + "'");

@@ -6,6 +6,7 @@
 #include <ATen/Parallel.h>
 #include <torch/csrc/jit/serialization/import.h>
 
+#include "accelkit/conformance.hpp"
 #include "accelkit/adamw_choice.hpp"
 #include "accelkit/alignment.hpp"
 #include "accelkit/distributed.hpp"
@@ -315,9 +316,9 @@ int verb_report(const Invocation& inv, Context& ctx) {
   std::vector<AppliedRow> rows;
   int mismatches = 0;
   for (const auto& v : read.value()) {
-    AppliedRow row{v.key, v.value, intended_value(v, plan.value()), std::nullopt};
+    AppliedRow row{v.key, v.value, conformance::intended_value(v, plan.value()), std::nullopt};
     if (row.intended) {
-      row.match = same_value(*row.intended, v.value);
+      row.match = conformance::same_value(*row.intended, v.value);
       if (!*row.match) ++mismatches;
     }
     rows.push_back(std::move(row));

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include <accelkit/sdk/torch_compat.hpp>
@@ -16,6 +17,14 @@ namespace {
 at::Tensor settled(const at::Tensor& t) { return t.to(at::kFloat).contiguous(); }
 
 }  // namespace
+
+std::vector<torch::Tensor> SimpleAdamW::checked(std::vector<torch::Tensor> params) {
+  for (const auto& p : params)
+    if (!p.device().is_cpu() || p.scalar_type() != at::kFloat)
+      throw std::invalid_argument(std::string("SimpleAdamW updates float32 CPU parameters only, not ") +
+                                  c10::toString(p.scalar_type()) + " on " + p.device().str());
+  return params;
+}
 
 torch::Tensor SimpleAdamW::step(LossClosure closure) {
   torch::NoGradGuard no_grad;

@@ -12,12 +12,15 @@ namespace cpu_variant {
 
 class SimpleAdamW : public torch::optim::AdamW {
  public:
+  // Refuses (std::invalid_argument) parameters that are not float32 CPU tensors: its loop
+  // updates those only, and saying so at creation lets the host use another optimizer.
   SimpleAdamW(std::vector<torch::Tensor> params, torch::optim::AdamWOptions options, bool maximize)
-      : torch::optim::AdamW(std::move(params), options), maximize_(maximize) {}
+      : torch::optim::AdamW(checked(std::move(params)), options), maximize_(maximize) {}
 
   torch::Tensor step(LossClosure closure = nullptr) override;
 
  private:
+  static std::vector<torch::Tensor> checked(std::vector<torch::Tensor> params);
   bool maximize_;
 };
 
