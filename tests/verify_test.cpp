@@ -8,7 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "accelkit/conformance.hpp"
+#include "accelkit/op_class.hpp"
 #include "accelkit/runtime.hpp"
+#include "accelkit/sdk/torch_compat.hpp"
 #include "cli_process.hpp"
 #include "cpu_runtime.hpp"
 #include "torch_doctest.hpp"
@@ -70,7 +72,29 @@ TEST_CASE("an honest fixture plugin passes through check_plugin_dir, its thermal
   INFO(dump(reports[0]));
   CHECK(reports[0].device.id == "honest:0");
   CHECK(reports[0].failed() == 0);
-  for (const char* cap : {"plan", "fp32", "bf16", "fused_adamw", "thermal", "training"}) CHECK_MESSAGE(ran(reports[0], cap), cap);
+  for (const char* cap : {"plan", "fp32", "bf16", "fused_adamw", "thermal", "graph_capture", "training"})
+    CHECK_MESSAGE(ran(reports[0], cap), cap);
+  // Flash attention: LibTorch's CPU kernel where it has SDPA switches, else skipped saying so.
+  CHECK(ran(reports[0], "sdpa_flash") == compat::kSdpaControllable);
+}
+
+TEST_CASE("routed operation classes run where the route sends them and match fp64") {
+  auto rt = accelkit::test::start_cpu_runtime();
+  CheckOptions o = quick();
+  o.training = false;
+  o.request = precision_request_from(rt->context().config());
+  for (const auto& [op, name] : kOpClassNames) {
+    Route r;
+    r.op = op;
+    r.device = c10::Device(c10::kCPU);
+    r.on_device = false;  // as a GPU's plugin sending the class to the CPU would have it
+    r.origin = "file";
+    o.routes.push_back(r);
+  }
+  const auto report = check_device(*rt->device_handle(), o);
+  INFO(dump(report));
+  CHECK(report.failed() == 0);
+  for (const auto& [op, name] : kOpClassNames) CHECK_MESSAGE(ran(report, "route." + std::string(name)), name);
 }
 
 TEST_CASE("each lie fails the check of the capability it lies about, with the measured difference") {
@@ -84,9 +108,12 @@ TEST_CASE("each lie fails the check of the capability it lies about, with the me
       {"liar-adamw", "fused_adamw", "max |w - w_ref| / max |w_ref|"},
       {"liar-thermal", "thermal", "reads 0 C"},
       {"liar-threads", "plan", "threads: plan"},
+      {"liar-capture", "graph_capture", "max |w_captured - w_eager|"},
+      {"liar-sdpa", "sdpa_mem_efficient", "threw"},
   };
   for (const auto& lie : lies) {
     CAPTURE(lie.plugin);
+    if (std::string(lie.plugin) == "liar-sdpa" && !compat::kSdpaControllable) continue;  // skipped there: no SDPA switches
     const auto reports = check_plugin_dir(fixture_dir(lie.plugin), quick());
     REQUIRE(reports.size() == 1);
     INFO(dump(reports[0]));

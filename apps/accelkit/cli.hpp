@@ -79,6 +79,9 @@ bool is_verb(const std::string& name);
 
 // Prints why negotiation failed and returns the exit code: 3 for an explicit request, else 1.
 int report_device_failure(const Context& ctx);
+// Called in a catch block around Runtime::start: prints a SettingsError (exit 2) or a
+// DeviceUnavailableError (exit 3) and returns the exit code; rethrows anything else.
+int start_error_exit();
 
 int verb_info(const Invocation& inv, const Context& ctx);
 int verb_plugins(const Invocation& inv, const Context& ctx);

@@ -234,12 +234,8 @@ int run_bench(const ContextOptions& options, const BenchOptions& bench_in, bool 
   std::unique_ptr<Runtime> rt;
   try {
     rt = Runtime::start(options);
-  } catch (const SettingsError& e) {
-    std::cerr << "accelkit: " << e.what() << '\n';
-    return kExitUsage;
-  } catch (const DeviceUnavailableError& e) {
-    std::cerr << "accelkit: device unavailable: " << e.what() << '\n';
-    return kExitUnavailable;
+  } catch (...) {
+    return start_error_exit();
   }
 
   BenchResult result;

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "accelkit/loader.hpp"
+#include "accelkit/settings.hpp"
 #include "accelkit/version.hpp"
 #include "cli.hpp"
 #include "json_out.hpp"
@@ -35,6 +36,18 @@ int verb_info(const Invocation& inv, const Context& ctx) {
     out << std::flush;
   }
   return d.ok ? kExitOk : report_device_failure(ctx);
+}
+
+int start_error_exit() {
+  try {
+    throw;
+  } catch (const SettingsError& e) {
+    std::cerr << "accelkit: " << e.what() << '\n';
+    return kExitUsage;
+  } catch (const DeviceUnavailableError& e) {
+    std::cerr << "accelkit: device unavailable: " << e.what() << '\n';
+    return kExitUnavailable;
+  }
 }
 
 int report_device_failure(const Context& ctx) {

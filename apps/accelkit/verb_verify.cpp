@@ -66,12 +66,8 @@ int verb_verify(const Invocation& inv) {
                 << std::flush;
     try {
       report = conformance::check_runtime_device(base, id, options);
-    } catch (const SettingsError& e) {
-      std::cerr << "accelkit: " << e.what() << '\n';
-      return kExitUsage;
-    } catch (const DeviceUnavailableError& e) {
-      std::cerr << "accelkit: device unavailable: " << e.what() << '\n';
-      return kExitUnavailable;
+    } catch (...) {
+      return start_error_exit();
     }
     failed += report.failed();
     const int passed = report.count(Outcome::pass), skipped = report.count(Outcome::skipped);

@@ -9,6 +9,7 @@
 
 #include "accelkit/device_sync.hpp"
 #include "accelkit/sdk/monitor.hpp"
+#include "accelkit/sdk/support/plausible.hpp"
 #include "check_util.hpp"
 
 namespace accelkit::conformance::detail {
@@ -89,6 +90,23 @@ void check_sensors(const Run& run) {
       second = b.value();
     }
   }
+  if (error.empty())
+    run.check("monitor", "every reading of both samples physically plausible", [&]() -> CheckResult {
+      int values = 0;
+      for (const auto* rs : {&first, &second}) {
+        for (const auto& r : *rs) {
+          if (!r.value) continue;
+          ++values;
+          const std::string why = plausible::check(*r.value, r.unit);
+          if (!why.empty()) return fail(r.key + " " + why + " (source " + r.source + ")");
+        }
+        const Reading *used = find(*rs, reading::memory_used_bytes), *total = find(*rs, reading::memory_total_bytes);
+        if (used && total && used->value && total->value && *used->value > *total->value)
+          return fail("memory_used_bytes " + num(*used->value) + " exceeds memory_total_bytes " + num(*total->value));
+      }
+      return pass(std::to_string(values) + " values within what each unit can physically be (plausible.hpp); no reading "
+                  "in the contract is a counter (plugins turn theirs into rates), so none is checked for monotony");
+    });
   for (const auto& s : kSensors) {
     if (!run.claims(s.cap)) continue;
     run.check(to_string(s.cap).data(), std::string(s.key) + " sampled twice", [&]() -> CheckResult {

@@ -29,8 +29,12 @@ struct Refused : std::runtime_error {
 using MakeOpt = std::function<OptPtr(const std::vector<at::Tensor>&)>;
 
 std::vector<at::Tensor> fresh_params(const Run& run, at::ScalarType dtype, double scale) {
+  // A matrix, a vector, and sizes no vector width divides (a fused kernel's tails).
   const int64_t n = run.options.quick ? 32 : 64;
-  return {(run.randn({n, n}) * scale).to(dtype), (run.randn({n}) * scale).to(dtype)};
+  std::vector<at::Tensor> out;
+  for (const auto& shape : {std::vector<int64_t>{n, n}, {n}, {67, 33}, {1}})
+    out.push_back((run.randn(shape) * scale).to(dtype));
+  return out;
 }
 
 std::vector<at::Tensor> copies(const std::vector<at::Tensor>& ps, c10::Device dev, at::ScalarType dtype) {
@@ -54,10 +58,16 @@ void step_both(const Run& run, torch::optim::Optimizer& a, std::vector<at::Tenso
   }
 }
 
+// max |a - ref| / max |ref| over all the tensors (one scale: a one-element tensor near 0 must
+// not turn a rounding difference into a large relative one).
 double worst(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& ref) {
-  double w = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) w = std::max(w, max_rel(a[i], ref[i]));
-  return w;
+  double diff = 0, scale = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const auto r = ref[i].detach().to(at::kCPU, at::kDouble);
+    diff = std::max(diff, (a[i].detach().to(at::kCPU, at::kDouble) - r).abs().max().item<double>());
+    scale = std::max(scale, r.abs().max().item<double>());
+  }
+  return scale > 0 ? diff / scale : diff;
 }
 
 std::string saved(torch::optim::Optimizer& o) {
@@ -89,7 +99,23 @@ struct OptCase {
   double tol;
   std::string why;
   bool may_refuse = false;  // a refusal is honest here (amsgrad, bf16 parameters): skipped
+  // Judge the total update (w_N - w_0) instead of the weights: low-precision parameters, whose
+  // per-step rounding is a random walk, compared where it averages out.
+  bool by_update = false;
 };
+
+// ||(a - a0) - (ref - ref0)|| / ||ref - ref0|| over all the tensors, in fp64.
+double update_error(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& a0, const std::vector<at::Tensor>& ref,
+                    const std::vector<at::Tensor>& ref0) {
+  double diff = 0, norm = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const auto d = ref[i].detach().to(at::kCPU, at::kDouble) - ref0[i].to(at::kCPU, at::kDouble);
+    const auto e = a[i].detach().to(at::kCPU, at::kDouble) - a0[i].to(at::kCPU, at::kDouble) - d;
+    diff += e.pow(2).sum().item<double>();
+    norm += d.pow(2).sum().item<double>();
+  }
+  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
 
 // One case: `steps` of the plugin's optimizer vs torch::optim's on fp64 CPU copies.
 CheckResult run_case(const Run& run, const OptCase& c, int steps) {
@@ -104,7 +130,11 @@ CheckResult run_case(const Run& run, const OptCase& c, int steps) {
                        std::nullopt, 0};
   }
   auto b = c.reference(pb);
+  const auto pa0 = copies(pa, at::kCPU, at::kDouble), pb0 = copies(pb, at::kCPU, at::kDouble);
   step_both(run, *a, pa, *b, pb, steps);
+  if (c.by_update)
+    return judge("||update - update_ref|| / ||update_ref|| after " + std::to_string(steps) + " steps",
+                 update_error(pa, pa0, pb, pb0), c.tol, c.why);
   return judge("max |w - w_ref| / max |w_ref| after " + std::to_string(steps) + " steps", worst(pa, pb), c.tol, c.why);
 }
 
@@ -177,18 +207,18 @@ void check_optimizers(const Run& run) {
     for (const bool ams : {false, true}) {
       run.check("fused_adamw", n + " steps vs torch::optim::AdamW, fp32, weight decay" + (ams ? ", amsgrad" : ""),
                 [&]() -> CheckResult {
-                  OptCase c{"", at::kFloat, 1.0, make_adamw(ams, 1e-2), ref_adamw(ams, 1e-2), fp32_tol, fp32_why, ams};
+                  OptCase c{"", at::kFloat, 1.0, make_adamw(ams, 1e-2), ref_adamw(ams, 1e-2), fp32_tol, fp32_why, ams, false};
                   return run_case(run, c, steps);
                 });
     }
     // bf16 parameters: lr 1e-2 on weights of ~0.1 so each update is larger than a bf16 unit
     // (4.9e-4 at 0.1) and is not simply rounded away on both sides.
     run.check("fused_adamw", n + " steps vs torch::optim::AdamW, bf16 parameters", [&]() -> CheckResult {
-      // Each step rounds every weight once (std 0.29 units): a random walk whose largest excursion
-      // over the tensor is ~sqrt(N) units of 3.9e-3; twice that is allowed.
-      OptCase c{"", at::kBFloat16, 0.1, make_adamw(false, 1e-2), ref_adamw(false, 1e-2),
-                2 * std::sqrt(double(steps)) * std::ldexp(1.0, -8),
-                "bf16 parameters round each step: a random walk of N roundings, 2 sqrt(N) units of 3.9e-3", true};
+      // Each step rounds every weight (and, in torch::optim::AdamW on bf16, its moments): 2.3% of
+      // the total update after 50 steps for LibTorch's own AdamW, 1.8% for the CPU plugin's
+      // fused one (20 steps: 1.8%, 1.5%); 8% is allowed. A step size 10% off is off by 10%.
+      OptCase c{"", at::kBFloat16, 0.1, make_adamw(false, 1e-2), ref_adamw(false, 1e-2), 0.08,
+                "bf16 rounding of weights and moments, ~2% measured; a step size 10% off is off by 10%", true, true};
       return run_case(run, c, steps);
     });
     run.check("fused_adamw", "checkpoint saved by one, loaded by the other (torch::optim::AdamW)", [&] {
@@ -213,7 +243,8 @@ void check_optimizers(const Run& run) {
     };
     run.check("fused_sgd", std::to_string(steps) + " steps vs torch::optim::SGD, momentum 0.9, Nesterov, weight decay",
               [&] {
-                OptCase c{"", at::kFloat, 1.0, make_sgd, ref_sgd, fp32_tol, fp32_why, false};
+                OptCase c{"", at::kFloat, 1.0, make_sgd, ref_sgd, fp32_tol,
+                          "fp32 rounding of N updates, ~3e-7 measured on the CPU plugin's", false, false};
                 return run_case(run, c, steps);
               });
     run.check("fused_sgd", "checkpoint saved by one, loaded by the other (torch::optim::SGD)",
@@ -238,7 +269,8 @@ void check_optimizers(const Run& run) {
                 // once; twice that allows the master's own fp32 drift.
                 std::vector<at::Tensor> rounded;
                 for (const auto& p : pb) rounded.push_back(p.to(at::kBFloat16).to(at::kDouble));
-                rounded[1] = pb[1];  // the bias stays fp32
+                for (std::size_t i = 0; i < pa.size(); ++i)  // biases and scales (1 dimension) stay fp32
+                  if (pa[i].dim() < 2) rounded[i] = pb[i];
                 return judge("max |w - round_bf16(w_ref)| / max |w_ref|", worst(pa, rounded), std::ldexp(1.0, -7),
                              "the fp32 master rounded to bf16 once: half a unit of 3.9e-3, x2");
               });

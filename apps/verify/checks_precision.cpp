@@ -1,5 +1,6 @@
 // The precision plan read back from LibTorch, each claimed dtype's numerics, routed operation
 // classes and the claimed SDPA backends.
+#include <array>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -27,11 +28,12 @@ std::vector<OpOutcome> run_ops(const Run& run) {
   const bool q = run.options.quick;
   std::vector<OpOutcome> out;
   const int64_t n = q ? 128 : 256;
-  {
-    auto a = run.randn({n, n}), b = run.randn({n, n});
+  // A square size, then one no kernel tiles evenly (tails, edge blocks).
+  for (const auto& mkn : {std::array<int64_t, 3>{n, n, n}, std::array<int64_t, 3>{n + 1, n / 2 + 3, 37}}) {
+    auto a = run.randn({mkn[0], mkn[1]}), b = run.randn({mkn[1], mkn[2]});
     auto y = at::matmul(a, b);
-    out.push_back({"matmul " + std::to_string(n) + "^3", y.scalar_type(),
-                   rel_error(y, at::matmul(a.to(at::kCPU, at::kDouble), b.to(at::kCPU, at::kDouble)))});
+    out.push_back({"matmul " + std::to_string(mkn[0]) + "x" + std::to_string(mkn[1]) + "x" + std::to_string(mkn[2]),
+                   y.scalar_type(), rel_error(y, at::matmul(a.to(at::kCPU, at::kDouble), b.to(at::kCPU, at::kDouble)))});
   }
   {
     const int64_t c = q ? 8 : 16, hw = q ? 16 : 32;
@@ -227,6 +229,7 @@ void check_sdpa(const Run& run) {
       const auto before = compat::sdpa_backends();
       compat::SdpaBackends only{cap == Capability::sdpa_flash, cap == Capability::sdpa_mem_efficient, false};
       compat::set_sdpa_backends(only);
+      compat::AutocastGuard fp16_as_given(r.dev.type(), false, at::kFloat);  // the inputs' own dtype
       at::Tensor y;
       std::vector<at::Tensor> qkv;
       try {
