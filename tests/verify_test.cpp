@@ -167,6 +167,20 @@ TEST_CASE("accelkit verify: exit codes, the summary, JSON") {
   CHECK(j["devices"][0]["failed"] == 0);
   CHECK(j["devices"][0]["checks"].size() >= 4);
 
+  // --seed repeats a run's inputs: the same figures.
+  auto seeded = [&] {
+    auto r = run_cli({"--plugin-path", cpu, "verify", "--quick", "--seed", "7", "--json"});
+    REQUIRE(r.code == 0);
+    const auto d = nlohmann::json::parse(r.out)["devices"][0];
+    CHECK(d["seed"] == 7);
+    for (const auto& c : d["checks"])
+      if (c["capability"] == "fp32") return c["error"].get<double>();
+    FAIL("no fp32 check");
+    return 0.0;
+  };
+  CHECK(seeded() == seeded());
+  CHECK(run_cli({"--plugin-path", cpu, "verify", "--seed", "0"}).code == 2);
+
   auto lie = run_cli({"--plugin-path", fixture_dir("liar-thermal"), "verify", "--quick", "--device", "liar-thermal"});
   CHECK(lie.code == 1);
   CHECK(lie.err.find("liar-thermal:0: thermal: temperature_c reads 0 C") != std::string::npos);

@@ -46,6 +46,7 @@ struct Invocation {
   bool csv = false;                // monitor --csv
   bool all = false;                // monitor --all: every device the plugins list; verify --all: every usable one
   bool quick = false;              // verify --quick
+  unsigned long long seed = 0;     // verify --seed N (0 = fresh inputs)
   bool resume = false;             // train --resume
   int nproc_per_node = 0;          // train --nproc-per-node N: N local data-parallel workers
   std::vector<std::string> argv;   // the command line as given (train --nproc-per-node reruns it)

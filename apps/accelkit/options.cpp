@@ -35,7 +35,7 @@ constexpr VerbDoc kVerbs[] = {
      "time a training step or your model: accelkit vs plain LibTorch"},
     {"train", "train --config FILE [--resume] [--nproc-per-node N] [--trace FILE] [--json]",
      "train the example model ([train] table in FILE)"},
-    {"verify", "verify [--quick] [--device DEV | --all] [--json]",
+    {"verify", "verify [--quick] [--device DEV | --all] [--seed N] [--json]",
      "check that every capability the device's plugin claims works here, against LibTorch's own results"},
     {"help", "help [VERB | settings]", "this text, one verb's, or every setting as a table"},
 };
@@ -107,6 +107,8 @@ po::options_description verb_options() {
       ("csv", po::bool_switch(), "monitor: CSV output (header + one row per sample)")
       ("all", po::bool_switch(), "monitor: every device the plugins list, usable here or not; verify: every usable device")
       ("quick", po::bool_switch(), "verify: smaller problems, fewer steps (seconds, not minutes)")
+      ("seed", po::value<unsigned long long>()->value_name("N"),
+       "verify: seed of the random inputs (default: fresh each run; the summary prints the one used)")
       ("model", po::value<std::string>()->value_name("M"),
        "bench: mlp | transformer | cnn | optimizer (default mlp), or a TorchScript file (with --input); "
        "report: a TorchScript file whose dimension alignment to check")
@@ -230,6 +232,7 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   inv.csv = flag(vm, "csv");
   inv.all = flag(vm, "all");
   inv.quick = flag(vm, "quick");
+  if (vm.count("seed")) inv.seed = vm["seed"].as<unsigned long long>();
   if (vm.count("interval")) inv.interval = vm["interval"].as<double>();
   if (vm.count("count")) inv.count = vm["count"].as<long long>();
   inv.resume = flag(vm, "resume");
@@ -265,6 +268,8 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   only_for(vm, "csv", inv.verb, "monitor");
   if (inv.verb != "verify") only_for(vm, "all", inv.verb, "monitor");
   only_for(vm, "quick", inv.verb, "verify");
+  only_for(vm, "seed", inv.verb, "verify");
+  if (vm.count("seed") && inv.seed == 0) throw UsageError("--seed must be a positive number");
   if (inv.verb == "verify" && inv.all)
     for (const auto& [key, value] : inv.settings)
       if (key == "device") throw UsageError("--device and --all cannot be combined");

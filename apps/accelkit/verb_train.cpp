@@ -415,15 +415,13 @@ int verb_train(const Invocation& inv) {
   } catch (const dist::WorldMismatchError& e) {
     std::cerr << "accelkit train: " << e.what() << '\n';
     return kExitFailure;
-  } catch (const SettingsError& e) {
-    std::cerr << "accelkit: " << e.what() << '\n';
-    return kExitUsage;
+  } catch (const SettingsError&) {
+    return start_error_exit();
   } catch (const UsageError& e) {  // --trace FILE that cannot be written
     std::cerr << "accelkit: " << e.what() << '\n';
     return kExitUsage;
-  } catch (const DeviceUnavailableError& e) {
-    std::cerr << "accelkit: device unavailable: " << e.what() << '\n';
-    return kExitUnavailable;
+  } catch (const DeviceUnavailableError&) {
+    return start_error_exit();
   } catch (const TrainError& e) {
     std::cerr << "accelkit train: " << e.what() << '\n';
     return kExitFailure;

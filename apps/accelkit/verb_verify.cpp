@@ -1,4 +1,4 @@
-// accelkit verify [--quick] [--device DEV | --all] [--json]: every capability the device's
+// accelkit verify [--quick] [--device DEV | --all] [--seed N] [--json]: every capability the device's
 // plugin claims, checked here against LibTorch's own results (accelkit::conformance).
 // Exit 0 when nothing failed, 1 when a check failed, 3 when the requested device is unavailable.
 #include <cstdio>
@@ -55,6 +55,7 @@ int verb_verify(const Invocation& inv) {
 
   conformance::CheckOptions options;
   options.quick = inv.quick;
+  options.seed = inv.seed;
   if (!inv.json) options.on_result = print_result;
   Json devices = Json::array();
   int failed = 0;
@@ -86,7 +87,7 @@ int verb_verify(const Invocation& inv) {
     } else {
       devices.push_back(report.device.id);
       char tail[128];
-      std::snprintf(tail, sizeof tail, ": %d passed, %d failed, %d skipped in %.1f s (inputs seeded %llu)\n", passed,
+      std::snprintf(tail, sizeof tail, ": %d passed, %d failed, %d skipped in %.1f s (inputs: --seed %llu)\n", passed,
                     report.failed(), skipped, report.seconds, static_cast<unsigned long long>(report.seed));
       std::cout << report.device.id << " " << report.device.name << tail << std::flush;
       for (const auto& r : report.results)
