@@ -207,20 +207,19 @@ DeviceReport check_device(Device& device, const CheckOptions& options) {
 }
 
 std::vector<std::string> usable_devices(const Context& ctx) {
-  std::vector<std::string> ids;
-  for (const auto& c : ctx.decision().candidates) {
-    const bool usable = c.excluded == Exclusion::none || c.excluded == Exclusion::not_requested ||
-                        c.excluded == Exclusion::reference_only || c.excluded == Exclusion::missing_capability ||
-                        c.excluded == Exclusion::no_gpu;
-    if (usable && !c.device.torch_device.empty()) ids.push_back(c.device.id);
-  }
+  std::vector<const Candidate*> usable;
+  for (const auto& c : ctx.decision().candidates)
+    if ((c.excluded == Exclusion::none || c.excluded == Exclusion::not_requested ||
+         c.excluded == Exclusion::reference_only || c.excluded == Exclusion::missing_capability ||
+         c.excluded == Exclusion::no_gpu) &&
+        !c.device.torch_device.empty())
+      usable.push_back(&c);
   // A device LibTorch does not know is registered by its Runtime::start, which must come
   // before any backward in the process (LibTorch's autograd counts devices once): first.
-  std::stable_partition(ids.begin(), ids.end(), [&](const std::string& id) {
-    for (const auto& c : ctx.decision().candidates)
-      if (c.device.id == id) return c.device.torch_device.rfind("privateuseone", 0) == 0;
-    return false;
-  });
+  std::stable_partition(usable.begin(), usable.end(),
+                        [](const Candidate* c) { return c->device.torch_device.rfind("privateuseone", 0) == 0; });
+  std::vector<std::string> ids;
+  for (const auto* c : usable) ids.push_back(c->device.id);
   return ids;
 }
 
