@@ -126,8 +126,11 @@ int main(int argc, char** argv) {
   cfg.momentum = 0.5;
   accelkit::OptimizerChoice sgd2 = rt->make_sgd(vs[2].model->parameters(), cfg);
 
+  // Plain LibTorch: fp32, no autocast (Runtime::start turned it on for this thread), its threads.
   auto plain_epoch = [&](Variant& v, torch::optim::Optimizer& opt, int threads) {
-    at::set_num_threads(threads);
+    accelkit::PrecisionPlan plain;
+    plain.threads = threads;
+    rt->apply_precision(plain);
     const auto t0 = Clock::now();
     for (auto& batch : *loader) {
       opt.zero_grad();
@@ -174,10 +177,13 @@ int main(int argc, char** argv) {
       const int w = (e % 2 == 0) ? k : 2 - k;  // the order reversed every epoch
       vs[static_cast<std::size_t>(w)].epochs_ms.push_back(run(w));
     }
-  at::set_num_threads(default_threads);
+  accelkit::PrecisionPlan plain;  // the plain variants evaluated as they trained
+  plain.threads = default_threads;
+  rt->apply_precision(plain);
   std::vector<double> acc;
   acc.push_back(accuracy(*vs[0].model, test_dir, [] { return 0; }));
   acc.push_back(accuracy(*vs[1].model, test_dir, [] { return 0; }));
+  rt->apply_precision(rt->precision());
   acc.push_back(accuracy(*vs[2].model, test_dir, [&] { return rt->autocast(); }));
   std::filesystem::remove_all(root);
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include "accelkit/checkpoint.hpp"
 #include "checkpoint_tensors.hpp"
@@ -139,6 +140,47 @@ TEST_CASE("train --nproc-per-node 2, one worker killed (-9) mid-run: the run end
   INFO(describe(resumed));
   CHECK(resumed.code == 0);
   CHECK(resumed.err.find("(step " + std::to_string(newest) + ")") != std::string::npos);
+}
+
+TEST_CASE("train --nproc-per-node 2, Ctrl-C to rank 1 alone: every rank stops after the same step, rank 0 saves it") {
+  TempDir tmp("accelkit-train-dist");
+  const fs::path ckpt = tmp.path() / "ck";
+  const std::string long_run = write_config(tmp.path(), ckpt, 1000000, 32);
+  CliProcess launcher({"train", "--config", long_run, "--nproc-per-node", "2", "--dist-timeout", "20", "--json"}, {});
+  const auto start = std::chrono::steady_clock::now();
+  while (!fs::exists(ckpt / "step-00000010.ckpt") &&
+         std::chrono::steady_clock::now() - start < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  REQUIRE(fs::exists(ckpt / "step-00000010.ckpt"));
+  const auto workers = children_of(launcher.pid());
+  REQUIRE(workers.size() == 2);
+  ::kill(workers[1], SIGINT);  // what a guard stop on rank 1 alone also takes: rank 1's stop flag
+  RunResult r = launcher.wait();
+  INFO(describe(r));
+  CHECK(r.code == 128 + SIGINT);
+  CHECK(r.err.find("is lost") == std::string::npos);         // no rank waited for a collective
+  CHECK(r.err.find("stopping the others") == std::string::npos);  // nobody was signalled by the launcher
+  CHECK(r.err.find("(asked by rank 1; every rank stops after the same step)") != std::string::npos);
+  // Rank 0 ended at the step every rank agreed on, and saved it.
+  std::string last;  // rank 0's JSON lines; the last is the end of the run
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) last = line;
+  const auto end = nlohmann::json::parse(last);
+  REQUIRE(end.contains("interrupted_ranks"));
+  CHECK(end["interrupted"] == true);
+  CHECK(end["interrupted_ranks"] == nlohmann::json::array({1}));
+  CHECK(end["guard_stopped_ranks"] == nlohmann::json::array());
+  const auto stopped = end["step"].get<std::int64_t>();
+  CheckpointDir dir(ckpt.string());
+  const auto files = dir.list();
+  REQUIRE(!files.empty());
+  CHECK(files.front().step == stopped);
+  auto resumed = run_cli({"train", "--config", write_config(tmp.path(), ckpt, static_cast<int>(stopped) + 5, 32),
+                          "--resume", "--nproc-per-node", "2"});
+  INFO(describe(resumed));
+  CHECK(resumed.code == 0);
+  CHECK(resumed.err.find("(step " + std::to_string(stopped) + ")") != std::string::npos);
 }
 
 TEST_CASE("train --nproc-per-node: a batch that does not split is refused by every worker") {

@@ -2,9 +2,11 @@
 // each this same command without the option, with torchrun's variables (RANK, WORLD_SIZE,
 // LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT: the environment's, else a
 // free port). The workers share the terminal: Ctrl-C reaches each (they agree on the step to
-// stop after, and rank 0 saves); SIGTERM to this process is passed on. When one worker fails
-// the others are asked to stop (SIGTERM), then killed after a grace period; the exit code is
-// the first failure's.
+// stop after, and rank 0 saves); SIGTERM to this process is passed on. A worker that ends an
+// agreed stop (interrupt, guard stop) leaves the others to end by themselves; when one fails
+// otherwise, the others are asked to stop (SIGTERM), then killed after a grace period. The exit
+// code is the first non-zero one.
+#include <csignal>
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -33,9 +35,11 @@ int launch_local_workers(const Invocation& inv) {
     args.push_back(a);
   }
   try {
-    return dist::run_local_workers(args, inv.nproc_per_node, [](const std::string& line) {
-      std::cerr << "accelkit train: " << line << '\n';
-    });
+    // An interrupt (Ctrl-C, SIGTERM) or a guard stop on one rank is every rank's stop after the
+    // same step: the others save and end by themselves.
+    return dist::run_local_workers(
+        args, inv.nproc_per_node, [](const std::string& line) { std::cerr << "accelkit train: " << line << '\n'; },
+        {128 + SIGINT, 128 + SIGTERM, kExitGuardStop});
   } catch (const dist::LaunchError& e) {
     std::cerr << "accelkit train: --nproc-per-node: " << e.what() << '\n';
     return kExitUsage;

@@ -87,6 +87,14 @@ std::string loss_text(double v) {
   return buf;
 }
 
+// A data-parallel run's stop: which ranks asked for it (every rank stops after the same step).
+std::string ranks_text(const std::vector<int>& ranks) {
+  if (ranks.empty()) return "";
+  std::string text = ranks.size() == 1 ? " (asked by rank " : " (asked by ranks ";
+  for (std::size_t i = 0; i < ranks.size(); ++i) text += (i ? ", " : "") + std::to_string(ranks[i]);
+  return text + "; every rank stops after the same step)";
+}
+
 // 75 -> "1:15", 3725 -> "1:02:05"
 std::string clock_text(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
@@ -360,6 +368,8 @@ int train(const Invocation& inv) {
     std::cout << Json{{"event", "end"}, {"step", result.end_step}, {"steps", config.steps},
                       {"start_step", result.start_step}, {"interrupted", result.interrupted},
                       {"guard_stopped", result.guard_stopped},
+                      {"interrupted_ranks", result.interrupted_ranks},
+                      {"guard_stopped_ranks", result.guard_stopped_ranks},
                       {"resumed_from", result.resumed_from ? Json(*result.resumed_from) : Json(nullptr)},
                       {"initial_loss", result.losses.empty() ? Json(nullptr) : Json(result.losses.front())},
                       {"final_loss", result.losses.empty() ? Json(nullptr) : Json(result.losses.back())},
@@ -374,14 +384,16 @@ int train(const Invocation& inv) {
               << std::endl;
   }
   if (result.guard_stopped) {
-    std::cerr << "stopped by the thermal guard at step " << result.end_step << " of " << config.steps << "; "
+    std::cerr << "stopped by the thermal guard" << ranks_text(result.guard_stopped_ranks) << " at step "
+              << result.end_step << " of " << config.steps << "; "
               << (saved ? "checkpoint saved to " + *saved + "; continue with --resume once the device has cooled"
                         : std::string("checkpoints are off, nothing saved"))
               << '\n';
     return kExitGuardStop;
   }
   if (result.interrupted) {
-    std::cerr << "interrupted at step " << result.end_step << " of " << config.steps << "; "
+    std::cerr << "interrupted" << ranks_text(result.interrupted_ranks) << " at step " << result.end_step << " of "
+              << config.steps << "; "
               << (saved ? "checkpoint saved to " + *saved + "; continue with --resume"
                         : std::string("checkpoints are off, nothing saved"))
               << '\n';

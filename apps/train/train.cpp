@@ -582,11 +582,23 @@ TrainResult Trainer::run(const TrainOptions& options) {
     }
     if (auto memory = s.rt.device_handle()->memory(); memory.ok()) progress.memory_bytes = memory.value().in_use;
     const bool last = s.step == cfg.steps;
-    bool stop = (options.stop && options.stop->load()) || guard_stop;
+    const bool signalled = options.stop && options.stop->load();
+    bool stop = signalled || guard_stop;
     if (s.world > 1) {  // every rank stops after the same step, or the others would wait for it
-      std::vector<at::Tensor> flag{at::full({1}, stop ? 1.0 : 0.0, at::kDouble)};
-      s.group->all_reduce_sum(flag);
-      stop = flag[0].item<double>() > 0;
+      // Row 0: the ranks interrupted, row 1: the ranks their guard stopped; each rank its column.
+      at::Tensor flags = at::zeros({2, s.world}, at::kDouble);
+      flags[0][s.rank] = signalled ? 1.0 : 0.0;
+      flags[1][s.rank] = guard_stop ? 1.0 : 0.0;
+      std::vector<at::Tensor> all{flags};
+      s.group->all_reduce_sum(all);
+      const at::Tensor agreed = all[0].contiguous();
+      const double* f = agreed.data_ptr<double>();
+      for (int r = 0; r < s.world; ++r) {
+        if (f[r] > 0) result.interrupted_ranks.push_back(r);
+        if (f[s.world + r] > 0) result.guard_stopped_ranks.push_back(r);
+      }
+      stop = !result.interrupted_ranks.empty() || !result.guard_stopped_ranks.empty();
+      if (!result.guard_stopped_ranks.empty()) result.guard_stopped = true;
     }
     const bool log = s.step % cfg.log_every == 0 || last || stop;
     if (metrics) {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -52,7 +53,8 @@ int worker_exit_code(int status) {
 
 }  // namespace
 
-int run_local_workers(const std::vector<std::string>& args, int n, const std::function<void(const std::string&)>& say) {
+int run_local_workers(const std::vector<std::string>& args, int n, const std::function<void(const std::string&)>& say,
+                      const std::vector<int>& agreed_stops) {
   if (args.empty() || n < 1) throw std::invalid_argument("run_local_workers: no command, or fewer than 1 worker");
   const std::string& self = args[0];
   const char* port_env = std::getenv("MASTER_PORT");
@@ -131,6 +133,8 @@ int run_local_workers(const std::vector<std::string>& args, int n, const std::fu
   std::size_t left = pids.size();
   bool killing = false;  // SIGKILL what is left at kill_at
   auto kill_at = std::chrono::steady_clock::now();
+  bool terming = false;  // SIGTERM what is left at term_at (after an agreed stop)
+  auto term_at = kill_at;
   auto stop_others = [&](int sig) {
     for (std::size_t i = 0; i < pids.size(); ++i)
       if (!done[i]) ::kill(pids[i], sig);
@@ -155,7 +159,11 @@ int run_local_workers(const std::vector<std::string>& args, int n, const std::fu
         const int code = worker_exit_code(status);
         if (code != 0 && first_failure == 0) {
           first_failure = code;
-          if (left > 0) {
+          if (left > 0 && std::find(agreed_stops.begin(), agreed_stops.end(), code) != agreed_stops.end()) {
+            // The others stop after the same step by themselves; SIGTERM only if they hang.
+            terming = true;
+            term_at = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+          } else if (left > 0) {
             if (say) say("worker " + std::to_string(i) + " ended with exit code " + std::to_string(code) + "; stopping the others");
             stop_others(SIGTERM);
             killing = true;
@@ -164,6 +172,13 @@ int run_local_workers(const std::vector<std::string>& args, int n, const std::fu
         }
       }
       continue;
+    }
+    if (terming && std::chrono::steady_clock::now() > term_at) {
+      if (say) say("the other workers did not end within 60 s of an agreed stop; stopping them");
+      stop_others(SIGTERM);
+      terming = false;
+      killing = true;
+      kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(15);
     }
     if (killing && std::chrono::steady_clock::now() > kill_at) {
       stop_others(SIGKILL);

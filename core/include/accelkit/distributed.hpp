@@ -145,8 +145,12 @@ int threads_per_rank(unsigned cores, int local_ranks) noexcept;
 // on. When one fails, the others get SIGTERM, then SIGKILL 15 s later. Returns the first
 // failure's exit code (128 + signal for a killed one), 0 when all succeeded. `say` gets a line
 // at the start and on a failure. Throws LaunchError for an unusable MASTER_PORT.
+// `agreed_stops`: exit codes with which a worker ends a stop every rank agreed on (train's
+// interrupt and guard stop: each rank stops after the same step): the others are left to end by
+// themselves, and get SIGTERM only if they have not within 60 s.
 int run_local_workers(const std::vector<std::string>& argv, int n,
-                      const std::function<void(const std::string&)>& say = {});
+                      const std::function<void(const std::string&)>& say = {},
+                      const std::vector<int>& agreed_stops = {});
 
 }  // namespace dist
 

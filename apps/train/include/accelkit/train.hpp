@@ -83,6 +83,10 @@ struct TrainResult {
   std::int64_t end_step = 0;    // steps completed on return
   bool interrupted = false;
   bool guard_stopped = false;  // the guard stopped the run (interrupted is set too)
+  // In a data-parallel run, the ranks whose stop every rank followed (each rank stops after the
+  // same step): interrupted (a signal) and stopped by their thermal guard; this rank included.
+  std::vector<int> interrupted_ranks;
+  std::vector<int> guard_stopped_ranks;
   std::optional<std::string> resumed_from;
   std::vector<SkippedCheckpoint> skipped;  // corrupt checkpoints passed over while resuming
   std::vector<std::string> saved;          // checkpoints written, in order
