@@ -325,7 +325,8 @@ TEST_CASE("profiles: chosen from the highest layer, applied as the profile layer
     CHECK((*s->autotune) == false);
     CHECK(s.get("autotune").origin == Origin::profile);
     CHECK(s.get("fused_optimizer").origin == Origin::default_value);  // not maximum_performance
-    CHECK(s.text("master_weights") == "off");
+    CHECK(s.text("master_weights") == "auto");
+    CHECK(s.get("master_weights").origin == Origin::default_value);  // not maximum_performance
     CHECK(s.text("tf32") == "off");
     CHECK(s.get("tf32").origin == Origin::file);
   }

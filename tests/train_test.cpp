@@ -10,6 +10,7 @@
 
 #include "torch_doctest.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -414,7 +415,7 @@ TEST_CASE("master weights: resume is exact, the final loss matches fp32's, and a
   auto other = cfg;
   other.steps = 50;
   try {
-    train(other, true, runtime("bf16"));
+    train(other, true, runtime("bf16", {{"master_weights", "off"}}));
     FAIL("resumed a master-weights checkpoint into fp32 weights");
   } catch (const TrainError& e) {
     CHECK(contains(e.what(), "resume with master_weights = on"));
@@ -442,6 +443,52 @@ TEST_CASE("master weights: resume is exact, the final loss matches fp32's, and a
                              << "; master vs autocast, worst step " << worst << " relative");
   CHECK(worst <= 1e-3);
   CHECK(std::abs(m - f) <= 0.05 * f);
+}
+
+TEST_CASE("master_weights = auto: on in accelkit's own loop, off in a program's; a run begun with fp32 weights keeps them") {
+  Runtime& rt = runtime("bf16");  // the default: auto
+  REQUIRE(rt.context().settings().text("master_weights") == "auto");
+  // A program's own loop (the default ForwardOwner): its model stays fp32, usable outside autocast.
+  torch::nn::Linear mine(16, 8);
+  OptimizerChoice program = rt.make_adamw(mine->parameters(), AdamWConfig{});
+  CHECK_FALSE(program.master_weights);
+  CHECK((mine->weight.scalar_type() == at::kFloat));
+  // A loop that runs every forward under autocast asks for them and gets them, with no warning
+  // for the program to act on.
+  torch::nn::Linear owned(16, 8);
+  OptimizerChoice loop = rt.make_adamw(owned->parameters(), AdamWConfig{}, true, ForwardOwner::accelkit);
+  CHECK(loop.master_weights);
+  CHECK((owned->weight.scalar_type() == at::kBFloat16));
+  CHECK(contains(loop.why, "master_weights = auto (from built-in)"));
+  CHECK(contains(loop.why, "accelkit's loop runs every forward of it under autocast"));
+  CHECK_FALSE(contains(loop.why, "outside it a forward fails"));
+  // Where the plan cannot have them, auto is skipped with the reason, never an error.
+  torch::nn::Linear fp32_model(16, 8);
+  OptimizerChoice skipped = runtime("fp32").make_adamw(fp32_model->parameters(), {}, true, ForwardOwner::accelkit);
+  CHECK_FALSE(skipped.master_weights);
+  CHECK(contains(skipped.why, "master_weights = auto (from built-in; accelkit runs every forward) skipped: the "
+                              "precision plan is fp32"));
+
+  // The trainer is such a loop: its student trains on bf16 weights by default.
+  TempDir tmp("accelkit-train");
+  auto cfg = small(tmp.path() / "ckpt", 10);
+  Trainer t(rt, cfg);
+  t.run();
+  for (const auto& p : t.parameters()) CHECK((p.scalar_type() == (p.dim() >= 2 ? at::kBFloat16 : at::kFloat)));
+  // A run begun with fp32 weights (master_weights = off) resumes under auto with fp32 weights.
+  auto begun = small(tmp.path() / "begun", 10);
+  train(begun, false, runtime("bf16", {{"master_weights", "off"}}));
+  begun.steps = 15;
+  Trainer resumed(rt, begun);
+  TrainOptions o;
+  o.resume = true;
+  TrainResult r = resumed.run(o);
+  CHECK(r.start_step == 10);
+  CHECK(r.end_step == 15);
+  for (const auto& p : resumed.parameters()) CHECK((p.scalar_type() == at::kFloat));
+  CHECK(std::any_of(r.warnings.begin(), r.warnings.end(), [](const std::string& w) {
+    return contains(w, "holds fp32 weights: master_weights = auto continues the run with them");
+  }));
 }
 
 TEST_CASE("resume refuses what would not continue the same run") {

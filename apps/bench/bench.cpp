@@ -415,6 +415,7 @@ BatchDecision find_bench_batch(Runtime& rt, const ModelSpec& spec, const BenchOp
     }
     return std::make_pair(x, at::randn(y.sizes(), y.options().dtype(at::kFloat)));
   };
+  problem.forwards = ForwardOwner::accelkit;  // as the accelkit variant's optimizer
   BatchSearchOptions search;
   search.start = spec.batch;
   search.max = o.batch_max > 0 ? o.batch_max : std::min<std::int64_t>(search.max, INT32_MAX);
@@ -540,7 +541,9 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
       run.channels_last = true;
     }
     if (accelkit) {
-      OptimizerChoice choice = rt.make_adamw(run.params, adamw, /*model_weights=*/!optimizer_only);
+      // The bench's own loop runs every forward of this model under autocast.
+      OptimizerChoice choice =
+          rt.make_adamw(run.params, adamw, /*model_weights=*/!optimizer_only, ForwardOwner::accelkit);
       run.opt = choice.optimizer;
       run.info.optimizer = choice.implementation;
       if (!optimizer_only) {

@@ -129,6 +129,7 @@ struct Trainer::State {
   std::unique_ptr<DataParallel> dp;
   int world = 1;
   int rank = 0;
+  ForwardOwner forwards = ForwardOwner::accelkit;  // this loop runs every forward of the student
 
   State(Runtime& runtime, TrainConfig config, const std::function<void(const BatchTrial&)>& on_batch_trial,
         std::shared_ptr<dist::ProcessGroup> process_group)
@@ -188,6 +189,7 @@ struct Trainer::State {
     };
     problem.adamw.lr = cfg.lr;
     problem.adamw.weight_decay = cfg.weight_decay;
+    problem.forwards = forwards;
     BatchSearchOptions options;
     if (cfg.batch_max > 0) options.max = cfg.batch_max;
     if (cfg.batch_size_set) options.target_effective_batch = cfg.batch_size;
@@ -231,7 +233,9 @@ struct Trainer::State {
     AdamWConfig adamw;
     adamw.lr = cfg.lr;
     adamw.weight_decay = cfg.weight_decay;
-    opt = rt.make_adamw(student->parameters(), adamw);
+    // Every forward of the student runs in this loop under the plan's autocast: master_weights
+    // = auto may give it bf16 weights (unless a resumed checkpoint holds fp32 ones).
+    opt = rt.make_adamw(student->parameters(), adamw, /*model_weights=*/true, forwards);
     scaler = rt.make_loss_scaler();
     if (dp) dp->attach(scaler);
     accumulator = std::make_unique<GradAccumulator>(static_cast<int>(cfg.micro_batches));
@@ -349,6 +353,12 @@ struct Trainer::State {
     // into the other would lose the master or change the model's dtype behind the optimizer.
     c10::IValue master;
     const bool then_master = root.try_read("meta_master_weights", master) && master.toInt() != 0;
+    if (!then_master && opt.master_weights && *rt.context().config().master_weights == Toggle::automatic) {
+      // auto follows the checkpoint: a run begun with fp32 weights continues with them.
+      forwards = ForwardOwner::program;
+      fresh();
+      warnings.push_back("checkpoint " + path + " holds fp32 weights: master_weights = auto continues the run with them");
+    }
     if (then_master != opt.master_weights) {
       auto held = [](bool m) { return m ? "bf16 weights with their fp32 master in the optimizer" : "fp32 weights"; };
       throw TrainError("checkpoint " + path + " holds " + held(then_master) + ", this run has " + held(opt.master_weights) +

@@ -350,7 +350,7 @@ TuneDecision Runtime::autotune(const TuneProblem& p, const TuneOptions& o) {
     for (const auto& c : space.all)
       if (space.eligible(c)) names.push_back(c.label());
     std::ostringstream sp;
-    sp << text::join(names) << "; master_weights " << (*s.master_weights ? "on" : "off") << "; blas_kernels "
+    sp << text::join(names) << "; master_weights " << to_string(*s.master_weights) << "; blas_kernels "
        << to_string(*s.blas_kernels)
        << "; " << o.warmup << "+" << o.steps << " steps; tolerance " << bf16_tol << "/" << fp32_tol;
     d.space = sp.str();

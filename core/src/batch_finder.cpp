@@ -216,7 +216,7 @@ BatchDecision Runtime::find_batch_size(const BatchProblem& p, const BatchSearchO
   if (o.memory_budget > 0) budget = budget ? std::min(*budget, o.memory_budget) : o.memory_budget;
 
   // The cache: this device, these versions, this model and precision, these search options.
-  const bool master = *s.master_weights && plan_.autocast && plan_.dtype == Dtype::bf16;
+  const bool master = master_weights_asked(p.forwards) && plan_.autocast && plan_.dtype == Dtype::bf16;
   const std::string fingerprint = autotune_device_fingerprint(*context_) + "; " + autotune_versions(*context_);
   const std::string model = batch_model_signature(p, plan_, master);
   std::ostringstream search_text;
@@ -275,7 +275,7 @@ BatchDecision Runtime::find_batch_size(const BatchProblem& p, const BatchSearchO
       else meter.emplace(torch_device_.type());
       {
         auto [input, target] = p.make_batch(batch);
-        OptimizerChoice opt = make_adamw(p.model->parameters(), p.adamw);
+        OptimizerChoice opt = make_adamw(p.model->parameters(), p.adamw, /*model_weights=*/true, p.forwards);
         zero_grad(*opt.optimizer);
         at::Tensor out;
         {

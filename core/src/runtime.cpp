@@ -139,9 +139,9 @@ PrefetchOptions Runtime::prefetch_options() const {
   return PrefetchOptions{static_cast<std::size_t>(*context_->config().prefetch), torch_device_};
 }
 
-OptimizerChoice Runtime::make_adamw(const std::vector<at::Tensor>& params, const AdamWConfig& c,
-                                    bool model_weights) const {
-  return make_adamw_as(params, c, current_.fused_optimizer, model_weights);
+OptimizerChoice Runtime::make_adamw(const std::vector<at::Tensor>& params, const AdamWConfig& c, bool model_weights,
+                                    ForwardOwner forwards) const {
+  return make_adamw_as(params, c, current_.fused_optimizer, model_weights, forwards);
 }
 
 namespace {
@@ -149,14 +149,25 @@ namespace {
 constexpr const char* kMasterWeightsUse =
     "the model's matrix weights are bf16 now (their fp32 master is in the optimizer): run every forward of it - "
     "training and evaluation - under rt->autocast(); outside it a forward fails on the dtype mismatch";
+constexpr const char* kMasterWeightsOwned =
+    "the model's matrix weights are bf16 (their fp32 master is in the optimizer); accelkit's loop runs every forward "
+    "of it under autocast";
 }  // namespace
 
-bool Runtime::use_master_weights(const AdamWConfig& c, Toggle fused, bool model_weights, std::string& note) const {
-  const Setting<bool>& setting = context_->config().master_weights;
+bool Runtime::master_weights_asked(ForwardOwner forwards) const {
+  const Toggle t = *context_->config().master_weights;
+  return t == Toggle::on || (t == Toggle::automatic && forwards == ForwardOwner::accelkit);
+}
+
+bool Runtime::use_master_weights(const AdamWConfig& c, Toggle fused, bool model_weights, ForwardOwner forwards,
+                                 std::string& note) const {
+  const Setting<Toggle>& setting = context_->config().master_weights;
   const bool from_config = c.master_weights;
-  if (!from_config && (!*setting || !model_weights)) return false;
-  const std::string asked =
-      from_config ? std::string("AdamWConfig::master_weights") : "master_weights = on (from " + setting.from() + ")";
+  if (!from_config && (!master_weights_asked(forwards) || !model_weights)) return false;
+  const std::string asked = from_config ? std::string("AdamWConfig::master_weights")
+                            : *setting == Toggle::automatic
+                                ? "master_weights = auto (from " + setting.from() + "; accelkit runs every forward)"
+                                : "master_weights = on (from " + setting.from() + ")";
   const DeviceInfo& info = device_->info();
   std::string why_not;
   if (!plan_.autocast || plan_.dtype != Dtype::bf16)
@@ -166,13 +177,14 @@ bool Runtime::use_master_weights(const AdamWConfig& c, Toggle fused, bool model_
   else if (!optimizers_ || !info.capabilities.has(Capability::master_weights))
     why_not = info.id + "'s optimizer has no master weights";
   if (why_not.empty()) return true;
-  if (from_config || setting.origin != Origin::profile) throw std::runtime_error(asked + " but " + why_not);
+  if (from_config || (*setting == Toggle::on && setting.origin != Origin::profile))
+    throw std::runtime_error(asked + " but " + why_not);
   note = "; " + asked + " skipped: " + why_not;
   return false;
 }
 
 OptimizerChoice Runtime::make_adamw_as(const std::vector<at::Tensor>& params, const AdamWConfig& config, Toggle fused,
-                                       bool model_weights) const {
+                                       bool model_weights, ForwardOwner forwards) const {
   const Config& s = context_->config();
   const std::string device_id = device_->info().id;
   const std::string fused_name = to_string(fused);
@@ -180,7 +192,7 @@ OptimizerChoice Runtime::make_adamw_as(const std::vector<at::Tensor>& params, co
   const std::string fused_from = fused == *s.fused_optimizer ? s.fused_optimizer.from() : "the auto-tuner";
   AdamWConfig c = config;
   std::string master_note;
-  c.master_weights = use_master_weights(config, fused, model_weights, master_note);
+  c.master_weights = use_master_weights(config, fused, model_weights, forwards, master_note);
   if (!in_trial_ && model_weights) note_model(params, "AdamW");
   const std::string& asked = *s.adamw_implementation;
   if (fused != Toggle::off && optimizers_) {
@@ -211,16 +223,23 @@ OptimizerChoice Runtime::make_adamw_as(const std::vector<at::Tensor>& params, co
         impl += " with bf16 weights + fp32 master";
         // The program's model changed under it: say what keeps it usable, once, loudly (a
         // tuning trial's model is restored after it: nothing to say).
+        // accelkit's own loops run every forward under autocast: nothing for a program to do.
         if (!in_trial_) {
           drop_unweighted_candidates("master weights: the weights are bf16, so every step runs under autocast");
           static std::once_flag told;
-          std::call_once(told, [] { spdlog::warn("{}", kMasterWeightsUse); });
-          context_->record({"master_weights", "on", device_id, kMasterWeightsUse});
+          if (forwards == ForwardOwner::program) std::call_once(told, [] { spdlog::warn("{}", kMasterWeightsUse); });
+          context_->record({"master_weights", "on", device_id,
+                            forwards == ForwardOwner::program ? kMasterWeightsUse : kMasterWeightsOwned});
         }
       }
+      const std::string asked_by =
+          config.master_weights
+              ? std::string("AdamWConfig::master_weights")
+              : "master_weights = " + std::string(to_string(*s.master_weights)) + " (from " + s.master_weights.from() + ")";
       return {made.value(), impl,
               "fused_optimizer = " + fused_name + " and " + device_id + " has one" + chosen_why +
-                  (c.master_weights ? "; master_weights = on (from " + s.master_weights.from() + "); " + kMasterWeightsUse
+                  (c.master_weights ? "; " + asked_by + "; " +
+                                          (forwards == ForwardOwner::program ? kMasterWeightsUse : kMasterWeightsOwned)
                                     : master_note),
               c.master_weights};
     }

@@ -393,12 +393,10 @@ std::vector<SettingSpec> make_schema() {
                         "(accelkit report lists them: fused-avx2, aten-fused, ...)",
                         store_as<std::string>(ACCELKIT_FIELD(adamw_implementation))));
   s.back().check = check_implementation;
-  s.push_back(text_spec("master_weights", "off", {"off", "on"}, "ACCELKIT_MASTER_WEIGHTS",
-                        "bf16 model weights with the fp32 master copy in the fused optimizer",
-                        [](Config& c, const Effective& e) {
-                          copy_origin(c.master_weights, e);
-                          c.master_weights.value = std::get<std::string>(e.value) == "on";
-                        }));
+  s.push_back(enum_spec<Toggle>("master_weights", Toggle::automatic, "ACCELKIT_MASTER_WEIGHTS",
+                                "bf16 model weights with the fp32 master copy in the fused optimizer: auto = in "
+                                "accelkit's own loops (bench, train), which run every forward under autocast",
+                                store_enum<Toggle>(ACCELKIT_FIELD(master_weights))));
   s.push_back(int_spec("threads", 0, 0, 65536, "ACCELKIT_THREADS", "CPU threads (0 = auto)",
                        store_as<int>(ACCELKIT_FIELD(threads))));
   s.push_back(enum_spec<BlasKernels>("blas_kernels", BlasKernels::automatic, "ACCELKIT_BLAS_KERNELS",

@@ -48,6 +48,12 @@
 
 namespace accelkit {
 
+// Who runs the forwards of a model whose optimizer make_adamw creates: the program (its own
+// loop, which may evaluate the model outside rt->autocast()), or one of accelkit's own loops
+// (accelkit bench's variant, accelkit train), which runs every forward under autocast().
+// master_weights = auto turns master weights on for the second only.
+enum class ForwardOwner : std::uint8_t { program, accelkit };
+
 struct BatchProblem {
   std::string name;                    // shown in the decision; optional
   torch::nn::Module* model = nullptr;  // on the runtime's device already (Runtime::prepare)
@@ -57,6 +63,9 @@ struct BatchProblem {
   // A batch of `batch` samples, input and target, on the device.
   std::function<std::pair<at::Tensor, at::Tensor>(std::int64_t batch)> make_batch;
   AdamWConfig adamw;
+  // Whose loop the model trains in: the trial steps' optimizer gets master weights as the
+  // real one will (master_weights = auto: in accelkit's own loops only).
+  ForwardOwner forwards = ForwardOwner::program;
 };
 
 struct BatchTrial {

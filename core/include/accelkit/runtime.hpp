@@ -125,18 +125,19 @@ class Runtime {
   // The plugin's fused AdamW when it has one and fused_optimizer is auto/on; torch::optim::AdamW
   // when off or when the plugin has none (fused_optimizer=on then throws: never a silent swap).
   //
-  // master_weights = on (or config.master_weights) with a bf16 autocast plan and a fused AdamW
-  // that has Capability::master_weights: the optimizer converts the fp32 matrix `params` to
+  // master_weights = on (or config.master_weights), or auto (the default) where `forwards` is
+  // ForwardOwner::accelkit, with a bf16 autocast plan and a fused AdamW that has
+  // Capability::master_weights: the optimizer converts the fp32 matrix `params` to
   // bf16 in place (biases and norm scales stay fp32) and keeps their fp32 master copy
   // (optimizer.hpp), so forward and backward run on bf16 weights without per-step casts; save
   // the optimizer with the model to keep the master. Every forward of the model - training and
   // evaluation - then runs under autocast() (outside it the bf16 weights meet fp32 inputs and
   // LibTorch refuses); `why` says so, a warning says it once, Context::decisions() records it.
-  // Where that cannot be, an "on" from a profile is skipped with the reason in `why` and any
-  // other "on" throws. model_weights = false (tensors that no forward runs on under
+  // Where that cannot be, auto and an "on" from a profile are skipped with the reason in `why`
+  // and any other "on" throws. model_weights = false (tensors that no forward runs on under
   // autocast(), e.g. a bare optimizer benchmark) leaves the params as they are.
   OptimizerChoice make_adamw(const std::vector<at::Tensor>& params, const AdamWConfig& config,
-                             bool model_weights = true) const;
+                             bool model_weights = true, ForwardOwner forwards = ForwardOwner::program) const;
 
   // SGD (torch::optim::SGD's options and state, so checkpoints move both ways): the plugin's
   // fused SGD (Capability::fused_sgd) when fused_optimizer is auto/on, else torch::optim::SGD
@@ -204,10 +205,13 @@ class Runtime {
   Runtime() = default;
   OptimizerChoice make_sgd_as(const std::vector<at::Tensor>& params, const SGDConfig& config, Toggle fused) const;
   OptimizerChoice make_adamw_as(const std::vector<at::Tensor>& params, const AdamWConfig& config, Toggle fused,
-                                bool model_weights = true) const;
-  // Whether make_adamw_as gives the optimizer master weights; a profile's "on" that cannot be
-  // honoured returns false with the reason in `note`, any other throws.
-  bool use_master_weights(const AdamWConfig& config, Toggle fused, bool model_weights, std::string& note) const;
+                                bool model_weights = true, ForwardOwner forwards = ForwardOwner::program) const;
+  // Whether the settings ask for master weights for a model whose forwards `forwards` runs.
+  bool master_weights_asked(ForwardOwner forwards) const;
+  // Whether make_adamw_as gives the optimizer master weights; auto or a profile's "on" that
+  // cannot be honoured returns false with the reason in `note`, any other "on" throws.
+  bool use_master_weights(const AdamWConfig& config, Toggle fused, bool model_weights, ForwardOwner forwards,
+                          std::string& note) const;
   void apply_plan(const PrecisionRequest& request);
   // The precision request this runtime runs with: the settings', with what it decided since.
   PrecisionRequest settings_request() const;

@@ -103,7 +103,7 @@ struct Config {
   Setting<SdpaBackend> sdpa_backend;
   Setting<Toggle> fused_optimizer;
   Setting<std::string> adamw_implementation;  // "auto" (measured) or an implementation's name
-  Setting<bool> master_weights;
+  Setting<Toggle> master_weights;
   Setting<int> threads;                       // 0 = the plugin's choice
   Setting<BlasKernels> blas_kernels;
   Setting<std::int64_t> batch_size;           // 0 = auto
