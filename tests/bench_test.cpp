@@ -193,6 +193,22 @@ TEST_CASE("mlp: floor FLOPs and bytes follow the model's shape") {
   CHECK(r.floor.floor_ms == doctest::Approx(r.floor.matmul_ms + std::min(r.floor.optimizer_ms, r.floor.optimizer_inplace_ms)));
 }
 
+TEST_CASE("master_weights = auto: the accelkit variant trains bf16 weights where its step runs bf16 autocast, else fp32") {
+  auto variant_optimizer = [](std::vector<std::pair<std::string, std::string>> settings) {
+    accelkit::ContextOptions c = context_options();
+    settings.emplace_back("step_tuning", "false");  // the plan's configuration is the variant's
+    for (const auto& kv : settings) c.settings.cli.push_back(kv);
+    auto rt = accelkit::Runtime::start(c);
+    return accelkit::run_bench(*rt, tiny("mlp")).accelkit.optimizer;
+  };
+  const std::string bf16 = variant_optimizer({{"precision", "bf16"}});
+  CHECK_MESSAGE(bf16.find("with bf16 weights + fp32 master") != std::string::npos, bf16);
+  const std::string fp32 = variant_optimizer({{"precision", "fp32"}});
+  CHECK_MESSAGE(fp32.find("master") == std::string::npos, fp32);
+  const std::string off = variant_optimizer({{"precision", "bf16"}, {"master_weights", "off"}});
+  CHECK_MESSAGE(off.find("master") == std::string::npos, off);
+}
+
 TEST_CASE("bench_json has the documented fields") {
   BenchOptions o = tiny("mlp");
   o.vs_tuned = true;

@@ -512,6 +512,11 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
   const bool tuned_fused = support::AtenFusedAdamW::available(device.type());
   // A hand-tuner also turns TF32 on where the device has it (the fp32 matmuls left outside autocast).
   const bool tuned_tf32 = rt.device_handle()->info().capabilities.has(Capability::tf32);
+  // The bench's loop runs every forward of the accelkit variant's model under autocast, so
+  // master_weights = auto gives it bf16 weights - once the step tuner has kept a bf16 autocast
+  // configuration. Its probe trains fp32 weights: bf16 ones would leave the tuner only the
+  // autocast candidates, and fp32 is the faster choice for some models (small CNNs here).
+  ForwardOwner accel_forwards = ForwardOwner::program;
   auto make_runner = [&](const std::string& name, int threads, bool autocast, at::ScalarType dtype, bool accelkit) {
     Runner run;
     run.device = device;
@@ -541,9 +546,7 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
       run.channels_last = true;
     }
     if (accelkit) {
-      // The bench's own loop runs every forward of this model under autocast.
-      OptimizerChoice choice =
-          rt.make_adamw(run.params, adamw, /*model_weights=*/!optimizer_only, ForwardOwner::accelkit);
+      OptimizerChoice choice = rt.make_adamw(run.params, adamw, /*model_weights=*/!optimizer_only, accel_forwards);
       run.opt = choice.optimizer;
       run.info.optimizer = choice.implementation;
       if (!optimizer_only) {
@@ -569,6 +572,7 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
   // observing steps of this model - run here on a copy of it, so that the variants compared
   // below still start from identical weights - or what its cache holds.
   StepConfig accel_step{rt.precision().autocast, rt.autocast_dtype(), accel_threads};
+
   if (!optimizer_only && rt.step_tuning().state == StepTuningStatus::State::observing) {
     Runner probe = make_runner("accelkit", accel_threads, rt.precision().autocast, rt.autocast_dtype(), true);
     probe.step_tuned = &rt;
@@ -585,6 +589,7 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
     accel_step = {c.autocast, c.autocast ? c.dtype : at::kFloat, c.threads > 0 ? c.threads : accel_threads};
   }
   r.step_tuning = rt.step_tuning();
+  if (accel_step.autocast && accel_step.dtype == at::kBFloat16) accel_forwards = ForwardOwner::accelkit;
   runners.push_back(make_runner("accelkit", accel_step.threads, accel_step.autocast, accel_step.dtype, true));
   runners.back().plan.threads = accel_step.threads;
   runners.back().plan.autocast = accel_step.autocast;
