@@ -36,41 +36,15 @@
 
 namespace {
 
+using accelkit::bench_mnist::accuracy;
+using accelkit::bench_mnist::dataset;
 using accelkit::bench_mnist::kImages;
 using accelkit::bench_mnist::Net;
+using accelkit::bench_mnist::Variant;
 using accelkit::bench_mnist::write_mnist;
 using accelkit::bench_timing::Clock;
 using accelkit::bench_timing::median;
 using accelkit::bench_timing::ms_since;
-
-auto dataset(const std::filesystem::path& dir) {
-  return torch::data::datasets::MNIST(dir.string(), torch::data::datasets::MNIST::Mode::kTest)
-      .map(torch::data::transforms::Normalize<>(0.1307, 0.3081))
-      .map(torch::data::transforms::Stack<>());
-}
-
-// Test accuracy in percent over the whole test split (rank 0), eval mode, no grad.
-double accuracy(Net& model, const std::filesystem::path& dir) {
-  torch::NoGradGuard no_grad;
-  model.eval();
-  auto loader = torch::data::make_data_loader(dataset(dir), torch::data::DataLoaderOptions().batch_size(1000));
-  std::int64_t correct = 0, total = 0;
-  for (const auto& batch : *loader) {
-    correct += model.forward(batch.data).argmax(1).eq(batch.target).sum().item<std::int64_t>();
-    total += batch.target.size(0);
-  }
-  model.train();
-  return 100.0 * static_cast<double>(correct) / static_cast<double>(std::max<std::int64_t>(total, 1));
-}
-
-struct Variant {
-  std::string name;
-  std::unique_ptr<Net> model;
-  std::vector<double> epochs_ms;
-  double first_ms = 0;
-  double loss_sum = 0;
-  std::int64_t steps = 0;
-};
 
 int usage() {
   std::fprintf(stderr, "usage: accelkit_bench_mnist_distributed [--ranks N] [--epochs E]\n");
@@ -213,11 +187,10 @@ int main(int argc, char** argv) {
       accelkit::PrecisionPlan plain;
       plain.threads = tuned_threads;
       rt->apply_precision(plain);
-      acc.push_back(accuracy(*vs[0].model, root / "test"));
-      acc.push_back(accuracy(*vs[1].model, root / "test"));
+      acc.push_back(accuracy(*vs[0].model, root / "test", [] { return 0; }));
+      acc.push_back(accuracy(*vs[1].model, root / "test", [] { return 0; }));
       rt->apply_precision(rt->precision());
-      auto ac = rt->autocast();
-      acc.push_back(accuracy(*vs[2].model, root / "test"));
+      acc.push_back(accuracy(*vs[2].model, root / "test", [&] { return rt->autocast(); }));
     }
     // The ranks' copies of each model must not have drifted apart.
     double drift = 0;

@@ -8,7 +8,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <torch/torch.h>
@@ -91,5 +93,48 @@ inline void write_mnist(const std::filesystem::path& dir, int images, bool learn
     std::exit(1);
   }
 }
+
+// The example's dataset: MNIST's test split (kImages images) read from `dir`, normalised with
+// the example's mean and deviation, stacked into batches.
+using Dataset = torch::data::datasets::MapDataset<
+    torch::data::datasets::MapDataset<torch::data::datasets::MNIST, torch::data::transforms::Normalize<>>,
+    torch::data::transforms::Stack<>>;
+
+inline Dataset dataset(const std::filesystem::path& dir) {
+  return torch::data::datasets::MNIST(dir.string(), torch::data::datasets::MNIST::Mode::kTest)
+      .map(torch::data::transforms::Normalize<>(0.1307, 0.3081))
+      .map(torch::data::transforms::Stack<>());
+}
+
+// Test accuracy in percent: the example's test() (eval mode, no grad), each forward under
+// the guard `scope()` returns.
+template <typename Scope>
+double accuracy(Net& model, const std::filesystem::path& dir, Scope scope) {
+  torch::NoGradGuard no_grad;
+  model.eval();
+  auto loader = torch::data::make_data_loader(dataset(dir), torch::data::DataLoaderOptions().batch_size(1000));
+  std::int64_t correct = 0, total = 0;
+  for (const auto& batch : *loader) {
+    at::Tensor out;
+    {
+      [[maybe_unused]] auto s = scope();
+      out = model.forward(batch.data);
+    }
+    correct += out.argmax(1).eq(batch.target).sum().template item<std::int64_t>();
+    total += batch.target.size(0);
+  }
+  model.train();
+  return 100.0 * static_cast<double>(correct) / static_cast<double>(std::max<std::int64_t>(total, 1));
+}
+
+// One way of training the program, timed per epoch.
+struct Variant {
+  std::string name;
+  std::unique_ptr<Net> model;
+  std::vector<double> epochs_ms;
+  double first_ms = 0;  // the warm-up epoch
+  double loss_sum = 0;  // every step's loss, read (so no step is skipped)
+  std::int64_t steps = 0;
+};
 
 }  // namespace accelkit::bench_mnist

@@ -32,51 +32,15 @@
 
 namespace {
 
+using accelkit::bench_mnist::accuracy;
+using accelkit::bench_mnist::dataset;
 using accelkit::bench_mnist::kImages;
 using accelkit::bench_mnist::Net;
+using accelkit::bench_mnist::Variant;
 using accelkit::bench_mnist::write_mnist;
 using accelkit::bench_timing::Clock;
 using accelkit::bench_timing::median;
 using accelkit::bench_timing::ms_since;
-
-using Dataset = torch::data::datasets::MapDataset<
-    torch::data::datasets::MapDataset<torch::data::datasets::MNIST,
-                                      torch::data::transforms::Normalize<>>,
-    torch::data::transforms::Stack<>>;
-
-Dataset dataset(const std::filesystem::path& dir) {
-  return torch::data::datasets::MNIST(dir.string(), torch::data::datasets::MNIST::Mode::kTest)
-      .map(torch::data::transforms::Normalize<>(0.1307, 0.3081))
-      .map(torch::data::transforms::Stack<>());
-}
-
-// Test accuracy in percent: the example's test() (eval mode, no grad), under `scope` if given.
-template <typename Scope>
-double accuracy(Net& model, const std::filesystem::path& dir, Scope scope) {
-  torch::NoGradGuard no_grad;
-  model.eval();
-  auto loader = torch::data::make_data_loader(dataset(dir), torch::data::DataLoaderOptions().batch_size(1000));
-  std::int64_t correct = 0, total = 0;
-  for (const auto& batch : *loader) {
-    at::Tensor out;
-    {
-      [[maybe_unused]] auto s = scope();
-      out = model.forward(batch.data);
-    }
-    correct += out.argmax(1).eq(batch.target).sum().template item<std::int64_t>();
-    total += batch.target.size(0);
-  }
-  model.train();
-  return 100.0 * static_cast<double>(correct) / static_cast<double>(total);
-}
-
-struct Variant {
-  std::string name;
-  std::unique_ptr<Net> model;
-  std::vector<double> epochs_ms;
-  double first_ms = 0;
-  double loss_sum = 0;
-};
 
 }  // namespace
 

@@ -66,6 +66,19 @@ std::vector<pid_t> children_of(pid_t parent) {
   return out;
 }
 
+// The launcher's 2 workers (rank order: started in it), once rank 0 has written the step-10
+// checkpoint into `ckpt` (training is under way on both ranks).
+std::vector<pid_t> workers_training(const CliProcess& launcher, const fs::path& ckpt) {
+  const auto start = std::chrono::steady_clock::now();
+  while (!fs::exists(ckpt / "step-00000010.ckpt") &&
+         std::chrono::steady_clock::now() - start < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  REQUIRE(fs::exists(ckpt / "step-00000010.ckpt"));
+  const auto workers = children_of(launcher.pid());
+  REQUIRE(workers.size() == 2);
+  return workers;
+}
+
 std::size_t count(const std::string& text, const std::string& what) {
   std::size_t n = 0;
   for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -114,14 +127,7 @@ TEST_CASE("train --nproc-per-node 2, one worker killed (-9) mid-run: the run end
   const fs::path ckpt = tmp.path() / "ck";
   const std::string long_run = write_config(tmp.path(), ckpt, 1000000, 32);
   CliProcess launcher({"train", "--config", long_run, "--nproc-per-node", "2", "--dist-timeout", "20"}, {});
-  // Until rank 0 has written a checkpoint (training is under way on both ranks).
-  const auto start = std::chrono::steady_clock::now();
-  while (!fs::exists(ckpt / "step-00000010.ckpt") &&
-         std::chrono::steady_clock::now() - start < std::chrono::seconds(60))
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  REQUIRE(fs::exists(ckpt / "step-00000010.ckpt"));
-  const auto workers = children_of(launcher.pid());
-  REQUIRE(workers.size() == 2);
+  const auto workers = workers_training(launcher, ckpt);
   ::kill(workers[1], SIGKILL);  // started second: rank 1
   const auto killed = std::chrono::steady_clock::now();
   RunResult r = launcher.wait();
@@ -147,13 +153,7 @@ TEST_CASE("train --nproc-per-node 2, Ctrl-C to rank 1 alone: every rank stops af
   const fs::path ckpt = tmp.path() / "ck";
   const std::string long_run = write_config(tmp.path(), ckpt, 1000000, 32);
   CliProcess launcher({"train", "--config", long_run, "--nproc-per-node", "2", "--dist-timeout", "20", "--json"}, {});
-  const auto start = std::chrono::steady_clock::now();
-  while (!fs::exists(ckpt / "step-00000010.ckpt") &&
-         std::chrono::steady_clock::now() - start < std::chrono::seconds(60))
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  REQUIRE(fs::exists(ckpt / "step-00000010.ckpt"));
-  const auto workers = children_of(launcher.pid());
-  REQUIRE(workers.size() == 2);
+  const auto workers = workers_training(launcher, ckpt);
   ::kill(workers[1], SIGINT);  // what a guard stop on rank 1 alone also takes: rank 1's stop flag
   RunResult r = launcher.wait();
   INFO(describe(r));
