@@ -87,6 +87,22 @@ TEST_CASE("a plugin without devices contributes an AdamW to the cpu plugin's dev
   CHECK(timed);
   CHECK_FALSE(chosen.implementation.empty());
 
+  // Its AdamW keeps no master weights: master_weights = auto does without them (the plugin's
+  // reason in `why`), an explicit "on" fails loudly.
+  auto pinned_bf16 = runtime({ACCELKIT_TEST_PLUGIN_DIR, ACCELKIT_ADDON_PLUGIN_DIR},
+                             {{"adamw_implementation", "adamw_addon.simple"}, {"precision", "bf16"}});
+  std::vector<at::Tensor> w{at::randn({16, 8}).requires_grad_()};
+  OptimizerChoice without = pinned_bf16->make_adamw(w, {}, true, ForwardOwner::accelkit);
+  CHECK_FALSE(without.master_weights);
+  CHECK(test::contains(without.implementation, "SimpleAdamW"));
+  CHECK(test::contains(without.why, "master_weights = auto (from built-in) skipped: "));
+  CHECK(test::contains(without.why, "no fp32 master weights"));
+  CHECK((w[0].scalar_type() == at::kFloat));
+  auto asked = runtime({ACCELKIT_TEST_PLUGIN_DIR, ACCELKIT_ADDON_PLUGIN_DIR},
+                       {{"adamw_implementation", "adamw_addon.simple"}, {"precision", "bf16"}, {"master_weights", "on"}});
+  CHECK_THROWS_WITH_AS(asked->make_adamw(w, {}, true, ForwardOwner::accelkit),
+                       doctest::Contains("could not create its fused AdamW with master weights"), std::runtime_error);
+
   // Without the add-on, nothing of it is offered; naming it fails loudly.
   auto alone = runtime({ACCELKIT_TEST_PLUGIN_DIR}, {{"adamw_implementation", "adamw_addon.simple"}});
   CHECK_THROWS_WITH_AS(alone->make_adamw(q, {}, false), doctest::Contains("adamw_addon.simple"), std::runtime_error);

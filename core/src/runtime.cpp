@@ -218,6 +218,15 @@ OptimizerChoice Runtime::make_adamw_as(const std::vector<at::Tensor>& params, co
       }
     }
     auto made = optimizers_->create_adamw(params, c);
+    if (!(made.ok() && made.value()) && c.master_weights && !config.master_weights &&
+        (*s.master_weights == Toggle::automatic || s.master_weights.origin == Origin::profile)) {
+      // The implementation chosen keeps no master (an add-on plugin's AdamW, say): auto and a
+      // profile's "on" do without them, as where the plan cannot have them.
+      master_note = "; master_weights = " + std::string(to_string(*s.master_weights)) + " (from " +
+                    s.master_weights.from() + ") skipped: " + made.status().message();
+      c.master_weights = false;
+      made = optimizers_->create_adamw(params, c);
+    }
     if (made.ok() && made.value()) {
       if (c.master_weights) {
         impl += " with bf16 weights + fp32 master";
