@@ -415,7 +415,9 @@ BatchDecision find_bench_batch(Runtime& rt, const ModelSpec& spec, const BenchOp
     }
     return std::make_pair(x, at::randn(y.sizes(), y.options().dtype(at::kFloat)));
   };
-  problem.forwards = ForwardOwner::accelkit;  // as the accelkit variant's optimizer
+  // The accelkit variant may train with master weights (if step tuning keeps bf16): their
+  // fp32 copy counted, the larger footprint.
+  problem.forwards = ForwardOwner::accelkit;
   BatchSearchOptions search;
   search.start = spec.batch;
   search.max = o.batch_max > 0 ? o.batch_max : std::min<std::int64_t>(search.max, INT32_MAX);
@@ -572,7 +574,6 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
   // observing steps of this model - run here on a copy of it, so that the variants compared
   // below still start from identical weights - or what its cache holds.
   StepConfig accel_step{rt.precision().autocast, rt.autocast_dtype(), accel_threads};
-
   if (!optimizer_only && rt.step_tuning().state == StepTuningStatus::State::observing) {
     Runner probe = make_runner("accelkit", accel_threads, rt.precision().autocast, rt.autocast_dtype(), true);
     probe.step_tuned = &rt;

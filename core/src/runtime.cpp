@@ -152,6 +152,19 @@ constexpr const char* kMasterWeightsUse =
 constexpr const char* kMasterWeightsOwned =
     "the model's matrix weights are bf16 (their fp32 master is in the optimizer); accelkit's loop runs every forward "
     "of it under autocast";
+
+// Who asked for master weights, for messages: "AdamWConfig::master_weights", or
+// "master_weights = auto (from built-in<extra>)".
+std::string master_weights_asker(const AdamWConfig& c, const Setting<Toggle>& s, const std::string& extra = "") {
+  if (c.master_weights) return "AdamWConfig::master_weights";
+  return "master_weights = " + std::string(to_string(*s)) + " (from " + s.from() + extra + ")";
+}
+
+// Whether master weights that cannot be had are done without (auto, a profile's "on") rather
+// than an error (AdamWConfig::master_weights, a user's "on").
+bool master_weights_optional(const AdamWConfig& c, const Setting<Toggle>& s) {
+  return !c.master_weights && (*s == Toggle::automatic || s.origin == Origin::profile);
+}
 }  // namespace
 
 bool Runtime::master_weights_asked(ForwardOwner forwards) const {
@@ -164,10 +177,8 @@ bool Runtime::use_master_weights(const AdamWConfig& c, Toggle fused, bool model_
   const Setting<Toggle>& setting = context_->config().master_weights;
   const bool from_config = c.master_weights;
   if (!from_config && (!master_weights_asked(forwards) || !model_weights)) return false;
-  const std::string asked = from_config ? std::string("AdamWConfig::master_weights")
-                            : *setting == Toggle::automatic
-                                ? "master_weights = auto (from " + setting.from() + "; accelkit runs every forward)"
-                                : "master_weights = on (from " + setting.from() + ")";
+  const std::string asked =
+      master_weights_asker(c, setting, *setting == Toggle::automatic ? "; accelkit runs every forward" : "");
   const DeviceInfo& info = device_->info();
   std::string why_not;
   if (!plan_.autocast || plan_.dtype != Dtype::bf16)
@@ -177,8 +188,7 @@ bool Runtime::use_master_weights(const AdamWConfig& c, Toggle fused, bool model_
   else if (!optimizers_ || !info.capabilities.has(Capability::master_weights))
     why_not = info.id + "'s optimizer has no master weights";
   if (why_not.empty()) return true;
-  if (from_config || (*setting == Toggle::on && setting.origin != Origin::profile))
-    throw std::runtime_error(asked + " but " + why_not);
+  if (!master_weights_optional(c, setting)) throw std::runtime_error(asked + " but " + why_not);
   note = "; " + asked + " skipped: " + why_not;
   return false;
 }
@@ -218,37 +228,30 @@ OptimizerChoice Runtime::make_adamw_as(const std::vector<at::Tensor>& params, co
       }
     }
     auto made = optimizers_->create_adamw(params, c);
-    if (!(made.ok() && made.value()) && c.master_weights && !config.master_weights &&
-        (*s.master_weights == Toggle::automatic || s.master_weights.origin == Origin::profile)) {
+    if (!(made.ok() && made.value()) && c.master_weights && master_weights_optional(config, s.master_weights)) {
       // The implementation chosen keeps no master (an add-on plugin's AdamW, say): auto and a
       // profile's "on" do without them, as where the plan cannot have them.
-      master_note = "; master_weights = " + std::string(to_string(*s.master_weights)) + " (from " +
-                    s.master_weights.from() + ") skipped: " + made.status().message();
+      master_note = "; " + master_weights_asker(config, s.master_weights) + " skipped: " + made.status().message();
       c.master_weights = false;
       made = optimizers_->create_adamw(params, c);
     }
     if (made.ok() && made.value()) {
+      const char* master_use = forwards == ForwardOwner::program ? kMasterWeightsUse : kMasterWeightsOwned;
       if (c.master_weights) {
         impl += " with bf16 weights + fp32 master";
         // The program's model changed under it: say what keeps it usable, once, loudly (a
-        // tuning trial's model is restored after it: nothing to say).
-        // accelkit's own loops run every forward under autocast: nothing for a program to do.
+        // tuning trial's model is restored after it, and accelkit's own loops run every
+        // forward under autocast: nothing to say).
         if (!in_trial_) {
           drop_unweighted_candidates("master weights: the weights are bf16, so every step runs under autocast");
           static std::once_flag told;
           if (forwards == ForwardOwner::program) std::call_once(told, [] { spdlog::warn("{}", kMasterWeightsUse); });
-          context_->record({"master_weights", "on", device_id,
-                            forwards == ForwardOwner::program ? kMasterWeightsUse : kMasterWeightsOwned});
+          context_->record({"master_weights", "on", device_id, master_use});
         }
       }
-      const std::string asked_by =
-          config.master_weights
-              ? std::string("AdamWConfig::master_weights")
-              : "master_weights = " + std::string(to_string(*s.master_weights)) + " (from " + s.master_weights.from() + ")";
       return {made.value(), impl,
               "fused_optimizer = " + fused_name + " and " + device_id + " has one" + chosen_why +
-                  (c.master_weights ? "; " + asked_by + "; " +
-                                          (forwards == ForwardOwner::program ? kMasterWeightsUse : kMasterWeightsOwned)
+                  (c.master_weights ? "; " + master_weights_asker(config, s.master_weights) + "; " + master_use
                                     : master_note),
               c.master_weights};
     }
