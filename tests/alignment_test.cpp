@@ -70,9 +70,12 @@ TEST_CASE("misaligned sizes are listed with the next multiple; aligned ones are 
   REQUIRE(m.issues.size() == 4);
   CHECK(m.issues[0].ms > 0);
   CHECK(m.issues[0].padded_ms > 0);
-  CHECK(m.issues[1].ms == 0);
+  CHECK(m.issues[0].timed_on == "64x60");
+  CHECK(m.issues[1].ms == 0);  // a convolution needs the model's inputs
   CHECK(m.issues[3].ms == 0);
-  CHECK(m.summary().find("measured at batch 64") != std::string::npos);
+  CHECK(m.summary().find("measured on 64x60") != std::string::npos);
+  REQUIRE(m.not_timed.size() == 1);
+  CHECK(m.not_timed[0].find("1 convolution: their cost depends on the image") != std::string::npos);
 
   // Multiples of 4: only the odd ones.
   const AlignmentReport four = check_alignment(mixed(), device_aligned_to("fp32", "4"), "fp32");
@@ -83,6 +86,55 @@ TEST_CASE("misaligned sizes are listed with the next multiple; aligned ones are 
   CHECK(none.issues.empty());
   CHECK(none.summary().find("states no alignment for fp16") != std::string::npos);
   CHECK(check_alignment(mixed(), device_aligned_to("bf16", "eight"), "bf16").multiple == 0);
+}
+
+TEST_CASE("measured with the model's inputs: each misaligned convolution on the shape it sees in their forward") {
+  const std::vector<at::Tensor> inputs = {at::randn({4, 60}), at::randn({2, 3, 16, 16}),
+                                          at::randint(0, 100, {4}, at::TensorOptions().dtype(at::kLong))};
+  for (const std::string dtype : {"fp32", "bf16"}) {
+    CAPTURE(dtype);
+    const AlignmentReport m = check_alignment(mixed(), device_aligned_to(dtype.c_str(), "8"), dtype, true, inputs);
+    INFO(m.summary());
+    REQUIRE(m.issues.size() == 4);
+    CHECK(m.issues[0].timed_on == "64x60");  // a Linear's GEMM keeps its batch of 64
+    for (int k : {1, 2}) {  // the convolution's in_channels 3 and out_channels 12: one timing, both sizes padded
+      CHECK(m.issues[k].ms > 0);
+      CHECK(m.issues[k].padded_ms > 0);
+      CHECK(m.issues[k].timed_on == "2x3x16x16");
+    }
+    CHECK(m.issues[3].ms == 0);  // embeddings are not timed
+    CHECK(m.not_timed.empty());
+    CHECK(m.summary().find("conv (conv) in_channels 3 -> pad to 8 (measured on 2x3x16x16: ") != std::string::npos);
+  }
+
+  // A BatchNorm folded into the convolution by freezing: the folded weight is the one called.
+  const std::vector<at::Tensor> image = {at::randn({2, 3, 32, 32})};
+  const AlignmentReport cnn = check_alignment(accelkit::test::script_cnn(3), device_aligned_to("fp32", "8"), "fp32", true, image);
+  INFO(cnn.summary());
+  REQUIRE(cnn.issues.size() == 2);  // the first convolution's 3 input channels, the Linear's 10 outputs
+  CHECK(cnn.issues[0].op == "conv");
+  CHECK(cnn.issues[0].timed_on == "2x3x32x32");
+  CHECK(cnn.issues[0].ms > 0);
+  CHECK(cnn.issues[1].timed_on == "64x2048");
+
+  // Inputs the forward rejects: LibTorch's message, shortened, as std::invalid_argument.
+  const std::vector<at::Tensor> wrong = {at::randn({2, 5, 32, 32})};
+  CHECK_THROWS_WITH_AS(check_alignment(accelkit::test::script_cnn(3), device_aligned_to("fp32", "8"), "fp32", true, wrong),
+                       doctest::Contains("rejected the example inputs"), std::invalid_argument);
+
+  // Grouped convolutions are listed, not timed, and the report says so.
+  torch::jit::Module grouped("Grouped");
+  grouped.register_parameter("w", at::randn({6, 3, 3, 3}), false);
+  grouped.define(R"(
+def forward(self, x):
+    return torch.conv2d(x, self.w, None, [1, 1], [0, 0], [1, 1], 2)
+)");
+  const AlignmentReport g = check_alignment(grouped, device_aligned_to("fp32", "4"), "fp32", true, {at::randn({1, 6, 8, 8})});
+  INFO(g.summary());
+  REQUIRE(g.issues.size() == 2);
+  CHECK(g.issues[0].ms == 0);
+  REQUIRE(g.not_timed.size() == 1);
+  CHECK(g.not_timed[0].find("grouped or transposed") != std::string::npos);
 }
 
 TEST_CASE("Runtime::check_alignment: the CPU plugin's vector width, for the plan's dtype") {

@@ -52,6 +52,38 @@ TEST_CASE("report --model: misaligned sizes for the plan's dtype; a bad file is 
   CHECK(r.code == 2);
   CHECK(r.err.find("--measure needs --model FILE") != std::string::npos);
 
+  // A CNN: its convolutions are timed on the shapes --input gives, and left untimed (said so)
+  // without it.
+  const std::string cnn = (tmp.path() / "cnn.pt").string();
+  script_cnn(5).save(cnn);
+  r = run_cli({"report", "--model", cnn, "--measure", "--input", "4x3x32x32", "--json"}, env);
+  REQUIRE_MESSAGE(r.code == 0, describe(r));
+  json a2 = json::parse(r.out)["alignment"];
+  REQUIRE(!a2["issues"].empty());
+  CHECK(a2["issues"][0]["op"] == "conv");
+  CHECK(a2["issues"][0]["size"] == 3);
+  CHECK(a2["issues"][0]["timed_on"] == "4x3x32x32");
+  CHECK(a2["issues"][0]["ms"].get<double>() > 0);
+  CHECK(a2["not_timed"].empty());
+  r = run_cli({"report", "--model", cnn, "--measure", "--json"}, env);
+  REQUIRE_MESSAGE(r.code == 0, describe(r));
+  a2 = json::parse(r.out)["alignment"];
+  CHECK(a2["issues"][0]["ms"].is_null());
+  REQUIRE(a2["not_timed"].size() == 1);
+  CHECK(a2["not_timed"][0].get<std::string>().find("--input") != std::string::npos);
+  r = run_cli({"report", "--model", cnn, "--measure", "--input", "4x5x32x32"}, env);
+  CHECK(r.code == 2);
+  CHECK(r.err.find("rejected the example inputs") != std::string::npos);
+  r = run_cli({"report", "--model", cnn, "--measure", "--input", "4xfoo"}, env);
+  CHECK(r.code == 2);
+  CHECK(r.err.find("--input '4xfoo'") != std::string::npos);
+  r = run_cli({"report", "--model", cnn, "--input", "4x3x32x32"}, env);
+  CHECK(r.code == 2);
+  CHECK(r.err.find("needs --model FILE --measure") != std::string::npos);
+  r = run_cli({"train", "--input", "4x3x32x32"}, env);
+  CHECK(r.code == 2);
+  CHECK(r.err.find("--input is an option of 'bench' and 'report'") != std::string::npos);
+
   for (const std::string& bad : {(tmp.path() / "missing.pt").string(), std::string("/etc/hostname")}) {
     CAPTURE(bad);
     r = run_cli({"report", "--model", bad}, env);

@@ -61,7 +61,7 @@ struct Invocation {
   int width = 0;                   // bench --width (0 = the model's default)
   bool vs_tuned = false;           // bench --vs-tuned
   bool vs_eager = false;           // bench --vs-eager
-  std::vector<std::string> inputs; // bench --input (a model file's)
+  std::vector<std::string> inputs; // bench, report --input (a model file's)
   std::string mode;                // bench --mode infer|train
   double wait_quiet = 0;           // bench --wait-quiet[=S]
   double data_ms = 0;              // bench --data-ms MS

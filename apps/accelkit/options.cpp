@@ -26,7 +26,7 @@ constexpr VerbDoc kVerbs[] = {
     {"info", "info [--json]", "the selected device and why, plugins, devices, settings"},
     {"plugins", "plugins [-v] [--rescan] [--json]",
      "every plugin found and what became of it (-v: search path and trace; --rescan: examine them again)"},
-    {"report", "report [--apply] [--model FILE.pt [--measure]] [--json]",
+    {"report", "report [--apply] [--model FILE.pt [--measure [--input SHAPE...]]] [--json]",
      "decision, settings with provenance, precision plan (--apply: apply and read back; --model: the model's "
      "dimension alignment)"},
     {"monitor", "monitor [--all] [--interval S] [--count N] [--csv | --json]",
@@ -101,7 +101,8 @@ po::options_description verb_options() {
       ("verbose,v", po::bool_switch(), "plugins: show the search path and every path tried")
       ("rescan", po::bool_switch(), "plugins: examine every plugin file again in a separate process")
       ("apply", po::bool_switch(), "report: apply the precision plan and read it back from LibTorch")
-      ("measure", po::bool_switch(), "report --model: time each misaligned Linear as it is and padded")
+      ("measure", po::bool_switch(),
+       "report --model: time each misaligned Linear as it is and padded (and each convolution, with --input)")
       ("interval", po::value<double>()->value_name("S"), "monitor: seconds between samples (default 1)")
       ("count", po::value<long long>()->value_name("N"), "monitor: number of samples (default: until Ctrl-C)")
       ("csv", po::bool_switch(), "monitor: CSV output (header + one row per sample)")
@@ -113,7 +114,7 @@ po::options_description verb_options() {
        "bench: mlp | transformer | cnn | optimizer (default mlp), or a TorchScript file (with --input); "
        "report: a TorchScript file whose dimension alignment to check")
       ("input", po::value<std::vector<std::string>>()->composing()->value_name("SHAPE"),
-       "bench: an input of the model file, DIMxDIMx...[,dtype], one per argument of its forward")
+       "bench, report --measure: an input of the model file, DIMxDIMx...[,dtype], one per argument of its forward")
       ("mode", po::value<std::string>()->value_name("MODE"),
        "bench: infer (a model file's default: forward without autograd) or train")
       ("steps", po::value<int>()->value_name("N"), "bench: timed steps per variant (default 20)")
@@ -262,6 +263,9 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   only_for(vm, "rescan", inv.verb, "plugins");
   only_for(vm, "apply", inv.verb, "report");
   only_for(vm, "measure", inv.verb, "report");
+  if (vm.count("input") && inv.verb != "bench" && inv.verb != "report")
+    throw UsageError("--input is an option of 'bench' and 'report', not of '" +
+                     (inv.verb.empty() ? std::string("(no verb)") : inv.verb) + "'");
   if (inv.measure && inv.report_model.empty()) throw UsageError("--measure needs --model FILE");
   only_for(vm, "interval", inv.verb, "monitor");
   only_for(vm, "count", inv.verb, "monitor");
@@ -276,7 +280,9 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   if (vm.count("batch") && inv.verb != "bench" && inv.verb != "train")
     throw UsageError("--batch is an option of 'bench' and 'train', not of '" +
                      (inv.verb.empty() ? std::string("(no verb)") : inv.verb) + "'");
-  for (const char* o : {"input", "mode", "steps", "warmup", "width", "vs-tuned", "vs-eager", "wait-quiet", "quantize", "data-ms"})
+  if (vm.count("input") && inv.verb == "report" && !inv.measure)
+    throw UsageError("--input with report times the model's convolutions: it needs --model FILE --measure");
+  for (const char* o : {"mode", "steps", "warmup", "width", "vs-tuned", "vs-eager", "wait-quiet", "quantize", "data-ms"})
     only_for(vm, o, inv.verb, "bench");
   if (vm.count("trace") && inv.verb != "bench" && inv.verb != "train")
     throw UsageError("--trace is an option of 'bench' and 'train', not of '" +

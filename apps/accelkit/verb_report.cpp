@@ -9,6 +9,7 @@
 #include "accelkit/conformance.hpp"
 #include "accelkit/adamw_choice.hpp"
 #include "accelkit/alignment.hpp"
+#include "accelkit/bench.hpp"
 #include "accelkit/distributed.hpp"
 #include "accelkit/model_file.hpp"
 #include "accelkit/new_device.hpp"
@@ -69,7 +70,14 @@ void render_plan(std::ostream& out, const PrecisionRequest& r, const PrecisionPl
 int verb_report(const Invocation& inv, Context& ctx) {
   // --model: read before anything is printed, so a bad file is one line.
   std::optional<torch::jit::Module> model;
+  std::vector<at::Tensor> inputs;  // --measure --input: what the convolutions are timed on
   if (!inv.report_model.empty()) {
+    try {
+      inputs = example_inputs(inv.inputs);
+    } catch (const std::exception& e) {
+      std::cerr << "accelkit: " << e.what() << '\n';
+      return kExitUsage;
+    }
     try {
       if (inspect_model_file(inv.report_model).format != ModelFormat::torchscript)
         throw std::invalid_argument("not a TorchScript file (torch.jit.save): --model checks TorchScript modules");
@@ -250,16 +258,23 @@ int verb_report(const Invocation& inv, Context& ctx) {
   if (model) {
     // Measured under the plan's threads (applied for that, as --apply would).
     if (inv.measure) at::set_num_threads(std::max(1, plan.value().threads > 0 ? plan.value().threads : at::get_num_threads()));
-    const AlignmentReport a = check_alignment(*model, d.selected->device, to_string(plan.value().dtype),
-                                              inv.measure && d.selected->device.torch_device == "cpu");
+    AlignmentReport a;
+    try {
+      a = check_alignment(*model, d.selected->device, to_string(plan.value().dtype),
+                          inv.measure && d.selected->device.torch_device == "cpu", inputs);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "accelkit: --model " << inv.report_model << ": " << e.what() << '\n';
+      return kExitUsage;
+    }
     if (inv.json) {
       Json issues = Json::array();
       for (const auto& i : a.issues)
         issues.push_back(Json{{"layer", i.layer}, {"op", i.op}, {"dim", i.dim}, {"size", i.size}, {"padded", i.padded},
                               {"ms", i.ms > 0 ? Json(i.ms) : Json(nullptr)},
-                              {"padded_ms", i.padded_ms > 0 ? Json(i.padded_ms) : Json(nullptr)}});
+                              {"padded_ms", i.padded_ms > 0 ? Json(i.padded_ms) : Json(nullptr)},
+                              {"timed_on", i.timed_on.empty() ? Json(nullptr) : Json(i.timed_on)}});
       j["alignment"] = Json{{"model", inv.report_model}, {"dtype", a.dtype}, {"multiple", a.multiple}, {"layers", a.layers},
-                            {"issues", std::move(issues)}};
+                            {"issues", std::move(issues)}, {"not_timed", a.not_timed}};
     } else {
       std::cout << "\nDimension alignment of " << inv.report_model << ":\n  " << a.summary();
     }

@@ -14,6 +14,7 @@
 #include <torch/csrc/jit/serialization/import.h>
 #include <torch/csrc/jit/api/module.h>
 
+#include "accelkit/bench.hpp"
 #include "accelkit/sdk/torch_compat.hpp"
 
 namespace accelkit::bench_detail {
@@ -100,7 +101,7 @@ bool is_builtin_model(const std::string& model) {
 
 InputSpec parse_input(const std::string& text) {
   auto bad = [&](const std::string& why) {
-    throw std::invalid_argument("bench: --input '" + text.substr(0, 80) + "': " + why +
+    throw std::invalid_argument("--input '" + text.substr(0, 80) + "': " + why +
                                 " (expected DIMxDIMx...[,dtype], e.g. 32x3x224x224 or 16x128,int64)");
   };
   InputSpec in;
@@ -290,3 +291,13 @@ std::vector<at::Tensor> make_optimizer_params(const ModelSpec& s, std::uint64_t 
 }
 
 }  // namespace accelkit::bench_detail
+
+namespace accelkit {
+
+std::vector<at::Tensor> example_inputs(const std::vector<std::string>& inputs) {
+  std::vector<at::Tensor> out;
+  for (const std::string& in : inputs) out.push_back(bench_detail::make_tensor(bench_detail::parse_input(in), c10::kCPU));
+  return out;
+}
+
+}  // namespace accelkit

@@ -27,10 +27,12 @@ struct AlignmentIssue {
   std::string dim;        // "in_features", "out_features", "in_channels", "out_channels", "embedding_dim"
   std::int64_t size = 0;
   std::int64_t padded = 0;  // the next multiple
-  // With `measure` (Linear layers only): the layer's GEMM at a batch of 64 in the dtype, as it
-  // is and padded, medians in ms; 0 when not measured.
+  // With `measure`: the layer's op in the dtype, as it is and with its sizes padded, medians in
+  // ms; 0 when not measured. A Linear's GEMM at a batch of 64; a convolution on the input shape
+  // it saw in a forward of the example inputs.
   double ms = 0;
   double padded_ms = 0;
+  std::string timed_on;  // the input shape timed ("64x60", "16x3x224x224"); empty when not timed
 };
 
 struct AlignmentReport {
@@ -39,13 +41,18 @@ struct AlignmentReport {
   std::int64_t multiple = 0;  // 0 = the plugin states none for this dtype (nothing checked)
   int layers = 0;          // layers looked at
   std::vector<AlignmentIssue> issues;
+  std::vector<std::string> not_timed;  // with `measure`: what was left untimed, and why
   std::string summary() const;
 };
 
 // `dtype`: "fp32", "bf16", "fp16", "int8" (the compute dtype the model will run in). With
 // `measure`, each misaligned Linear's GEMM is timed on the CPU as it is and padded (fp32 or
-// bf16; other dtypes and convolutions are not timed: their cost needs the model's inputs).
+// bf16; other dtypes are not timed). A convolution's cost depends on the image it is given:
+// with `example_inputs` (one per argument of forward) the model runs once on them, and each
+// misaligned convolution (ungrouped, not transposed) is timed on the input shape it saw there,
+// its channels as they are and padded. Throws std::invalid_argument with LibTorch's message
+// when the forward rejects the inputs.
 AlignmentReport check_alignment(const torch::jit::Module& module, const DeviceInfo& device, const std::string& dtype,
-                                bool measure = false);
+                                bool measure = false, const std::vector<at::Tensor>& example_inputs = {});
 
 }  // namespace accelkit

@@ -104,9 +104,10 @@ class Runtime {
 
   // The module's Linear, convolution and embedding sizes that are not multiples of what this
   // device's fast paths work in (alignment.hpp), for `dtype` ("" = the plan's dtype); with
-  // `measure` (on the CPU), each misaligned Linear's GEMM timed as it is and padded.
+  // `measure` (on the CPU), each misaligned Linear's GEMM timed as it is and padded, and with
+  // `example_inputs` each misaligned convolution on the input shape it sees in their forward.
   AlignmentReport check_alignment(const torch::jit::Module& module, const std::string& dtype = "",
-                                  bool measure = false) const;
+                                  bool measure = false, const std::vector<at::Tensor>& example_inputs = {}) const;
 
   // Autocast with the negotiated dtype for this scope (off when the plan says fp32). With
   // step tuning (step_tuning.hpp; the step_tuning setting, on by default), each top-level scope

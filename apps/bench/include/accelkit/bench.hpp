@@ -278,6 +278,11 @@ std::string bench_mode(const BenchOptions& o);
 BenchResult run_bench(Runtime& runtime, const BenchOptions& options,
                       const BenchProgressFn& progress = {});
 
+// Random inputs of a model file as --input gives them ("32x3x224x224[,dtype]", one per argument
+// of its forward) on the CPU, from the current generator. Throws std::invalid_argument naming
+// the text that is not a shape.
+std::vector<at::Tensor> example_inputs(const std::vector<std::string>& inputs);
+
 // The result as JSON (one object; keys in a stable order): model, shape, device, ..., baseline,
 // accelkit, tuned (with vs_tuned), speedup, speedup_vs_tuned, floor, accuracy, load.
 std::string bench_json(const BenchResult& result, int indent = 2);
