@@ -9,7 +9,8 @@
 //   hand-tuned   the same loop with intra-op threads = the cores shared out between the ranks
 //   accelkit     the program ported with the README's API: Runtime::start, dist::init,
 //                DataParallel (bucketed all-reduce from autograd hooks), ShardSampler,
-//                make_sgd, forward under rt->autocast()
+//                make_sgd, forward under rt->autocast() (step tuning observes the warm-up
+//                epoch's steps; the ranks keep what their timings together favour)
 // The images are MNIST's idx files written here (no network), learnable, so the test accuracy
 // after the last epoch is compared. Without a launcher's variables the program starts its own
 // ranks (dist::run_local_workers); rank 0 prints.
@@ -222,10 +223,14 @@ int main(int argc, char** argv) {
                 "largest difference between the ranks' weights %.3g\n",
                 base / accel, tuned / accel, acc[2] - acc[0], drift);
     const accelkit::PrecisionPlan& plan = rt->precision();
-    std::printf("accelkit: optimizer %s; %zu gradient bucket(s) of <= %lld MiB; %s, %d threads per rank\n",
+    std::printf("accelkit: optimizer %s; %zu gradient bucket(s) of <= %lld MiB; the plan %s, %d thread%s per rank\n",
                 sgd2.implementation.c_str(), dp.buckets(), static_cast<long long>(dp.bucket_bytes() >> 20),
                 plan.autocast ? (std::string(accelkit::to_string(plan.dtype)) + " autocast").c_str() : "fp32",
-                plan.threads);
+                plan.threads, plan.threads == 1 ? "" : "s");
+    const accelkit::StepTuningStatus& st = rt->step_tuning();
+    std::printf("step tuning: %s%s (%s; %s)\n", st.state == accelkit::StepTuningStatus::State::decided ? "kept " : "",
+                st.state == accelkit::StepTuningStatus::State::decided ? st.candidates[st.chosen].label().c_str() : "off",
+                st.source.c_str(), st.why.c_str());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "accelkit_bench_mnist_distributed: %s\n", e.what());

@@ -6,12 +6,13 @@
 //   dist_worker --out FILE [--steps N] [--batch B] [--accumulate K] [--timeout S]
 //               [--inf-at STEP --inf-rank R] [--die-at STEP --die-rank R] [--hang-at STEP]
 //               [--wider-rank R]
-//               [--master-weights 1]
+//               [--master-weights 1] [--step-tuning 1]
 //
 // Every step's global batch comes from a generator seeded with the step number, the same in
 // every process; each rank starts from different random weights (DataParallel must broadcast
 // rank 0's). Prints "rank R of W threads T skipped K buckets N[ bf16 params]" on success. On a lost rank or
-// a mismatched world: the error on stderr, exit 3.
+// a mismatched world: the error on stderr, exit 3. With --step-tuning (the plan's precision,
+// step tuning on) a second line: "step tuning: decided | CHOSEN | SOURCE | WHY".
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -53,11 +54,13 @@ int main(int argc, char** argv) {
     accelkit::ContextOptions o;
     o.settings.env = std::map<std::string, std::string>{};
     const bool master = !arg_text(argc, argv, "--master-weights").empty();
+    const bool tuning = !arg_text(argc, argv, "--step-tuning").empty();
     o.settings.cli = {{"device", "cpu"}, {"dist_timeout", std::to_string(timeout)}, {"log_level", "error"},
-                      {"step_tuning", "false"}};
-    // fp32 by default; with master weights the model trains in bf16 under autocast.
+                      {"step_tuning", tuning ? "true" : "false"}};
+    // fp32 by default; with master weights the model trains in bf16 under autocast; with step
+    // tuning the plan's precision is one of the candidates.
     if (master) o.settings.cli.emplace_back("master_weights", "on");
-    else o.settings.cli.emplace_back("precision", "fp32");
+    else if (!tuning) o.settings.cli.emplace_back("precision", "fp32");
     o.loader.cli_paths = {ACCELKIT_TEST_PLUGIN_DIR};
     o.loader.read_environment = false;
     o.loader.include_default_dirs = false;
@@ -118,6 +121,13 @@ int main(int argc, char** argv) {
     std::printf("rank %d of %d threads %d skipped %lld buckets %zu%s\n", rank, size, at::get_num_threads(),
                 static_cast<long long>(scaler.skipped_steps()), dp.buckets(),
                 choice.master_weights ? " bf16 params" : "");
+    if (tuning) {
+      const accelkit::StepTuningStatus& st = rt->step_tuning();
+      std::printf("step tuning: %s | %s | %s | %s\n",
+                  st.state == accelkit::StepTuningStatus::State::decided ? "decided" : "not decided",
+                  st.candidates.empty() ? "" : st.candidates[st.chosen].label().c_str(), st.source.c_str(),
+                  st.why.c_str());
+    }
     std::fflush(stdout);
     return 0;
   } catch (const std::exception& e) {

@@ -402,6 +402,33 @@ TEST_CASE("with master weights (bf16 model, fp32 master in the fused AdamW) the 
   CHECK(slurp(two.procs[0].out).find("bf16 params") != std::string::npos);
 }
 
+TEST_CASE("step tuning in a data-parallel run: the ranks observe at their shared threads and keep one choice") {
+  TempDir dir("accelkit-dist");
+  Run two = run_workers(dir, "tune", 2, {"--steps", "60", "--step-tuning", "1"});
+  require_ok(two);
+  CHECK(floats(two.outs[0]) == floats(two.outs[1]));  // a step or two on different candidates changes nothing
+  std::vector<std::string> lines;
+  for (const auto& p : two.procs) {
+    const std::string out = slurp(p.out);
+    const auto at = out.find("step tuning: ");
+    REQUIRE_MESSAGE(at != std::string::npos, out);
+    lines.push_back(out.substr(at, out.find('\n', at) - at));
+  }
+  INFO(lines[0]);
+  INFO(lines[1]);
+  if (lines[0].find("nothing to choose") != std::string::npos) {
+    MESSAGE("skipped: this CPU's plan leaves step tuning nothing to choose between at 1 thread a rank");
+    return;
+  }
+  CHECK(lines[0].rfind("step tuning: decided | ", 0) == 0);
+  CHECK(lines[0] == lines[1]);  // the same choice, source and reasons on both ranks
+  CHECK(lines[0].find("of each of 2 ranks") != std::string::npos);
+  CHECK(lines[0].find("mean over 2 ranks") != std::string::npos);
+  // The candidates run at the rank's share of the cores.
+  const unsigned each = std::max(1u, std::thread::hardware_concurrency() / 2);
+  CHECK(lines[0].find(", " + std::to_string(each) + (each == 1 ? " thread" : " threads")) != std::string::npos);
+}
+
 TEST_CASE("a gradient overflow on one rank makes every rank skip that step") {
   TempDir dir("accelkit-dist");
   Run r = run_workers(dir, "inf", 2, {"--steps", "6", "--inf-at", "3", "--inf-rank", "1"});

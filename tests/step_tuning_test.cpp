@@ -171,6 +171,80 @@ TEST_CASE("step tuning: evaluation between steps is no candidate's time; too few
         std::string::npos);
 }
 
+TEST_CASE("step tuning in a data-parallel run: the ranks decide together on the mean of their medians") {
+  // Two ranks on one scripted schedule: rank 0 finds fp32 faster, rank 1 finds the plan much
+  // faster; the mean keeps the plan on both. An in-memory store stands for the run's.
+  std::map<std::string, std::string> store;
+  auto agreement = [&store](int rank) {
+    StepAgreement a;
+    a.world_size = 2;
+    a.publish = [&store, rank](int generation, const std::string& payload) {
+      store[std::to_string(generation) + "/" + std::to_string(rank)] = payload;
+    };
+    a.poll = [&store](int generation) -> std::optional<std::vector<std::string>> {
+      std::vector<std::string> out;
+      for (int r = 0; r < 2; ++r) {
+        const auto it = store.find(std::to_string(generation) + "/" + std::to_string(r));
+        if (it == store.end()) return std::nullopt;
+        out.push_back(it->second);
+      }
+      return out;
+    };
+    return a;
+  };
+  Script r0({{kPlan.label(), 10.0}, {kFp32.label(), 9.0}, {kOne.label(), 12.0}});
+  Script r1({{kPlan.label(), 10.0}, {kFp32.label(), 14.0}, {kOne.label(), 12.0}});
+  r0.tuner.set_agreement(agreement(0), 1);
+  r1.tuner.set_agreement(agreement(1), 1);
+  // Rank 0 reaches the end of the observation first: it runs the plan, untimed, until rank 1
+  // has published too.
+  for (int steps = 0; steps < 1000; ++steps) {
+    const std::string on0 = r0.step().label();
+    if (!store.empty()) break;
+    CHECK(r1.step().label() == on0);  // one schedule
+  }
+  REQUIRE(store.size() == 1);  // rank 0 published; rank 1 not yet (it steps second)
+  CHECK_FALSE(r0.tuner.decided());
+  CHECK(r0.tuner.status().why.find("waiting for the other ranks") != std::string::npos);
+  const StepConfig waiting = r1.step();  // rank 1 publishes and decides on both
+  REQUIRE(r1.tuner.decided());
+  CHECK(waiting == kPlan);
+  CHECK(r0.step() == kPlan);  // rank 0 decides at its next step
+  REQUIRE(r0.tuner.decided());
+  for (const Script* s : {&r0, &r1}) {
+    const auto& st = s->tuner.status();
+    CHECK(st.chosen == 0);
+    CHECK(st.median_ms[1] == doctest::Approx(11.5));  // (9 + 14) / 2
+    CHECK(st.why.find("mean over 2 ranks") != std::string::npos);
+    CHECK(st.source.find("of each of 2 ranks") != std::string::npos);
+  }
+  CHECK(r0.tuner.status().why == r1.tuner.status().why);
+
+  // Candidates that differ between the ranks (another thread count): every rank keeps the plan.
+  store.clear();
+  StepTuner a({kPlan, kFp32}, {}, [] { return 0.0; });
+  StepTuner b({kPlan, kOne}, {}, [] { return 0.0; });
+  a.set_agreement(agreement(0), 2);
+  b.set_agreement(agreement(1), 2);
+  for (int i = 0; i < 1000 && !(a.decided() && b.decided()); ++i) {
+    a.enter(true);
+    b.enter(true);
+  }
+  REQUIRE(a.decided());
+  REQUIRE(b.decided());
+  CHECK(a.status().chosen == 0);
+  CHECK(b.status().chosen == 0);
+  CHECK(a.status().why.find("kept the plan: the ranks observed different candidates") != std::string::npos);
+
+  // The process group gone (an empty answer): each rank decides on its own observation.
+  StepAgreement gone = agreement(0);
+  gone.poll = [](int) { return std::optional<std::vector<std::string>>(std::vector<std::string>{}); };
+  Script alone({{kPlan.label(), 10.0}, {kFp32.label(), 6.0}, {kOne.label(), 12.0}});
+  alone.tuner.set_agreement(gone, 3);
+  for (int i = 0; i < 1000 && !alone.tuner.decided(); ++i) alone.step();
+  CHECK(alone.tuner.status().chosen == 1);
+}
+
 TEST_CASE("step tuning: bad options and an adopted decision") {
   CHECK_THROWS_AS(StepTuner({}, {}), std::invalid_argument);
   StepTuner::Options bad;

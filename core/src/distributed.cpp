@@ -336,6 +336,49 @@ std::vector<std::string> ProcessGroup::all_gather_text(const std::string& key, c
   return out;
 }
 
+namespace {
+
+// The step tuner's agreement (step_tuning.hpp) through the run's store: each rank's observation
+// under its own key, checked for without waiting. Holds the group weakly: once it is gone, each
+// rank decides alone.
+StepAgreement step_agreement(const std::shared_ptr<ProcessGroup>& pg) {
+  StepAgreement a;
+  a.world_size = pg->world_size();
+  const std::weak_ptr<ProcessGroup> weak = pg;
+  auto key = [](int generation, int rank) {
+    return "accelkit/step_tuning/" + std::to_string(generation) + "/" + std::to_string(rank);
+  };
+  a.publish = [weak, key](int generation, const std::string& payload) {
+    const auto g = weak.lock();
+    if (!g || !g->world()) return;
+    try {
+      g->world()->store()->set(key(generation, g->rank()), std::vector<std::uint8_t>(payload.begin(), payload.end()));
+    } catch (const std::exception& e) {
+      throw g->world()->lost("publishing this rank's step timings", e);
+    }
+  };
+  a.poll = [weak, key](int generation) -> std::optional<std::vector<std::string>> {
+    const auto g = weak.lock();
+    if (!g || !g->world()) return std::vector<std::string>{};
+    std::vector<std::string> keys, out;
+    for (int r = 0; r < g->world_size(); ++r) keys.push_back(key(generation, r));
+    try {
+      const auto& store = g->world()->store();
+      if (!store->check(keys)) return std::nullopt;
+      for (const auto& k : keys) {
+        const auto v = store->get(k);
+        out.emplace_back(v.begin(), v.end());
+      }
+    } catch (const std::exception& e) {
+      throw g->world()->lost("reading the other ranks' step timings", e);
+    }
+    return out;
+  };
+  return a;
+}
+
+}  // namespace
+
 std::shared_ptr<ProcessGroup> init(Runtime& runtime, std::optional<Launch> launch) {
   std::shared_ptr<ProcessGroup> pg(new ProcessGroup());
   pg->launch_ = launch ? *launch : detect_launch();
@@ -404,7 +447,7 @@ std::shared_ptr<ProcessGroup> init(Runtime& runtime, std::optional<Launch> launc
                   std::to_string(l.local_world_size) + "), " + l.source + "; master " + l.master_addr + ":" +
                   std::to_string(l.master_port) + "; backend: " + pg->why_});
   spdlog::info("data-parallel: rank {} of {} ({}), backend {}", l.rank, l.world_size, l.launcher, backend);
-  runtime.join_data_parallel(l.local_world_size);
+  runtime.join_data_parallel(l.local_world_size, step_agreement(pg));
   return pg;
 }
 
@@ -412,9 +455,14 @@ std::shared_ptr<ProcessGroup> init(Runtime& runtime, std::optional<Launch> launc
 
 // ---- the Runtime's part ------------------------------------------------------------------
 
-void Runtime::join_data_parallel(int local_ranks) {
-  // Every rank runs one configuration: a step tuner would time (and pick) per rank.
-  if (step_tuner_) step_tuning_off("off in a data-parallel run: every rank runs the same configuration");
+void Runtime::join_data_parallel(int local_ranks, StepAgreement agreement) {
+  share_cores(local_ranks);
+  // Every rank must run one configuration: the ranks decide together, or not at all.
+  if (agreement) agree_on_steps(std::move(agreement));
+  else if (step_tuner_) step_tuning_off("off in a data-parallel run: every rank runs the same configuration");
+}
+
+void Runtime::share_cores(int local_ranks) {
   if (!torch_device_.is_cpu() || local_ranks <= 1) return;
   const Config& c = context_->config();
   const std::uint32_t cores = device_->info().cores ? device_->info().cores : std::thread::hardware_concurrency();

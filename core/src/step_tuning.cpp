@@ -111,8 +111,21 @@ const StepConfig& StepTuner::enter(bool training) {
                              options_.give_up_factor * static_cast<std::int64_t>(status_.candidates.size()) *
                              (options_.steps_per_turn + options_.settle_steps);
   if (enough || status_.steps_seen > limit) {
-    decide();
     pending_ = false;
+    if (!agreement_) {
+      decide();
+      return status_.candidates[status_.chosen];
+    }
+    if (!published_) {
+      observed_steps_ = status_.steps_seen - 1;
+      agreement_.publish(generation_, payload());
+      published_ = true;
+      status_.why = "observed; waiting for the other ranks' observations (running the plan meanwhile)";
+    }
+    const std::optional<std::vector<std::string>> all = agreement_.poll(generation_);
+    if (!all) return status_.candidates.front();
+    if (all->empty()) decide();  // the process group is gone: nobody left to agree with
+    else decide_together(*all);
     return status_.candidates[status_.chosen];
   }
 
@@ -140,23 +153,83 @@ void StepTuner::end_turn() {
 
 void StepTuner::decide() {
   const std::size_t n = status_.candidates.size();
-  status_.median_ms.clear();
-  for (const auto& v : status_.samples) status_.median_ms.push_back(step_median(v));
-  // Candidates whose turns were always interrupted (an evaluation scope in the middle of them,
-  // every time) have too few timed steps: left out, and said so.
+  std::vector<double> medians;
   std::vector<bool> timed(n);
-  std::vector<std::string> untimed;
   for (std::size_t i = 0; i < n; ++i) {
+    medians.push_back(step_median(status_.samples[i]));
     timed[i] = static_cast<int>(status_.samples[i].size()) >= options_.rounds;
-    if (!timed[i]) untimed.push_back(status_.candidates[i].label());
   }
+  if (!published_) observed_steps_ = status_.steps_seen - 1;
+  decide_on(medians, timed, "");
+}
+
+void StepTuner::set_agreement(StepAgreement agreement, int generation) {
+  agreement_ = std::move(agreement);
+  generation_ = generation;
+}
+
+std::string StepTuner::payload() const {
+  nlohmann::json j;
+  for (std::size_t i = 0; i < status_.candidates.size(); ++i) {
+    const bool timed = static_cast<int>(status_.samples[i].size()) >= options_.rounds;
+    j["candidates"].push_back(status_.candidates[i].label());
+    j["median_ms"].push_back(timed ? step_median(status_.samples[i]) : -1.0);
+  }
+  return j.dump();
+}
+
+void StepTuner::decide_together(const std::vector<std::string>& payloads) {
+  const std::size_t n = status_.candidates.size();
+  std::vector<double> sum(n, 0.0);
+  std::vector<bool> timed(n, true);
+  std::string differ;
+  for (std::size_t r = 0; r < payloads.size() && differ.empty(); ++r) {
+    try {
+      const auto j = nlohmann::json::parse(payloads[r]);
+      const auto labels = j.at("candidates").get<std::vector<std::string>>();
+      const auto medians = j.at("median_ms").get<std::vector<double>>();
+      bool same = labels.size() == n && medians.size() == n;
+      for (std::size_t i = 0; same && i < n; ++i) same = labels[i] == status_.candidates[i].label();
+      if (!same) {
+        differ = "rank " + std::to_string(r) + " chose between " + text::join(labels, "; ");
+        break;
+      }
+      for (std::size_t i = 0; i < n; ++i) {
+        if (medians[i] < 0) timed[i] = false;
+        else sum[i] += medians[i];
+      }
+    } catch (const std::exception& e) {
+      differ = "rank " + std::to_string(r) + "'s observation is unreadable (" + e.what() + ")";
+    }
+  }
+  if (!differ.empty()) {
+    // Every rank sees the same payloads, so every rank keeps the plan.
+    status_.state = StepTuningStatus::State::decided;
+    status_.chosen = 0;
+    new_decision_ = true;
+    status_.source = "observed on the program's first " + std::to_string(observed_steps_) + " training steps";
+    status_.why = "kept the plan: the ranks observed different candidates (" + differ + ")";
+    return;
+  }
+  std::vector<double> mean(n, 0.0);
+  for (std::size_t i = 0; i < n; ++i) mean[i] = timed[i] ? sum[i] / static_cast<double>(payloads.size()) : 0.0;
+  decide_on(mean, timed, "mean over " + std::to_string(payloads.size()) + " ranks");
+}
+
+void StepTuner::decide_on(const std::vector<double>& medians, const std::vector<bool>& timed, const std::string& pooled) {
+  const std::size_t n = status_.candidates.size();
+  status_.median_ms = medians;
+  std::vector<std::string> untimed;
+  for (std::size_t i = 0; i < n; ++i)
+    if (!timed[i]) untimed.push_back(status_.candidates[i].label());
   status_.state = StepTuningStatus::State::decided;
-  status_.source = "observed on the program's first " + std::to_string(status_.steps_seen - 1) + " training steps";
+  status_.source = "observed on the program's first " + std::to_string(observed_steps_) + " training steps" +
+                   (pooled.empty() ? "" : " of each of " + std::to_string(agreement_.world_size) + " ranks");
   new_decision_ = true;
   status_.chosen = 0;
   std::ostringstream why;
   if (!timed[0]) {
-    why << "kept the plan: after " << status_.steps_seen - 1
+    why << "kept the plan: after " << observed_steps_
         << " training steps too few were timed (a step's interval is broken by anything run outside a training "
            "scope in between, e.g. an evaluation every few steps)";
     status_.why = why.str();
@@ -178,7 +251,7 @@ void StepTuner::decide() {
       why << "kept: " << status_.candidates[best].label() << " (" << step_ms_text(status_.median_ms[best])
           << ") is within the " << static_cast<int>(std::lround(options_.margin * 100)) << "% margin";
   }
-  why << " (medians of " << options_.rounds << " timed steps each";
+  why << " (medians of " << options_.rounds << " timed steps each" << (pooled.empty() ? "" : ", " + pooled);
   for (std::size_t i = 0; i < n; ++i)
     if (timed[i]) why << (i ? "; " : ": ") << status_.candidates[i].label() << " " << step_ms_text(status_.median_ms[i]);
   why << ")";
@@ -233,9 +306,24 @@ void Runtime::setup_step_tuning() {
   if (cs.size() < 2)
     return step_tuning_off(fixed.empty() ? "nothing to choose between: the plan is fp32 with one thread, or not on a CPU"
                                            : "nothing left to choose: the user fixed " + text::join(fixed, " and "));
-  step_tuner_ = std::make_unique<StepTuner>(cs, StepTuner::Options{});
-  step_tuning_status_ = step_tuner_->status();
+  make_step_tuner(cs);
   step_tuning_status_.why = "observing the program's first training steps (" + step_candidates_text(cs) + ")";
+}
+
+void Runtime::make_step_tuner(const std::vector<StepConfig>& cs) const {
+  step_tuner_ = std::make_unique<StepTuner>(cs, StepTuner::Options{});
+  if (step_agreement_) step_tuner_->set_agreement(step_agreement_, ++step_generation_);
+  step_tuning_status_ = step_tuner_->status();
+}
+
+void Runtime::agree_on_steps(StepAgreement agreement) {
+  step_agreement_ = std::move(agreement);
+  if (!step_tuner_ || step_tuner_->decided() || step_tuner_->status().steps_seen > 0) {
+    no_step_tuning("off in this data-parallel run: it began after the observation of the training steps had");
+    return;
+  }
+  // Candidates again, at the threads each rank now has.
+  setup_step_tuning();
 }
 
 void Runtime::step_tuning_off(std::string why) const {
@@ -256,13 +344,13 @@ void Runtime::drop_unweighted_candidates(const std::string& why) const {
   for (const auto& c : step_tuner_->status().candidates)
     if (c.autocast) keep.push_back(c);
   if (keep.size() < 2) return no_step_tuning(why);
-  step_tuner_ = std::make_unique<StepTuner>(keep, StepTuner::Options{});
-  step_tuning_status_ = step_tuner_->status();
+  make_step_tuner(keep);
   step_tuning_status_.why = "observing the program's first training steps (" + step_candidates_text(keep) + "; " + why + ")";
 }
 
 std::string Runtime::step_cache_path(std::string& key) const {
-  if (!*context_->config().autotune_cache || model_signature_.empty()) return {};
+  // A data-parallel run's decision is its ranks' (and hosts'), decided together each run.
+  if (!*context_->config().autotune_cache || model_signature_.empty() || step_agreement_) return {};
   const std::string dir = autotune_cache_dir();
   if (dir.empty()) return {};
   key = autotune_device_fingerprint(*context_) + " | " + autotune_versions(*context_) + " | " + model_signature_ +
@@ -300,7 +388,8 @@ void Runtime::write_step_cache() const {
   std::string key;
   const std::string path = step_cache_path(key);
   if (path.empty()) {
-    if (model_signature_.empty())
+    if (step_agreement_) spdlog::info("step tuning: not cached (a data-parallel run's ranks decide together each run)");
+    else if (model_signature_.empty())
       spdlog::info("step tuning: not cached (no optimizer was made through this runtime to name the model by)");
     return;
   }

@@ -197,10 +197,12 @@ class Runtime {
   // Throws std::runtime_error when the device refuses the plan.
   void apply_precision(const PrecisionPlan& plan);
 
-  // Called by dist::init for a run of several processes: step tuning off (every rank runs one
-  // configuration) and, on a CPU, the host's physical cores shared between its `local_ranks`
-  // ranks unless `threads` is set (recorded as the "threads" decision).
-  void join_data_parallel(int local_ranks);
+  // Called by dist::init for a run of several processes: on a CPU, the host's physical cores
+  // shared between its `local_ranks` ranks unless `threads` is set (recorded as the "threads"
+  // decision); step tuning observes again at those threads and the ranks decide together
+  // through `agreement` (step_tuning.hpp; without one it is off: every rank must run one
+  // configuration).
+  void join_data_parallel(int local_ranks, StepAgreement agreement = {});
 
  private:
   Runtime() = default;
@@ -232,10 +234,13 @@ class Runtime {
   AutocastScope plan_autocast() const { return AutocastScope(torch_device_.type(), plan_.autocast, autocast_dtype()); }
   // Step tuning (step_tuning.cpp).
   void setup_step_tuning();
+  void make_step_tuner(const std::vector<StepConfig>& candidates) const;  // with the agreement, if any
   StepConfig step_config() const;  // this autocast() scope's configuration
   void apply_step_config(const StepConfig& c) const;  // threads and the thread's autocast
   void no_step_tuning(const std::string& why) const;  // unless already decided
   void step_tuning_off(std::string why) const;         // whatever its state
+  void agree_on_steps(StepAgreement agreement);        // join_data_parallel's parts
+  void share_cores(int local_ranks);
   void drop_unweighted_candidates(const std::string& why) const;
   std::string step_cache_path(std::string& key) const;
   void read_step_cache() const;
@@ -243,6 +248,8 @@ class Runtime {
   void note_model(const std::vector<at::Tensor>& params, const char* optimizer) const;
   mutable std::unique_ptr<StepTuner> step_tuner_;
   mutable StepTuningStatus step_tuning_status_;
+  StepAgreement step_agreement_;        // a data-parallel run's (join_data_parallel)
+  mutable int step_generation_ = 0;     // tuners made under it
   mutable std::string model_signature_;  // the params of the last optimizer made here
   mutable StepConfig current_step_;      // what the open top-level scope runs with
   // autotune()'s steps (autotune.cpp).

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -53,6 +54,24 @@ struct StepTuningStatus {
   std::int64_t steps_seen = 0;  // training steps entered so far while observing
 };
 
+// The ranks of a data-parallel run decide together (Runtime::join_data_parallel sets it): a
+// rank whose observation is complete publishes its medians, and once every rank has, each
+// decides on all of them the same way (a candidate's median is the mean of the ranks'), so all
+// keep one configuration. Neither call may block: a rank that finished observing first runs the
+// plan (untimed) until the last one has published - a step or two, since the ranks' steps
+// wait for each other. The observation itself follows the same schedule on every rank (it
+// depends only on the sequence of scopes, never on the times).
+struct StepAgreement {
+  int world_size = 1;
+  // This rank's observation for tuner `generation` (a count of the tuners made, the same on
+  // every rank), once.
+  std::function<void(int generation, const std::string& payload)> publish;
+  // Every rank's payload in rank order once all have published; nullopt until then; an empty
+  // vector where the run's process group is gone (this rank decides alone).
+  std::function<std::optional<std::vector<std::string>>(int generation)> poll;
+  explicit operator bool() const { return world_size > 1 && publish && poll; }
+};
+
 // The observing state machine (pure: the clock is injected; tested directly).
 class StepTuner {
  public:
@@ -81,6 +100,9 @@ class StepTuner {
   // Takes a decision made earlier (the cache): index into candidates.
   void adopt(std::size_t index, std::string source, std::string why);
 
+  // A data-parallel run's agreement (above), for the tuner the ranks count as `generation`.
+  void set_agreement(StepAgreement agreement, int generation);
+
   bool decided() const noexcept { return status_.state == StepTuningStatus::State::decided; }
   // True once, right after the observation decided (the caller records and caches it).
   bool take_new_decision() noexcept;
@@ -90,7 +112,15 @@ class StepTuner {
   void start_round();
   void end_turn();
   void decide();
+  // Decides on every rank's observation (the agreement's payloads).
+  void decide_together(const std::vector<std::string>& payloads);
+  void decide_on(const std::vector<double>& medians, const std::vector<bool>& timed, const std::string& pooled);
+  std::string payload() const;
   Options options_;
+  StepAgreement agreement_;
+  int generation_ = 0;
+  bool published_ = false;
+  std::int64_t observed_steps_ = 0;  // training steps observed when this rank published
   Clock clock_;
   StepTuningStatus status_;
   std::vector<std::size_t> order_;  // this round's candidate order (shuffled per round)
