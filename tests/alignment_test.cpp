@@ -113,6 +113,7 @@ TEST_CASE("measured with the model's inputs: each misaligned convolution on the 
   INFO(cnn.summary());
   REQUIRE(cnn.issues.size() == 2);  // the first convolution's 3 input channels, the Linear's 10 outputs
   CHECK(cnn.issues[0].op == "conv");
+  CHECK(cnn.issues[0].layer == "c1w");  // named from the unfrozen graph: the folded weight is a new tensor
   CHECK(cnn.issues[0].timed_on == "2x3x32x32");
   CHECK(cnn.issues[0].ms > 0);
   CHECK(cnn.issues[1].timed_on == "64x2048");

@@ -168,6 +168,14 @@ AlignmentReport check_alignment(const torch::jit::Module& module, const DeviceIn
                     {sym("aten::linear"), sym("aten::conv1d"), sym("aten::conv2d"), sym("aten::conv3d"),
                      sym("aten::_convolution"), sym("aten::embedding")},
                     nodes);
+  // Convolutions whose weight freezing replaced (a BatchNorm folded in) are named by their
+  // place among the unfrozen graph's convolutions.
+  const std::vector<c10::Symbol> conv_kinds{sym("aten::conv1d"), sym("aten::conv2d"), sym("aten::conv3d"),
+                                            sym("aten::_convolution")};
+  std::vector<std::string> conv_paths = jit_walk::weight_paths(f.copy, conv_kinds, 1);
+  std::vector<torch::jit::Node*> frozen_convs;
+  jit_walk::collect(frozen.get_method("forward").graph()->block(), conv_kinds, frozen_convs);
+  if (conv_paths.size() != frozen_convs.size()) conv_paths.clear();
   std::map<std::string, int> counts;
   for (torch::jit::Node* n : nodes) {
     const bool embedding = n->kind() == sym("aten::embedding");
@@ -178,7 +186,10 @@ AlignmentReport check_alignment(const torch::jit::Module& module, const DeviceIn
     const at::Tensor weight = w->toTensor();
     ++r.layers;
     const auto name = names.find(weight.data_ptr());
-    const std::string layer = name != names.end() ? name->second : op + " #" + std::to_string(k);
+    std::string layer = name != names.end() ? name->second : "";
+    if (layer.empty() && op == "conv" && static_cast<std::size_t>(k) <= conv_paths.size())
+      layer = conv_paths[static_cast<std::size_t>(k) - 1];
+    if (layer.empty()) layer = op + " #" + std::to_string(k);
     auto pad = [&](std::int64_t size) { return (size + r.multiple - 1) / r.multiple * r.multiple; };
     auto check = [&](const char* dim, std::int64_t size) {
       if (size % r.multiple == 0) return;

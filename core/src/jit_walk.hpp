@@ -8,6 +8,7 @@
 
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/passes/inliner.h>
 
 #include "accelkit/sdk/torch_compat.hpp"
 
@@ -31,6 +32,34 @@ inline void collect(torch::jit::Block* block, const std::vector<c10::Symbol>& ki
     if (std::find(kinds.begin(), kinds.end(), n->kind()) != kinds.end()) out.push_back(n);
     for (torch::jit::Block* b : n->blocks()) collect(b, kinds, out);
   }
+}
+
+// The names of the weights the `kinds` nodes of the module's forward take ("layer1.0.conv1"
+// for layer1[0].conv1.weight, "c1w" for an attribute c1w), in graph order, from the unfrozen
+// graph with its method calls inlined; "" where a weight is no attribute chain. Freezing folds
+// a BatchNorm into its convolution's weight (a new tensor no parameter shares): the k-th such
+// node of the frozen graph is the k-th here where both graphs have as many.
+inline std::vector<std::string> weight_paths(const torch::jit::Module& m, const std::vector<c10::Symbol>& kinds,
+                                             int weight_input) {
+  std::shared_ptr<torch::jit::Graph> g = m.get_method("forward").graph()->copy();
+  torch::jit::Inline(*g);
+  std::vector<torch::jit::Node*> nodes;
+  collect(g->block(), kinds, nodes);
+  std::vector<std::string> out;
+  for (torch::jit::Node* n : nodes) {
+    std::vector<std::string> parts;
+    const torch::jit::Value* v = n->input(static_cast<std::size_t>(weight_input));
+    while (v->node()->kind() == c10::prim::GetAttr) {
+      parts.push_back(v->node()->s(c10::attr::name));
+      v = v->node()->input(0);
+    }
+    std::string path;
+    if (v->node()->kind() == c10::prim::Param)  // the chain starts at self
+      for (auto it = parts.rbegin(); it != parts.rend(); ++it) path += (path.empty() ? "" : ".") + *it;
+    if (const auto dot = path.rfind('.'); dot != std::string::npos && path.substr(dot) == ".weight") path.resize(dot);
+    out.push_back(path);
+  }
+  return out;
 }
 
 // A deep copy of the module (eval, on `device`), its frozen form and the layer names: what a
