@@ -3,10 +3,8 @@
 // whole batch, no_sync accumulation, the loss scaler's agreement, a rank killed mid-run, a
 // mismatched model, and a run under a real mpirun where one is installed.
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -197,19 +195,6 @@ TEST_CASE("ShardSampler feeds torch::data's loader") {
 
 // ---- real processes ------------------------------------------------------------------------
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  socklen_t len = sizeof a;
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 struct Proc {
   pid_t pid = -1;
   std::string out, err;
@@ -302,7 +287,7 @@ struct Run {
 Run run_workers(const TempDir& dir, const std::string& tag, int ranks, std::vector<std::string> args,
                 double limit = 120) {
   Run r;
-  const std::string port = std::to_string(free_port());
+  const std::string port = std::to_string(accelkit::test::free_loopback_port());
   for (int rank = 0; rank < ranks; ++rank) {
     const std::string out = (dir.path() / (tag + "-" + std::to_string(rank) + ".bin")).string();
     std::vector<std::string> a{ACCELKIT_DIST_WORKER, "--out", out};
@@ -456,7 +441,7 @@ TEST_CASE("a rank that hangs: the survivor stops after dist_timeout and names it
   const auto start = std::chrono::steady_clock::now();
   Run r;
   {
-    const std::string port = std::to_string(free_port());
+    const std::string port = std::to_string(accelkit::test::free_loopback_port());
     for (int rank = 0; rank < 2; ++rank) {
       const std::string out = (dir.path() / ("hang-" + std::to_string(rank) + ".bin")).string();
       r.procs.push_back(spawn({ACCELKIT_DIST_WORKER, "--out", out, "--steps", "200", "--hang-at", "5", "--die-rank",
@@ -511,7 +496,7 @@ TEST_CASE("under a real mpirun (Open MPI's environment)") {
   require_ok(one);
   // Each rank writes its own file, named by the rank mpirun gave it.
   std::vector<Proc> ps;
-  const std::string port = std::to_string(free_port());
+  const std::string port = std::to_string(accelkit::test::free_loopback_port());
   ps.push_back(spawn({mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "2", "-x", "MASTER_PORT=" + port,
                       "sh", "-c",
                       std::string(ACCELKIT_DIST_WORKER) + " --steps 5 --batch 32 --out " +

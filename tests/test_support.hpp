@@ -2,6 +2,8 @@
 // variable, a scoped working directory, and string checks. Header-only; no doctest inside.
 #pragma once
 
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -33,6 +35,22 @@ inline std::uint64_t test_seed() {
 }
 
 namespace fs = std::filesystem;
+
+// A TCP port free on the loopback interface now (the kernel's pick): a launcher's MASTER_PORT.
+inline int free_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("free_loopback_port: no socket");
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+  ::close(fd);
+  if (!ok) throw std::runtime_error("free_loopback_port: cannot bind a loopback port");
+  return ntohs(a.sin_port);
+}
 
 // A fresh directory under $TMPDIR (or /tmp), mode 0700, removed with everything in it.
 class TempDir {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -181,6 +182,52 @@ TEST_CASE("train --nproc-per-node 2, Ctrl-C to rank 1 alone: every rank stops af
   INFO(describe(resumed));
   CHECK(resumed.code == 0);
   CHECK(resumed.err.find("(step " + std::to_string(stopped) + ")") != std::string::npos);
+}
+
+TEST_CASE("a thermal guard stop on rank 1 alone: every rank stops after the same step, rank 0 names it and saves") {
+  // Two train processes under torchrun's variables, each reading its own sensors: rank 1's CPU
+  // is at 95 C, rank 0's at 45 C (a host of its own, as on two machines).
+  TempDir tmp("accelkit-train-dist");
+  const fs::path ckpt = tmp.path() / "ck";
+  const std::string cfg = write_config(tmp.path(), ckpt, 1000000, 32);
+  auto sensors = [&](int rank, const char* millidegrees) {
+    const fs::path hwmon = tmp.path() / ("sys" + std::to_string(rank)) / "class" / "hwmon" / "hwmon0";
+    fs::create_directories(hwmon);
+    write_file(hwmon / "name", "k10temp\n");
+    write_file(hwmon / "temp1_label", "Tctl\n");
+    write_file(hwmon / "temp1_input", millidegrees);
+    return (tmp.path() / ("sys" + std::to_string(rank))).string();
+  };
+  const std::string port = std::to_string(free_loopback_port());
+  std::vector<std::unique_ptr<CliProcess>> ranks;
+  for (int rank = 0; rank < 2; ++rank)
+    ranks.push_back(std::make_unique<CliProcess>(
+        std::vector<std::string>{"--guard-temperature", "80", "--guard-policy", "stop", "--guard-interval", "0.05",
+                                 "train", "--config", cfg, "--dist-timeout", "20", "--json"},
+        EnvOverrides{{"RANK", std::to_string(rank)}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"},
+                     {"LOCAL_WORLD_SIZE", "1"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", port},
+                     {"ACCELKIT_SYSFS_ROOT", sensors(rank, rank == 1 ? "95000\n" : "45000\n")}}));
+  const RunResult r0 = ranks[0]->wait(), r1 = ranks[1]->wait();
+  INFO("rank 0: " << describe(r0));
+  INFO("rank 1: " << describe(r1));
+  CHECK(r0.code == 4);  // both end as a guard stop, rank 0 too, though its own sensor is cool
+  CHECK(r1.code == 4);
+  CHECK(r0.err.find("is lost") == std::string::npos);
+  CHECK(r1.err.find("is lost") == std::string::npos);
+  CHECK(r0.err.find("stopped by the thermal guard (asked by rank 1; every rank stops after the same step) at step") !=
+        std::string::npos);
+  std::string last;
+  std::istringstream lines(r0.out);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) last = line;
+  const auto end = nlohmann::json::parse(last);
+  CHECK(end["guard_stopped"] == true);
+  CHECK(end["guard_stopped_ranks"] == nlohmann::json::array({1}));
+  CHECK(end["interrupted_ranks"] == nlohmann::json::array());
+  CheckpointDir dir(ckpt.string());
+  const auto files = dir.list();
+  REQUIRE(!files.empty());
+  CHECK(files.front().step == end["step"].get<std::int64_t>());
 }
 
 TEST_CASE("train --nproc-per-node: a batch that does not split is refused by every worker") {
