@@ -2,7 +2,6 @@
 #include "accelkit/alignment.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -17,6 +16,7 @@
 #include "accelkit/runtime.hpp"
 #include "accelkit/sdk/torch_compat.hpp"
 #include "jit_walk.hpp"
+#include "median.hpp"
 
 namespace accelkit {
 
@@ -48,28 +48,14 @@ std::string AlignmentReport::summary() const {
 
 namespace {
 
-// Median ms of `run`, after warm-up.
-template <typename F>
-double median_ms(F&& run) {
-  for (int i = 0; i < 3; ++i) run();
-  std::vector<double> ms;
-  for (int i = 0; i < 9; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    run();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
-
 // Median ms of x[64, in] W[out, in]^T in `type`.
 double linear_ms(std::int64_t in, std::int64_t out, at::ScalarType type) {
   const at::Tensor x = at::randn({64, in}).to(type);
   const at::Tensor w = at::randn({out, in}).to(type);
-  return median_ms([&] { at::linear(x, w); });
+  return stats::median_run_ms([&] { at::linear(x, w); }, 3, 9);
 }
 
-std::string shape_text(at::IntArrayRef shape) {
+std::string dims_text(at::IntArrayRef shape) {
   std::string s;
   for (const std::int64_t d : shape) s += (s.empty() ? "" : "x") + std::to_string(d);
   return s;
@@ -107,20 +93,26 @@ std::unique_ptr<at::ObserverContext> record_conv(const at::RecordFunction& fn) {
 // Runs `module` once on `inputs` and returns the convolutions it called, by weight.
 std::map<const void*, ConvCall> conv_calls(torch::jit::Module& module, const std::vector<at::Tensor>& inputs) {
   std::map<const void*, ConvCall> calls;
-  t_conv_calls = &calls;
-  const at::CallbackHandle handle = at::addThreadLocalCallback(
-      at::RecordFunctionCallback(&record_conv).needsInputs(true).scopes({at::RecordScope::FUNCTION}));
+  // The observer, on this thread for this forward only.
+  struct Observing {
+    at::CallbackHandle handle;
+    explicit Observing(std::map<const void*, ConvCall>& into) {
+      t_conv_calls = &into;
+      handle = at::addThreadLocalCallback(
+          at::RecordFunctionCallback(&record_conv).needsInputs(true).scopes({at::RecordScope::FUNCTION}));
+    }
+    ~Observing() {
+      at::removeCallback(handle);
+      t_conv_calls = nullptr;
+    }
+  } observing(calls);
   try {
     const at::NoGradGuard no_grad;
     module.forward(std::vector<c10::IValue>(inputs.begin(), inputs.end()));
   } catch (const std::exception& e) {
-    at::removeCallback(handle);
-    t_conv_calls = nullptr;
     throw std::invalid_argument(std::string("the model's forward rejected the example inputs: ") +
                                 torch_error_summary(e.what()));
   }
-  at::removeCallback(handle);
-  t_conv_calls = nullptr;
   return calls;
 }
 
@@ -132,7 +124,8 @@ double conv_ms(const ConvCall& c, std::int64_t in_channels, std::int64_t out_cha
   weight[1] = in_channels;
   const at::Tensor x = at::randn(input).to(type), w = at::randn(weight).to(type);
   const at::Tensor b = c.bias ? at::randn({out_channels}).to(type) : at::Tensor();
-  return median_ms([&] { at::convolution(x, w, b, c.stride, c.padding, c.dilation, false, c.output_padding, 1); });
+  return stats::median_run_ms(
+      [&] { at::convolution(x, w, b, c.stride, c.padding, c.dilation, false, c.output_padding, 1); }, 3, 9);
 }
 
 }  // namespace
@@ -236,7 +229,7 @@ AlignmentReport check_alignment(const torch::jit::Module& module, const DeviceIn
       for (std::size_t i = first; i < r.issues.size(); ++i) {
         r.issues[i].ms = ms;
         r.issues[i].padded_ms = padded_ms;
-        r.issues[i].timed_on = shape_text(call->input);
+        r.issues[i].timed_on = dims_text(call->input);
       }
     }
   }

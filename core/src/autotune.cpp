@@ -20,6 +20,7 @@
 #include "autotune_cache.hpp"
 #include "model_snapshot.hpp"
 #include "accelkit/device_sync.hpp"
+#include "median.hpp"
 #include "strings.hpp"
 
 namespace accelkit {
@@ -134,13 +135,6 @@ std::string model_signature(const TuneProblem& p) {
     out << "amsgrad " << (p.adamw.amsgrad ? "on" : "off");
   out << "; #" << hash_hex(detail.str());
   return out.str();
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 constexpr std::uint64_t kTrialSeed = 0x5eed;
@@ -319,7 +313,7 @@ void Runtime::run_trial(const TuneProblem& p, const TuneOptions& o, const at::Te
       t.losses.push_back(loss.item<double>());
       if (step >= o.warmup) ms.push_back(elapsed);
     }
-    t.median_ms = median(ms);
+    t.median_ms = stats::median(ms);
   } catch (const std::exception& e) {
     t.losses.clear();
     t.note = std::string("failed: ") + e.what();

@@ -17,6 +17,7 @@
 #include "accelkit/device_sync.hpp"
 #include "accelkit/runtime.hpp"
 #include "autotune_cache.hpp"
+#include "median.hpp"
 #include "strings.hpp"
 
 namespace accelkit {
@@ -76,7 +77,6 @@ OutputError compare_outputs(const std::vector<at::Tensor>& got, const std::vecto
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 
 // One way of preparing the module.
 struct Recipe {
@@ -159,18 +159,7 @@ std::unique_ptr<Prepared> prepare_recipe(const torch::jit::Module& source, const
 }
 
 double median_ms(Prepared& p, const std::vector<at::Tensor>& inputs, c10::Device device, int warmup, int reps) {
-  for (int i = 0; i < warmup; ++i) p.run(inputs);
-  std::vector<double> ms;
-  for (int i = 0; i < std::max(1, reps); ++i) {
-    detail::synchronize(device);
-    const auto t0 = Clock::now();
-    p.run(inputs);
-    detail::synchronize(device);
-    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  const std::size_t n = ms.size();
-  return n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+  return stats::median_run_ms([&] { p.run(inputs); }, warmup, reps, [&] { detail::synchronize(device); });
 }
 
 // The module's code and parameter shapes, and the inputs': what a cached decision is for.

@@ -14,15 +14,17 @@
 
 namespace accelkit::jit_walk {
 
+// A layer's name from its weight's: "fc1" for "fc1.weight" (other names as they are).
+inline std::string layer_of(std::string weight) {
+  if (const auto dot = weight.rfind('.'); dot != std::string::npos && weight.substr(dot) == ".weight") weight.resize(dot);
+  return weight;
+}
+
 // The module's parameters by storage, named after their module ("fc1" for "fc1.weight"):
 // freezing turns parameters into graph constants that share the storage, and this names them.
 inline std::map<const void*, std::string> layer_names(const torch::jit::Module& m) {
   std::map<const void*, std::string> names;
-  for (const auto& p : m.named_parameters()) {
-    std::string name = p.name;
-    if (const auto dot = name.rfind('.'); dot != std::string::npos && name.substr(dot) == ".weight") name.resize(dot);
-    names.emplace(p.value.data_ptr(), name);
-  }
+  for (const auto& p : m.named_parameters()) names.emplace(p.value.data_ptr(), layer_of(p.name));
   return names;
 }
 
@@ -56,8 +58,7 @@ inline std::vector<std::string> weight_paths(const torch::jit::Module& m, const 
     std::string path;
     if (v->node()->kind() == c10::prim::Param)  // the chain starts at self
       for (auto it = parts.rbegin(); it != parts.rend(); ++it) path += (path.empty() ? "" : ".") + *it;
-    if (const auto dot = path.rfind('.'); dot != std::string::npos && path.substr(dot) == ".weight") path.resize(dot);
-    out.push_back(path);
+    out.push_back(layer_of(path));
   }
   return out;
 }

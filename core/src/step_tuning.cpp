@@ -17,6 +17,7 @@
 
 #include "accelkit/runtime.hpp"
 #include "autotune_cache.hpp"
+#include "median.hpp"
 #include "strings.hpp"
 
 namespace accelkit {
@@ -25,13 +26,6 @@ namespace {
 
 double step_now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double step_median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 std::string step_ms_text(double ms) {
@@ -156,7 +150,7 @@ void StepTuner::decide() {
   std::vector<double> medians;
   std::vector<bool> timed(n);
   for (std::size_t i = 0; i < n; ++i) {
-    medians.push_back(step_median(status_.samples[i]));
+    medians.push_back(stats::median(status_.samples[i]));
     timed[i] = static_cast<int>(status_.samples[i].size()) >= options_.rounds;
   }
   if (!published_) observed_steps_ = status_.steps_seen - 1;
@@ -173,7 +167,7 @@ std::string StepTuner::payload() const {
   for (std::size_t i = 0; i < status_.candidates.size(); ++i) {
     const bool timed = static_cast<int>(status_.samples[i].size()) >= options_.rounds;
     j["candidates"].push_back(status_.candidates[i].label());
-    j["median_ms"].push_back(timed ? step_median(status_.samples[i]) : -1.0);
+    j["median_ms"].push_back(timed ? stats::median(status_.samples[i]) : -1.0);
   }
   return j.dump();
 }
@@ -204,11 +198,7 @@ void StepTuner::decide_together(const std::vector<std::string>& payloads) {
   }
   if (!differ.empty()) {
     // Every rank sees the same payloads, so every rank keeps the plan.
-    status_.state = StepTuningStatus::State::decided;
-    status_.chosen = 0;
-    new_decision_ = true;
-    status_.source = "observed on the program's first " + std::to_string(observed_steps_) + " training steps";
-    status_.why = "kept the plan: the ranks observed different candidates (" + differ + ")";
+    settle(0, "kept the plan: the ranks observed different candidates (" + differ + ")", false);
     return;
   }
   std::vector<double> mean(n, 0.0);
@@ -222,25 +212,21 @@ void StepTuner::decide_on(const std::vector<double>& medians, const std::vector<
   std::vector<std::string> untimed;
   for (std::size_t i = 0; i < n; ++i)
     if (!timed[i]) untimed.push_back(status_.candidates[i].label());
-  status_.state = StepTuningStatus::State::decided;
-  status_.source = "observed on the program's first " + std::to_string(observed_steps_) + " training steps" +
-                   (pooled.empty() ? "" : " of each of " + std::to_string(agreement_.world_size) + " ranks");
-  new_decision_ = true;
-  status_.chosen = 0;
   std::ostringstream why;
   if (!timed[0]) {
     why << "kept the plan: after " << observed_steps_
         << " training steps too few were timed (a step's interval is broken by anything run outside a training "
            "scope in between, e.g. an evaluation every few steps)";
-    status_.why = why.str();
+    settle(0, why.str(), !pooled.empty());
     return;
   }
+  std::size_t chosen = 0;
   std::size_t best = 0;
   for (std::size_t i = 1; i < n; ++i)
     if (timed[i] && status_.median_ms[i] < status_.median_ms[best]) best = i;
   const double plan = status_.median_ms.front();
   if (best != 0 && status_.median_ms[best] <= plan * (1.0 - options_.margin)) {
-    status_.chosen = best;
+    chosen = best;
     why << status_.candidates[best].label() << " took " << step_ms_text(status_.median_ms[best])
         << " a step, the plan (" << status_.candidates.front().label() << ") " << step_ms_text(plan) << ": "
         << std::setprecision(3) << plan / status_.median_ms[best] << "x";
@@ -257,7 +243,16 @@ void StepTuner::decide_on(const std::vector<double>& medians, const std::vector<
   why << ")";
   if (!untimed.empty())
     why << "; not timed (their turns were interrupted every time): " << text::join(untimed, ", ");
-  status_.why = why.str();
+  settle(chosen, why.str(), !pooled.empty());
+}
+
+void StepTuner::settle(std::size_t chosen, std::string why, bool pooled) {
+  status_.state = StepTuningStatus::State::decided;
+  status_.chosen = chosen;
+  status_.source = "observed on the program's first " + std::to_string(observed_steps_) + " training steps" +
+                   (pooled ? " of each of " + std::to_string(agreement_.world_size) + " ranks" : "");
+  status_.why = std::move(why);
+  new_decision_ = true;
 }
 
 void StepTuner::adopt(std::size_t index, std::string source, std::string why) {

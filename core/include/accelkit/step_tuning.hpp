@@ -115,6 +115,8 @@ class StepTuner {
   // Decides on every rank's observation (the agreement's payloads).
   void decide_together(const std::vector<std::string>& payloads);
   void decide_on(const std::vector<double>& medians, const std::vector<bool>& timed, const std::string& pooled);
+  // The decision: `chosen`, why, observed by this rank alone or by every rank (`pooled`).
+  void settle(std::size_t chosen, std::string why, bool pooled);
   std::string payload() const;
   Options options_;
   StepAgreement agreement_;
