@@ -14,7 +14,10 @@ for path in sys.argv[1:]:
             cells.append("-")
             continue
         cos = f', cos {x["cosine"]:.5f}' if "cosine" in x else ""
-        cells.append(f'{x["median_ms"]:.1f} ms = {base / x["median_ms"]:.2f}x{cos}')
+        scheme = ""
+        if v == "int8" and r.get("quantize"):
+            scheme = " (static)" if r["quantize"]["scheme"].startswith("static") else " (dynamic)"
+        cells.append(f'{x["median_ms"]:.1f} ms = {base / x["median_ms"]:.2f}x{cos}{scheme}')
     tuned = r.get("tuned", {}).get("median_ms")
     cells.append(f'{tuned / r["accelkit"]["median_ms"]:.2f}x' if tuned else "-")
     cells.append(f'{tuned / r["int8"]["median_ms"]:.2f}x' if tuned and r.get("int8") else "-")

@@ -424,6 +424,33 @@ TEST_CASE("a model file: inference and training, the outputs and losses checked,
   }
 }
 
+TEST_CASE("--quantize int8-static: a CNN file's convolutions and Linear layers in int8, calibrated on the bench's inputs") {
+  accelkit::test::TempDir tmp("accelkit-bench-int8-static");
+  const std::string cnn = (tmp.path() / "cnn.pt").string();
+  accelkit::test::script_mnist(5).save(cnn);
+  BenchOptions o = tiny("mlp");
+  o.model = cnn;
+  o.width = 0;
+  o.inputs = {"16x1x28x28"};
+  o.quantize = "int8-static";
+  const BenchResult r = accelkit::run_bench(runtime(), o);
+  REQUIRE(r.int8);
+  REQUIRE(r.quantize);
+  INFO(r.quantize->summary());
+  CHECK(r.quantize->scheme.find("static int8") == 0);
+  CHECK(r.quantize->converted == 4);
+  CHECK(r.int8->description.find("static int8 convolutions and Linear layers") != std::string::npos);
+  REQUIRE(r.int8->cosine);
+  CHECK(*r.int8->cosine >= 0.99);
+  CHECK(*r.int8->rel_error > 0);
+  const auto j = nlohmann::json::parse(accelkit::bench_json(r));
+  CHECK(j["quantize"]["layers"][0]["kind"] == "conv");
+  CHECK(j["quantize"]["layers"][3]["kind"] == "linear");
+  bool reshape_note = false;
+  for (const auto& n : j["quantize"]["notes"]) reshape_note |= n.get<std::string>().find("made reshape") != std::string::npos;
+  CHECK(reshape_note);
+}
+
 TEST_CASE("--quantize int8: a variant of its own with its output error, the quantize report in text and JSON") {
   accelkit::test::TempDir tmp("accelkit-bench-int8");
   const std::string mlp = (tmp.path() / "mlp.pt").string();
@@ -453,11 +480,11 @@ TEST_CASE("--quantize int8: a variant of its own with its output error, the quan
   std::string out;
   REQUIRE(run_verb(o, false, out) == 0);
   CHECK(out.find("int8 is ") != std::string::npos);
-  CHECK(out.find("3 Linear layers converted") != std::string::npos);
+  CHECK(out.find("3 layers converted") != std::string::npos);
 
   BenchOptions bad = o;
   bad.quantize = "int4";
-  CHECK(message(bad) == "bench: --quantize must be int8, got 'int4'");
+  CHECK(message(bad) == "bench: --quantize must be int8 or int8-static, got 'int4'");
   bad = o;
   bad.mode = "train";
   CHECK(message(bad).find("--quantize is for a model file in inference mode") != std::string::npos);

@@ -62,6 +62,12 @@ Error error(const std::vector<at::Tensor>& got, const std::vector<at::Tensor>& r
   return {std::sqrt(num / den), dot / std::sqrt(ng * den)};
 }
 
+std::string text_of(const std::vector<std::string>& lines) {
+  std::string t;
+  for (const std::string& l : lines) t += l + '\n';
+  return t;
+}
+
 int count_nodes(const torch::jit::Module& m, const char* kind) {
   int n = 0;
   for (const torch::jit::Node* node : m.get_method("forward").graph()->nodes())
@@ -157,7 +163,7 @@ TEST_CASE("small layers stay fp32 with the reason; nothing asked is refused; the
   CHECK(*q.report.rel_error == 0);  // nothing converted: the frozen module computes the same
   const std::string s = q.report.summary();
   CHECK(s.find("fp32  w0 (8 -> 8)") != std::string::npos);
-  CHECK(s.find("0 Linear layers converted, 2 kept") != std::string::npos);
+  CHECK(s.find("0 layers converted, 2 kept") != std::string::npos);
 
   QuantizeOptions all;
   all.min_in_features = 1;
@@ -168,6 +174,99 @@ TEST_CASE("small layers stay fp32 with the reason; nothing asked is refused; the
   CHECK_THROWS_AS(rt->quantize(small, none), std::invalid_argument);
   try {
     rt->quantize(small, {}, {at::randn({4, 9})});
+    FAIL("no error for inputs the module refuses");
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()).find("refuses the example inputs") != std::string::npos);
+  }
+}
+
+TEST_CASE("static int8: a CNN's convolutions and Linear in int8, calibrated on the example inputs; close to fp64 on fresh ones") {
+  const auto rt = start();
+  INFO("seed " << test_seed());
+  torch::jit::Module cnn = script_cnn(test_seed());
+  at::manual_seed(test_seed() + 3);
+  // Calibration sees enough samples that fresh ones rarely leave its ranges (outputs beyond
+  // the calibrated range are clipped: that is static quantization, and why it calibrates).
+  const std::vector<at::Tensor> calibration{at::randn({64, 3, 32, 32})};
+  const std::vector<at::Tensor> before = run(cnn, calibration);
+  QuantizeOptions o;
+  o.conv = QuantDtype::int8;
+  QuantizedModule q = rt->quantize(cnn, o, calibration);
+  const QuantizeReport& r = q.report;
+  INFO(r.summary());
+  CHECK(r.scheme.find("static int8") == 0);
+  CHECK(r.converted == 3);
+  CHECK(r.skipped == 0);
+  REQUIRE(r.layers.size() == 3);
+  CHECK(r.layers[0].name == "c1w");
+  CHECK(r.layers[0].kind == "conv");
+  CHECK(r.layers[0].in_features == 3);
+  CHECK(r.layers[0].out_features == 16);
+  CHECK(r.layers[2].kind == "linear");
+  CHECK(r.bytes_after < r.bytes_before / 2);
+  // The graph: the engine's int8 convolutions and Linear, no fp32 ones left.
+  int qconv = 0, qlinear = 0, fp32_layers = 0;
+  for (const torch::jit::Node* n : q.module.get_method("forward").graph()->nodes()) {
+    const std::string k = n->kind().toQualString();
+    qconv += k.rfind("quantized::conv2d", 0) == 0;
+    qlinear += k.rfind("quantized::linear", 0) == 0;
+    fp32_layers += k == "aten::conv2d" || k == "aten::_convolution" || k == "aten::linear";
+  }
+  CHECK(qconv == 2);
+  CHECK(qlinear == 1);
+  CHECK(fp32_layers == 0);
+  REQUIRE(r.cosine);
+  CHECK(*r.cosine >= 0.999);
+
+  // Fresh inputs from the same distribution, against the module in fp64.
+  const std::vector<at::Tensor> fresh{at::randn({4, 3, 32, 32})};
+  const Error e = error(run(q.module, fresh), fp64_outputs(cnn, fresh));
+  CHECK(e.cosine >= 0.99);
+  CHECK(e.rel <= 0.1);
+  CHECK(e.rel > 1e-6);  // int8 really ran
+  // The caller's module is as it was.
+  CHECK(at::equal(run(cnn, calibration)[0], before[0]));
+}
+
+TEST_CASE("static int8: pytorch/examples' MNIST network, its view after a convolution runs as reshape and says so") {
+  const auto rt = start();
+  INFO("seed " << test_seed());
+  torch::jit::Module mnist = script_mnist(test_seed());
+  at::manual_seed(test_seed() + 4);
+  QuantizeOptions o;
+  o.conv = QuantDtype::int8;
+  QuantizedModule q = rt->quantize(mnist, o, {at::randn({32, 1, 28, 28})});
+  INFO(q.report.summary());
+  CHECK(q.report.converted == 4);
+  REQUIRE(q.report.layers.size() == 4);
+  CHECK(q.report.layers[0].name == "conv1");
+  CHECK(q.report.layers[3].name == "fc2");
+  const std::string notes = text_of(q.report.notes);
+  CHECK(notes.find("1 view of the forward made reshape") != std::string::npos);
+  const std::vector<at::Tensor> fresh{at::randn({5, 1, 28, 28})};
+  const auto got = run(q.module, fresh);
+  REQUIRE(got.at(0).sizes() == at::IntArrayRef({5, 10}));
+  // Log-probabilities: the int8 network's classes agree with fp64's.
+  const at::Tensor ref = fp64_outputs(mnist, fresh).at(0);
+  CHECK(error({got[0].exp()}, {ref.exp()}).cosine >= 0.99);
+}
+
+TEST_CASE("static int8 is refused without example inputs, without int8 Linear, and on inputs the module refuses") {
+  const auto rt = start();
+  torch::jit::Module cnn = script_cnn(test_seed());
+  QuantizeOptions o;
+  o.conv = QuantDtype::int8;
+  try {
+    rt->quantize(cnn, o);
+    FAIL("no error without example inputs");
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()).find("calibrated") != std::string::npos);
+  }
+  QuantizeOptions no_linear = o;
+  no_linear.linear = QuantDtype::none;
+  CHECK_THROWS_AS(rt->quantize(cnn, no_linear, {at::randn({2, 3, 32, 32})}), std::invalid_argument);
+  try {
+    rt->quantize(cnn, o, {at::randn({2, 3, 20, 20})});
     FAIL("no error for inputs the module refuses");
   } catch (const std::invalid_argument& e) {
     CHECK(std::string(e.what()).find("refuses the example inputs") != std::string::npos);

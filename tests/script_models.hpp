@@ -71,4 +71,30 @@ def forward(self, x, y):
   return m;
 }
 
+// pytorch/examples' MNIST network in eval, its layers as attributes (conv1, conv2, fc1, fc2)
+// and its `x.view(-1, 320)`: images [N, 1, 28, 28].
+inline torch::jit::Module script_mnist(std::uint64_t seed) {
+  at::manual_seed(seed);
+  torch::jit::Module m("MnistNet");
+  auto layer = [&](const char* name, std::vector<std::int64_t> shape, double scale) {
+    torch::jit::Module l(std::string("Layer_") + name);
+    l.register_parameter("weight", at::randn(shape).mul_(scale), false);
+    l.register_parameter("bias", at::randn({shape[0]}).mul_(0.1), false);
+    m.register_module(name, l);
+  };
+  layer("conv1", {10, 1, 5, 5}, 0.3);
+  layer("conv2", {20, 10, 5, 5}, 0.08);
+  layer("fc1", {50, 320}, 0.06);
+  layer("fc2", {10, 50}, 0.15);
+  m.define(R"(
+def forward(self, x):
+    x = torch.relu(torch.max_pool2d(torch.conv2d(x, self.conv1.weight, self.conv1.bias), [2, 2]))
+    x = torch.relu(torch.max_pool2d(torch.conv2d(x, self.conv2.weight, self.conv2.bias), [2, 2]))
+    x = x.view(-1, 320)
+    x = torch.relu(torch.linear(x, self.fc1.weight, self.fc1.bias))
+    return torch.log_softmax(torch.linear(x, self.fc2.weight, self.fc2.bias), 1)
+)");
+  return m;
+}
+
 }  // namespace accelkit::test

@@ -31,7 +31,7 @@ constexpr VerbDoc kVerbs[] = {
      "dimension alignment)"},
     {"monitor", "monitor [--all] [--interval S] [--count N] [--csv | --json]",
      "sample the selected device's sensors (--all: every device's)"},
-    {"bench", "bench [--model M|FILE --input SHAPE...] [--mode infer|train] [--steps N] [--vs-tuned] [--vs-eager] [--quantize int8] [--data-ms MS] [--wait-quiet[=S]] [--trace FILE] [--json]",
+    {"bench", "bench [--model M|FILE --input SHAPE...] [--mode infer|train] [--steps N] [--vs-tuned] [--vs-eager] [--quantize int8|int8-static] [--data-ms MS] [--wait-quiet[=S]] [--trace FILE] [--json]",
      "time a training step or your model: accelkit vs plain LibTorch"},
     {"train", "train --config FILE [--resume] [--nproc-per-node N] [--trace FILE] [--json]",
      "train the example model ([train] table in FILE)"},
@@ -129,8 +129,9 @@ po::options_description verb_options() {
        "bench: first wait (up to S seconds, default 60) until other processes leave the CPUs alone")
       ("data-ms", po::value<double>()->value_name("MS"),
        "bench: feed every step from a producer of MS ms of CPU work per batch; accelkit prefetches (setting prefetch)")
-      ("quantize", po::value<std::string>()->value_name("int8"),
-       "bench: also time the model file with its Linear layers in INT8 (Runtime::quantize)")
+      ("quantize", po::value<std::string>()->value_name("int8|int8-static"),
+       "bench: also time the model file in INT8 (Runtime::quantize): int8 = its Linear layers, dynamic; "
+       "int8-static = its convolutions and Linear layers, calibrated on the bench's inputs")
       ("trace", po::value<std::string>()->value_name("FILE"),
        "bench, train: write a Chrome/Perfetto trace of a few steps (bench: 5 of accelkit's after the timed ones; "
        "train: steps 2-6) through LibTorch's profiler and print the top operations by self time and by memory")

@@ -200,7 +200,7 @@ void show_progress(const BenchProgress& p) {
   else if (p.phase == "check") line << "accuracy check, variant " << p.done + 1 << '/' << p.total;
   else if (p.phase == "batch") line << "finding the largest batch that fits, trial step " << p.done;
   else if (p.phase == "quiet") line << "waiting for a quiet machine, " << p.done << '/' << p.total << " s";
-  else if (p.phase == "quantize") line << "quantizing the Linear layers";
+  else if (p.phase == "quantize") line << "quantizing to int8";
   else if (p.phase == "optimize") line << "optimize_for_inference" << (p.total > 1 ? ", candidate " + std::to_string(std::min(p.done + 1, p.total)) + '/' + std::to_string(p.total) : std::string());
   else if (p.phase == "step tuning") line << "step tuning: timing the candidates on the model's steps, step " << p.done + 1;
   else if (p.phase == "floors") line << "measuring floors " << p.done + 1 << '/' << p.total;

@@ -75,7 +75,8 @@ void validate(const BenchOptions& o) {
   if (!(o.data_ms >= 0 && o.data_ms <= 10000)) bad("--data-ms must be between 0 and 10000 ms per batch");
   if (o.data_ms > 0 && (file || o.model == "optimizer"))
     bad("--data-ms feeds the built-in mlp, transformer and cnn models (the optimizer model has no data)");
-  if (!o.quantize.empty() && o.quantize != "int8") bad("--quantize must be int8, got '" + o.quantize.substr(0, 40) + "'");
+  if (!o.quantize.empty() && o.quantize != "int8" && o.quantize != "int8-static")
+    bad("--quantize must be int8 or int8-static, got '" + o.quantize.substr(0, 40) + "'");
   if (!o.quantize.empty() && (!file || bench_mode(o) != "infer"))
     bad("--quantize is for a model file in inference mode (--model FILE --mode infer)");
   if (o.trace_steps < 1) bad("trace steps must be at least 1, got " + std::to_string(o.trace_steps));

@@ -5,7 +5,9 @@
 //   accelkit  Runtime::optimize_for_inference under the negotiated plan (threads): the
 //             fastest of its candidates within tolerance, measured on these inputs;
 //   int8      (quantize = int8) Runtime::quantize's module: dynamic INT8 Linear, fp32
-//             elsewhere, the accelkit plan's threads; its output error is shown, not judged;
+//             elsewhere; (quantize = int8-static) static INT8 convolutions and Linear layers,
+//             calibrated on the bench's inputs; the accelkit plan's threads; its output error
+//             is shown, not judged;
 //   tuned     (vs_tuned) hand-tuned LibTorch: all physical cores, the module frozen, channels-
 //             last for 4-D inputs, fp32.
 // Before timing, accelkit's outputs are compared with the baseline's (relative error and
@@ -140,13 +142,18 @@ BenchResult run_infer_bench(Runtime& rt, const BenchOptions& o, const BenchProgr
                       rt.precision(), [fast, inputs] { return fast->run(inputs); }, {}});
   if (!o.quantize.empty()) {
     report(progress, o.model, "quantize", 0, 1);
-    QuantizedModule q = rt.quantize(module, {}, inputs);
+    QuantizeOptions qo;
+    if (o.quantize == "int8-static") qo.conv = QuantDtype::int8;
+    QuantizedModule q = rt.quantize(module, qo, inputs);
     r.quantize = q.report;
     auto qm = std::make_shared<torch::jit::Module>(std::move(q.module));
     variants.push_back({variant_info("int8",
-                                      "accelkit int8: Runtime::quantize - dynamic int8 Linear on LibTorch's " +
-                                          r.quantize->engine + " engine (" + std::to_string(r.quantize->converted) +
-                                          " layers), fp32 elsewhere",
+                                      "accelkit int8: Runtime::quantize - " +
+                                          (qo.conv == QuantDtype::int8
+                                               ? std::string("static int8 convolutions and Linear layers")
+                                               : std::string("dynamic int8 Linear")) +
+                                          " on LibTorch's " + r.quantize->engine + " engine (" +
+                                          std::to_string(r.quantize->converted) + " layers), fp32 elsewhere",
                                       accel_threads, "int8"),
                         rt.precision(),
                         [qm, args, device] {

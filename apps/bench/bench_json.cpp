@@ -322,9 +322,12 @@ std::string bench_json(const BenchResult& r, int indent) {
     if (q.rel_error) w.field("rel_error", *q.rel_error);
     if (q.max_rel_error) w.field("max_rel_error", *q.max_rel_error);
     if (q.cosine) w.field("cosine", *q.cosine);
+    w.open_array("notes");
+    for (const std::string& n : q.notes) w.field(nullptr, n);
+    w.close();
     w.open_array("layers");
     for (const QuantizedLayer& l : q.layers)
-      w.open().field("name", l.name).field("in_features", l.in_features).field("out_features", l.out_features)
+      w.open().field("name", l.name).field("kind", l.kind).field("in_features", l.in_features).field("out_features", l.out_features)
           .field("converted", l.converted).field("why", l.why).close();
     w.close().close();
   }

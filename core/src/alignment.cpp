@@ -145,7 +145,6 @@ AlignmentReport check_alignment(const torch::jit::Module& module, const DeviceIn
   if (r.multiple <= 0) return r;
 
   jit_walk::FrozenCopy f = jit_walk::frozen_copy(module, c10::Device(c10::kCPU));
-  const auto& names = f.names;
   torch::jit::Module& frozen = f.frozen;
   const bool timed_dtype = dtype == "fp32" || dtype == "bf16";
   const at::ScalarType type = dtype == "bf16" ? at::kBFloat16 : at::kFloat;
@@ -155,34 +154,12 @@ AlignmentReport check_alignment(const torch::jit::Module& module, const DeviceIn
   if (measure && timed_dtype && !example_inputs.empty()) calls = conv_calls(frozen, example_inputs);
   int conv_untimed = 0;
   std::string conv_untimed_why;
-  const auto sym = [](const char* s) { return c10::Symbol::fromQualString(s); };
-  std::vector<torch::jit::Node*> nodes;
-  jit_walk::collect(frozen.get_method("forward").graph()->block(),
-                    {sym("aten::linear"), sym("aten::conv1d"), sym("aten::conv2d"), sym("aten::conv3d"),
-                     sym("aten::_convolution"), sym("aten::embedding")},
-                    nodes);
-  // Convolutions whose weight freezing replaced (a BatchNorm folded in) are named by their
-  // place among the unfrozen graph's convolutions.
-  const std::vector<c10::Symbol> conv_kinds{sym("aten::conv1d"), sym("aten::conv2d"), sym("aten::conv3d"),
-                                            sym("aten::_convolution")};
-  std::vector<std::string> conv_paths = jit_walk::weight_paths(f.copy, conv_kinds, 1);
-  std::vector<torch::jit::Node*> frozen_convs;
-  jit_walk::collect(frozen.get_method("forward").graph()->block(), conv_kinds, frozen_convs);
-  if (conv_paths.size() != frozen_convs.size()) conv_paths.clear();
-  std::map<std::string, int> counts;
-  for (torch::jit::Node* n : nodes) {
-    const bool embedding = n->kind() == sym("aten::embedding");
-    const std::string op = embedding ? "embedding" : n->kind() == sym("aten::linear") ? "linear" : "conv";
-    const int k = ++counts[op];
-    const std::optional<c10::IValue> w = torch::jit::toIValue(n->input(embedding ? 0 : 1));
-    if (!w || !w->isTensor() || w->toTensor().dim() < 2) continue;  // computed at run time
-    const at::Tensor weight = w->toTensor();
+  for (const jit_walk::Layer& l : jit_walk::weighted_layers(f, true)) {
+    const bool embedding = l.op == "embedding";
+    const std::string& op = l.op;
+    const std::string& layer = l.name;
+    const at::Tensor& weight = l.weight;
     ++r.layers;
-    const auto name = names.find(weight.data_ptr());
-    std::string layer = name != names.end() ? name->second : "";
-    if (layer.empty() && op == "conv" && static_cast<std::size_t>(k) <= conv_paths.size())
-      layer = conv_paths[static_cast<std::size_t>(k) - 1];
-    if (layer.empty()) layer = op + " #" + std::to_string(k);
     auto pad = [&](std::int64_t size) { return (size + r.multiple - 1) / r.multiple * r.multiple; };
     auto check = [&](const char* dim, std::int64_t size) {
       if (size % r.multiple == 0) return;

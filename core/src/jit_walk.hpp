@@ -48,9 +48,13 @@ inline std::vector<std::string> weight_paths(const torch::jit::Module& m, const 
   std::vector<torch::jit::Node*> nodes;
   collect(g->block(), kinds, nodes);
   std::vector<std::string> out;
+  const c10::Symbol autocast_to_reduced = c10::Symbol::fromQualString("aten::_autocast_to_reduced_precision");
+  const c10::Symbol autocast_to_full = c10::Symbol::fromQualString("aten::_autocast_to_full_precision");
   for (torch::jit::Node* n : nodes) {
     std::vector<std::string> parts;
     const torch::jit::Value* v = n->input(static_cast<std::size_t>(weight_input));
+    // A module that has run under autocast carries the JIT's autocast casts in its graph.
+    while (v->node()->kind() == autocast_to_reduced || v->node()->kind() == autocast_to_full) v = v->node()->input(0);
     while (v->node()->kind() == c10::prim::GetAttr) {
       parts.push_back(v->node()->s(c10::attr::name));
       v = v->node()->input(0);
@@ -61,6 +65,33 @@ inline std::vector<std::string> weight_paths(const torch::jit::Module& m, const 
     out.push_back(layer_of(path));
   }
   return out;
+}
+
+// Every aten::view of `block` (and the blocks inside it) whose result nothing modifies in place
+// becomes aten::reshape: the same result, but it also accepts a tensor whose strides a view
+// cannot express (a channels-last or quantized convolution's output flattened by `x.view(-1,
+// n)`), copying only then. Returns how many were replaced.
+inline int views_to_reshapes(torch::jit::Block* block) {
+  const c10::Symbol view = c10::Symbol::fromQualString("aten::view");
+  const c10::Symbol reshape = c10::Symbol::fromQualString("aten::reshape");
+  int replaced = 0;
+  std::vector<torch::jit::Node*> views;
+  collect(block, {view}, views);
+  for (torch::jit::Node* n : views) {
+    if (n->inputs().size() != 2) continue;
+    const bool mutated = std::any_of(n->output()->uses().begin(), n->output()->uses().end(), [](const torch::jit::Use& u) {
+      const std::string op = u.user->kind().toUnqualString();
+      return !op.empty() && op.back() == '_';
+    });
+    if (mutated) continue;
+    torch::jit::WithInsertPoint guard(n);
+    torch::jit::Value* r = n->owningGraph()->insert(reshape, {n->input(0), n->input(1)});
+    r->setType(n->output()->type());
+    n->output()->replaceAllUsesWith(r);
+    n->destroy();
+    ++replaced;
+  }
+  return replaced;
 }
 
 // A deep copy of the module (eval, on `device`), its frozen form and the layer names: what a
@@ -79,6 +110,50 @@ inline FrozenCopy frozen_copy(const torch::jit::Module& module, c10::Device devi
   compat::AutocastGuard no_autocast(device.type(), false, compat::autocast_dtype(device.type()));
   f.frozen = torch::jit::freeze(f.copy);
   return f;
+}
+
+// A Linear, convolution or embedding node of the frozen graph whose weight is a constant.
+struct Layer {
+  torch::jit::Node* node = nullptr;
+  std::string op;     // "linear" | "conv" | "embedding"
+  std::string name;   // "fc1", "layer1.0.conv1" (BatchNorm folded in), else "<op> #k"
+  at::Tensor weight;  // [out, in, ...] ([rows, dim] for an embedding)
+};
+// The layers of the frozen graph of `f` in graph order (`embeddings` too where asked); the
+// k-th node of an op counts every such node, constant weight or not. A weight that no
+// parameter shares (a BatchNorm folded into a convolution) is named by the convolution's
+// place among the unfrozen graph's, where both graphs have as many.
+inline std::vector<Layer> weighted_layers(const FrozenCopy& f, bool embeddings) {
+  const auto sym = [](const char* s) { return c10::Symbol::fromQualString(s); };
+  const std::vector<c10::Symbol> conv_kinds{sym("aten::conv1d"), sym("aten::conv2d"), sym("aten::conv3d"),
+                                            sym("aten::_convolution")};
+  std::vector<c10::Symbol> kinds = conv_kinds;
+  kinds.push_back(sym("aten::linear"));
+  if (embeddings) kinds.push_back(sym("aten::embedding"));
+  torch::jit::Block* block = f.frozen.get_method("forward").graph()->block();
+  std::vector<torch::jit::Node*> nodes, frozen_convs;
+  collect(block, kinds, nodes);
+  collect(block, conv_kinds, frozen_convs);
+  std::vector<std::string> conv_paths = weight_paths(f.copy, conv_kinds, 1);
+  if (conv_paths.size() != frozen_convs.size()) conv_paths.clear();
+  std::map<std::string, int> counts;
+  std::vector<Layer> out;
+  for (torch::jit::Node* n : nodes) {
+    const bool embedding = n->kind() == sym("aten::embedding");
+    Layer l;
+    l.node = n;
+    l.op = embedding ? "embedding" : n->kind() == sym("aten::linear") ? "linear" : "conv";
+    const int k = ++counts[l.op];
+    const std::optional<c10::IValue> w = torch::jit::toIValue(n->input(embedding ? 0 : 1));
+    if (!w || !w->isTensor() || w->toTensor().dim() < 2) continue;  // computed at run time
+    l.weight = w->toTensor();
+    if (const auto it = f.names.find(l.weight.data_ptr()); it != f.names.end()) l.name = it->second;
+    if (l.name.empty() && l.op == "conv" && static_cast<std::size_t>(k) <= conv_paths.size())
+      l.name = conv_paths[static_cast<std::size_t>(k) - 1];
+    if (l.name.empty()) l.name = l.op + " #" + std::to_string(k);
+    out.push_back(std::move(l));
+  }
+  return out;
 }
 
 }  // namespace accelkit::jit_walk

@@ -19,30 +19,32 @@
 #include "accelkit/runtime.hpp"
 #include "accelkit/sdk/support/qengine.hpp"
 #include "jit_walk.hpp"
+#include "quantize_support.hpp"
 #include "strings.hpp"
 
 namespace accelkit {
 
-namespace {
+namespace quant {
 
-using torch::jit::Node;
-using torch::jit::Value;
-
-// Sets the process's quantized engine for a scope (prepacking reads it), then restores it.
-class EngineScope {
- public:
-  explicit EngineScope(at::QEngine e) : previous_(at::globalContext().qEngine()) { at::globalContext().setQEngine(e); }
-  ~EngineScope() { at::globalContext().setQEngine(previous_); }
-  EngineScope(const EngineScope&) = delete;
-  EngineScope& operator=(const EngineScope&) = delete;
-
- private:
-  at::QEngine previous_;
-};
+Engine engine_of(const DeviceInfo& info) {
+  if (!info.capabilities.has(Capability::int8_linear))
+    throw std::invalid_argument("quantize: " + info.id + " offers no int8 (capability int8_linear); its plugin " +
+                                "names no quantized engine LibTorch can run there");
+  const auto it = info.capabilities.extra.find(kInt8EngineKey);
+  Engine e;
+  e.name = it == info.capabilities.extra.end() ? "" : it->second;
+  const std::optional<at::QEngine> engine = support::qengine_named(e.name);
+  if (!engine)
+    throw std::invalid_argument("quantize: " + info.id + "'s plugin names the quantized engine '" +
+                                text::shorten(e.name, 40) + "', which this LibTorch does not have");
+  e.engine = *engine;
+  e.reduce_range = info.capabilities.has(kInt8ReduceRangeKey);
+  return e;
+}
 
 std::int64_t constant_bytes(torch::jit::Block* block) {
   std::int64_t bytes = 0;
-  for (Node* n : block->nodes()) {
+  for (torch::jit::Node* n : block->nodes()) {
     if (n->kind() == c10::prim::Constant && n->output()->type()->kind() == c10::TypeKind::TensorType) {
       const auto v = torch::jit::toIValue(n->output());
       if (v && v->isTensor()) bytes += static_cast<std::int64_t>(v->toTensor().nbytes());
@@ -51,6 +53,15 @@ std::int64_t constant_bytes(torch::jit::Block* block) {
   }
   return bytes;
 }
+
+}  // namespace quant
+
+namespace {
+
+using quant::constant_bytes;
+
+using torch::jit::Node;
+using torch::jit::Value;
 
 // Symmetric per-output-channel qint8: scale = max |w_row| / 127, zero point 0.
 at::Tensor quantize_weight(const at::Tensor& w) {
@@ -78,33 +89,38 @@ std::string fmt(double v, int precision = 3) {
 
 std::string QuantizeReport::summary() const {
   std::ostringstream s;
-  s << scheme << "\n  " << converted << " Linear layer" << (converted == 1 ? "" : "s") << " converted, " << skipped
+  s << scheme << "\n  " << converted << " layer" << (converted == 1 ? "" : "s") << " converted, " << skipped
     << " kept in fp32; constants " << fmt(static_cast<double>(bytes_before) / 1e6) << " MB -> "
     << fmt(static_cast<double>(bytes_after) / 1e6) << " MB\n";
   for (const QuantizedLayer& l : layers)
-    s << "  " << (l.converted ? "int8  " : "fp32  ") << l.name << " (" << l.in_features << " -> " << l.out_features
+    s << "  " << (l.converted ? "int8  " : "fp32  ") << l.name << " (" << (l.kind == "conv" ? "conv " : "")
+      << l.in_features << " -> " << l.out_features
       << ")" << (l.converted ? "" : ": " + l.why) << '\n';
   if (cosine)
     s << "  on the example inputs vs fp32: relative error " << fmt(*rel_error) << ", max relative "
       << fmt(max_rel_error.value_or(0)) << ", cosine " << fmt(*cosine, 6) << '\n';
-  for (const std::string& n : notes) s << "  LibTorch: " << n << '\n';
+  for (const std::string& n : notes) s << "  " << n << '\n';
   return s.str();
 }
 
 QuantizedModule Runtime::quantize(const torch::jit::Module& module, const QuantizeOptions& o,
                                   const std::vector<at::Tensor>& example_inputs) const {
+  if (o.conv == QuantDtype::int8) {
+    if (o.linear != QuantDtype::int8)
+      throw std::invalid_argument("quantize: int8 convolutions come with int8 Linear layers (static quantization "
+                                  "converts both); ask linear = int8 with conv = int8");
+    if (example_inputs.empty())
+      throw std::invalid_argument("quantize: int8 convolutions need example inputs: the activations' ranges are "
+                                  "calibrated on them");
+    if (!torch_device_.is_cpu())
+      throw std::invalid_argument("quantize: int8 convolutions run on LibTorch's CPU quantized engine, and this "
+                                  "runtime's device is " + torch_device_.str());
+    return quant::quantize_static(module, quant::engine_of(device_->info()), example_inputs);
+  }
   if (o.linear == QuantDtype::none) throw std::invalid_argument("quantize: nothing asked (linear = none)");
-  const DeviceInfo& info = device_->info();
-  if (!info.capabilities.has(Capability::int8_linear))
-    throw std::invalid_argument("quantize: " + info.id + " offers no int8 Linear (capability int8_linear); its plugin " +
-                                "names no quantized engine LibTorch can run there");
-  const auto engine_it = info.capabilities.extra.find(kInt8EngineKey);
-  const std::string engine_name = engine_it == info.capabilities.extra.end() ? "" : engine_it->second;
-  const std::optional<at::QEngine> engine = support::qengine_named(engine_name);
-  if (!engine)
-    throw std::invalid_argument("quantize: " + info.id + "'s plugin names the quantized engine '" +
-                                text::shorten(engine_name, 40) + "', which this LibTorch does not have");
-  const bool reduce_range = info.capabilities.has(kInt8ReduceRangeKey);
+  const quant::Engine q = quant::engine_of(device_->info());
+  const std::string& engine_name = q.name;
+  const bool reduce_range = q.reduce_range;
 
   QuantizedModule out;
   QuantizeReport& r = out.report;
@@ -127,7 +143,7 @@ QuantizedModule Runtime::quantize(const torch::jit::Module& module, const Quanti
   jit_walk::collect(graph->block(), {c10::Symbol::fromQualString("aten::linear")}, linears);
   compat::WarningCollector warnings;
   {
-    EngineScope scope(*engine);
+    quant::EngineScope scope(q.engine);
     int k = 0;
     for (Node* n : linears) {
       ++k;
@@ -178,7 +194,7 @@ QuantizedModule Runtime::quantize(const torch::jit::Module& module, const Quanti
   }
   torch::jit::EliminateDeadCode(graph);
   r.bytes_after += constant_bytes(graph->block());
-  for (const std::string& w : warnings.messages()) r.notes.push_back(text::shorten(w, 200));
+  for (const std::string& w : warnings.messages()) r.notes.push_back("LibTorch: " + text::shorten(w, 200));
 
   if (!example_inputs.empty()) {
     c10::InferenceMode guard;

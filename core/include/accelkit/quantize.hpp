@@ -13,6 +13,21 @@
 // (torch::jit::freeze), so only weights that are constants of the model are converted; the
 // rest of the model runs as it did. The result is lossy: the report gives the error on the
 // example inputs, and nothing here decides for the user whether it is acceptable.
+//
+// Static quantization (`.conv = QuantDtype::int8`), for convolutional networks, whose time is
+// in the convolutions that dynamic quantization cannot reach:
+//
+//   auto q = rt->quantize(module, {.conv = accelkit::QuantDtype::int8}, {calibration_batch});
+//
+// LibTorch's own graph-mode quantization passes, the ones torch.ao.quantization.quantize_jit
+// runs: BatchNorm folded into its convolution, observers inserted on the weights and on every
+// activation a quantized op reads or writes, one forward on the example inputs to calibrate
+// them (min/max; activations quint8 with one scale each, weights qint8 symmetric per output
+// channel), then quantize/dequantize inserted and fused into the engine's ops
+// (quantized::conv2d_relu, quantized::add_relu, quantized::linear, ...) with the weights
+// packed once, and the module frozen. Convolutions, Linear layers and the additions and
+// poolings between them then run in int8, fp32 in and out. The activations' ranges are the
+// example inputs': give a batch that looks like the data the model will see.
 #pragma once
 
 #include <cstdint>
@@ -28,15 +43,20 @@ enum class QuantDtype { none, int8 };
 
 struct QuantizeOptions {
   QuantDtype linear = QuantDtype::int8;
-  // Linear layers with fewer input features than this stay fp32 (quantizing the activations
-  // of a tiny GEMM costs more than the GEMM).
+  // int8: static quantization of the convolutions with the Linear layers (above); needs
+  // example inputs to calibrate on, and linear = int8 (the passes convert both).
+  QuantDtype conv = QuantDtype::none;
+  // Dynamic scheme: Linear layers with fewer input features than this stay fp32 (quantizing
+  // the activations of a tiny GEMM costs more than the GEMM). The static scheme's activations
+  // are already int8 and it converts every Linear layer.
   std::int64_t min_in_features = 16;
 };
 
 struct QuantizedLayer {
-  std::string name;           // the parameter it came from ("fc1"), or "linear #k"
-  std::int64_t in_features = 0;
-  std::int64_t out_features = 0;
+  std::string name;           // the parameter it came from ("fc1"), or "linear #k" / "conv #k"
+  std::string kind = "linear";  // "linear" | "conv"
+  std::int64_t in_features = 0;   // a convolution's input channels
+  std::int64_t out_features = 0;  // a convolution's output channels
   bool converted = false;
   std::string why;            // why not, when not converted
 };
@@ -54,7 +74,8 @@ struct QuantizeReport {
   std::optional<double> rel_error;      // ||y - ref|| / ||ref|| over every output
   std::optional<double> max_rel_error;  // max |y - ref| / max |ref|
   std::optional<double> cosine;         // cosine similarity with ref
-  std::vector<std::string> notes;       // what LibTorch warned while converting
+  std::vector<std::string> notes;       // what LibTorch warned while converting ("LibTorch: ..."), and what the
+                                        // static scheme changed or could not calibrate
   std::string summary() const;          // a few lines for people
 };
 

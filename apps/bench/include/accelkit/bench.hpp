@@ -64,8 +64,10 @@ struct BenchOptions {
   // > 0: before anything is timed, wait up to this many seconds for other processes to leave
   // the CPUs alone (BenchMachine says what was seen).
   double wait_quiet_s = 0;
-  // A model file in inference mode: "int8" also times Runtime::quantize's INT8 Linear model
-  // (a variant of its own, its output error shown; never chosen for accelkit: it is lossy).
+  // A model file in inference mode: "int8" also times Runtime::quantize's INT8 Linear model,
+  // "int8-static" its static INT8 convolutions and Linear layers calibrated on the bench's
+  // inputs (a variant of its own, its output error shown; never chosen for accelkit: it is
+  // lossy).
   std::string quantize;
   // > 0 (built-in training models): each step's input comes from a producer that spends this
   // many ms of CPU work per batch (a stand-in for decoding and augmentation). The accelkit

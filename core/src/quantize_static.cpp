@@ -1,0 +1,252 @@
+// Runtime::quantize with QuantizeOptions::conv = int8: static INT8 through LibTorch's
+// graph-mode quantization passes (quantize.hpp says what they do).
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/grad_mode.h>
+#include <torch/csrc/jit/passes/constant_propagation.h>
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
+#include <torch/csrc/jit/passes/fold_conv_bn.h>
+#include <torch/csrc/jit/passes/quantization/finalize.h>
+#include <torch/csrc/jit/passes/quantization/insert_observers.h>
+#include <torch/csrc/jit/passes/quantization/insert_quant_dequant.h>
+#include <torch/csrc/jit/passes/quantization/quantization_type.h>
+
+#include "accelkit/inference.hpp"
+#include "accelkit/sdk/torch_compat.hpp"
+#include "jit_walk.hpp"
+#include "quantize_support.hpp"
+#include "strings.hpp"
+
+namespace accelkit::quant {
+
+namespace {
+
+// A min/max observer as LibTorch's InsertObservers expects one: a module whose forward
+// records the range of what passes through it, with `dtype`, `qscheme` and `ch_axis`
+// attributes and the method InsertQuantDeQuant calls for the scale and zero point
+// (`calculate_qparams`; LibTorch 1.13 calls `get_qparams`, which adds the axis).
+// Activations: quint8, one affine scale per tensor, the range widened to hold 0 (7 bits with
+// `reduce_range`). Weights: qint8, symmetric, one scale per output channel (axis 0).
+// Until a forward has run, `seen` is false (the value was never reached).
+torch::jit::Module observer(bool per_channel, bool reduce_range) {
+  torch::jit::Module m(per_channel ? "__torch__.accelkit.quant.PerChannelMinMaxObserver"
+                                   : "__torch__.accelkit.quant.MinMaxObserver");
+  const at::QScheme scheme = per_channel ? at::kPerChannelSymmetric : at::kPerTensorAffine;
+  const at::ScalarType dtype = per_channel ? at::kQInt8 : at::kQUInt8;
+  std::int64_t qmin = per_channel ? -128 : 0, qmax = per_channel ? 127 : 255;
+  if (!per_channel && reduce_range) qmax = 127;
+  m.register_attribute("dtype", c10::IntType::get(), static_cast<std::int64_t>(dtype));
+  m.register_attribute("qscheme", c10::IntType::get(), static_cast<std::int64_t>(scheme));
+  m.register_attribute("quant_min", c10::IntType::get(), qmin);
+  m.register_attribute("quant_max", c10::IntType::get(), qmax);
+  m.register_attribute("ch_axis", c10::IntType::get(), static_cast<std::int64_t>(0));
+  m.register_attribute("seen", c10::BoolType::get(), false);
+  m.register_attribute("min_val", c10::TensorType::get(), at::zeros({}));
+  m.register_attribute("max_val", c10::TensorType::get(), at::zeros({}));
+  if (per_channel) {
+    m.define(R"(
+def forward(self, x):
+    v = x.detach().float().flatten(1)
+    lo = torch.amin(v, 1)
+    hi = torch.amax(v, 1)
+    if self.seen:
+        lo = torch.minimum(lo, self.min_val)
+        hi = torch.maximum(hi, self.max_val)
+    self.min_val = lo
+    self.max_val = hi
+    self.seen = True
+    return x
+
+def calculate_qparams(self):
+    amax = torch.maximum(self.min_val * -1.0, self.max_val)
+    scale = torch.clamp(amax / (float(self.quant_max - self.quant_min) / 2.0), min=1.1920928955078125e-07)
+    return scale, torch.zeros_like(scale).long()
+
+def get_qparams(self):
+    scale, zp = self.calculate_qparams()
+    return scale, zp, self.ch_axis
+)");
+  } else {
+    m.define(R"(
+def forward(self, x):
+    if x.numel() == 0:
+        return x
+    v = x.detach().float()
+    lo = torch.min(v)
+    hi = torch.max(v)
+    if self.seen:
+        lo = torch.minimum(lo, self.min_val)
+        hi = torch.maximum(hi, self.max_val)
+    self.min_val = lo
+    self.max_val = hi
+    self.seen = True
+    return x
+
+def get_qparams(self):
+    return self.calculate_qparams()
+
+def calculate_qparams(self):
+    lo = torch.clamp(self.min_val, max=0.0)
+    hi = torch.clamp(self.max_val, min=0.0)
+    scale = torch.clamp((hi - lo) / float(self.quant_max - self.quant_min), min=1.1920928955078125e-07)
+    zp = torch.clamp(torch.round(lo / scale) * -1.0 + float(self.quant_min), min=float(self.quant_min),
+                     max=float(self.quant_max))
+    return scale, zp.long()
+)");
+  }
+  return m;
+}
+
+// The observers InsertObservers added (attributes named "_observer_<k>" anywhere in the
+// module tree) that no forward reached: their values get a scale from nothing.
+int unseen_observers(const torch::jit::Module& m) {
+  int unseen = 0;
+  for (const auto& child : m.named_children()) {
+    if (child.name.find("_observer_") != std::string::npos) {
+      if (child.value.hasattr("seen") && !child.value.attr("seen").toBool()) ++unseen;
+    } else {
+      unseen += unseen_observers(child.value);
+    }
+  }
+  return unseen;
+}
+
+bool is_quantized_op(const torch::jit::Node* n, const char* what) {
+  const c10::Symbol k = n->kind();
+  return std::string(k.ns().toUnqualString()) == "quantized" && std::string(k.toUnqualString()).find(what) == 0;
+}
+
+}  // namespace
+
+QuantizedModule quantize_static(const torch::jit::Module& module, const Engine& engine,
+                                const std::vector<at::Tensor>& example_inputs) {
+  const c10::Device cpu(c10::kCPU);
+  QuantizedModule out;
+  QuantizeReport& r = out.report;
+  r.engine = engine.name;
+  r.reduce_range = engine.reduce_range;
+  r.scheme = "static int8 on LibTorch's " + engine.name +
+             " engine (its graph-mode quantization passes): BatchNorm modules folded into their convolutions; weights qint8, "
+             "symmetric, one scale per output channel, packed once; activations quint8" +
+             (engine.reduce_range ? " (7 bits)" : "") +
+             ", one scale each, calibrated on the example inputs (min/max); convolutions, Linear layers and the "
+             "operations between them in int8; fp32 in and out";
+
+  // The layers as they are, named, and the reference outputs: the module's own fp32.
+  jit_walk::FrozenCopy f = jit_walk::frozen_copy(module, cpu);
+  const std::vector<jit_walk::Layer> layers = jit_walk::weighted_layers(f, false);
+  r.bytes_before = constant_bytes(f.frozen.get_method("forward").graph()->block());
+
+  compat::AutocastGuard no_autocast(c10::DeviceType::CPU, false, compat::autocast_dtype(c10::DeviceType::CPU));
+  torch::NoGradGuard no_grad;
+  std::vector<c10::IValue> args;
+  for (const auto& x : example_inputs) args.emplace_back(x.to(cpu));
+  std::vector<at::Tensor> ref;
+  try {
+    ref = flatten_outputs(f.copy.forward(args));
+  } catch (const std::exception& e) {
+    throw std::invalid_argument("quantize: the module refuses the example inputs: " + text::torch_error_line(e.what()));
+  }
+
+  compat::WarningCollector warnings;
+  torch::jit::Module q;
+  int unseen = 0;
+  int reshaped = 0;
+  {
+    EngineScope scope(engine.engine);
+    try {
+    torch::jit::Module m = f.copy.deepcopy();
+    m = torch::jit::FoldConvBatchNorm(m);
+    torch::jit::QConfigDict qconfig;
+    qconfig.emplace("", torch::jit::QConfig(observer(false, engine.reduce_range), observer(true, false)));
+    m = torch::jit::InsertObservers(m, "forward", qconfig, /*inplace=*/false, torch::jit::QuantType::STATIC);
+    m.forward(args);  // calibration: every observer on the path records its range
+    unseen = unseen_observers(m);
+    m = torch::jit::InsertQuantDeQuant(m, "forward", /*inplace=*/true, /*debug=*/false,
+                                       torch::jit::QuantType::STATIC);
+    q = torch::jit::Finalize(m, torch::jit::QuantType::STATIC);
+    std::shared_ptr<torch::jit::Graph> g = q.get_method("forward").graph();
+    torch::jit::ConstantPropagation(g);
+    // A quantized convolution's output is channels-last: `x.view(-1, n)` on it would fail.
+    reshaped = jit_walk::views_to_reshapes(g->block());
+    torch::jit::EliminateDeadCode(g);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("quantize: LibTorch's quantization passes failed on this module: " +
+                               text::torch_error_line(e.what()));
+    }
+  }
+  for (const std::string& w : warnings.messages()) r.notes.push_back("LibTorch: " + text::shorten(w, 200));
+  if (reshaped > 0)
+    r.notes.push_back(std::to_string(reshaped) + " view" + (reshaped == 1 ? "" : "s") +
+                      " of the forward made reshape (the int8 convolutions' outputs are channels-last)");
+  if (unseen > 0)
+    r.notes.push_back(std::to_string(unseen) + " observed value" + (unseen == 1 ? " was" : "s were") +
+                      " never reached by the example inputs (a branch not taken): quantized with a scale from "
+                      "nothing; calibrate on inputs that take every path");
+
+  // What ran through the engine: the quantized convolutions and Linear layers in the result,
+  // and the fp32 ones left (matched to the layers by their weight's shape).
+  const std::shared_ptr<torch::jit::Graph> graph = q.get_method("forward").graph();
+  std::vector<at::Tensor> fp32_weights;
+  int quantized_convs = 0, quantized_linears = 0;
+  jit_walk::FrozenCopy result;
+  result.copy = q;
+  result.frozen = q;
+  for (const jit_walk::Layer& l : jit_walk::weighted_layers(result, false)) fp32_weights.push_back(l.weight);
+  std::function<void(torch::jit::Block*)> walk = [&](torch::jit::Block* b) {
+    for (torch::jit::Node* n : b->nodes()) {
+      if (is_quantized_op(n, "conv") && !is_quantized_op(n, "conv_prepack") && !is_quantized_op(n, "conv2d_prepack"))
+        ++quantized_convs;
+      if (is_quantized_op(n, "linear") && !is_quantized_op(n, "linear_prepack")) ++quantized_linears;
+      for (torch::jit::Block* inner : n->blocks()) walk(inner);
+    }
+  };
+  walk(graph->block());
+  for (const jit_walk::Layer& l : layers) {
+    QuantizedLayer layer;
+    layer.name = l.name;
+    layer.kind = l.op;
+    layer.out_features = l.weight.size(0);
+    layer.in_features = l.weight.size(1);
+    auto left = std::find_if(fp32_weights.begin(), fp32_weights.end(),
+                             [&](const at::Tensor& w) { return w.sizes() == l.weight.sizes(); });
+    if (left != fp32_weights.end()) {
+      fp32_weights.erase(left);
+      layer.why = "LibTorch's quantization patterns left it in fp32 (what feeds it or reads it is not quantized)";
+      ++r.skipped;
+    } else {
+      layer.converted = true;
+      ++r.converted;
+      // Packed: the int8 weight, a scale and a zero point per output channel, the fp32 bias.
+      r.bytes_after += l.weight.numel() + 12 * l.weight.size(0);
+    }
+    r.layers.push_back(std::move(layer));
+  }
+  r.bytes_after += constant_bytes(graph->block());
+  if (quantized_convs + quantized_linears != r.converted)
+    r.notes.push_back("the result holds " + std::to_string(quantized_convs) + " int8 convolution(s) and " +
+                      std::to_string(quantized_linears) + " int8 Linear op(s) for " + std::to_string(r.converted) +
+                      " layers converted");
+
+  std::vector<at::Tensor> got;
+  try {
+    got = flatten_outputs(q.forward(args));
+  } catch (const std::exception& e) {
+    throw std::runtime_error("quantize: the int8 module fails on the example inputs: " +
+                             text::torch_error_line(e.what()));
+  }
+  const OutputError e = compare_outputs(got, ref);
+  r.rel_error = e.rel_error;
+  r.max_rel_error = e.max_rel_error;
+  r.cosine = e.cosine;
+  out.module = std::move(q);
+  return out;
+}
+
+}  // namespace accelkit::quant
