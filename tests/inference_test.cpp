@@ -89,6 +89,25 @@ TEST_CASE("optimize_for_inference: a Linear stack, a CNN and a two-input module 
   SUBCASE("CNN") {
     check_model(*rt, script_cnn(2), [] { return std::vector<at::Tensor>{at::randn({8, 3, 32, 32})}; });
   }
+  SUBCASE("pytorch/examples' MNIST network: its view after the convolutions") {
+    const torch::jit::Module mnist = script_mnist(4);
+    check_model(*rt, mnist, [] { return std::vector<at::Tensor>{at::randn({16, 1, 28, 28})}; });
+    // The channels-last candidates run: x.view(-1, 320) on a channels-last activation became
+    // reshape, and the trial says so.
+    InferenceOptions o = quick();
+    o.use_cache = false;
+    const auto d = rt->optimize_for_inference(mnist, {at::randn({16, 1, 28, 28})}, o)->decision();
+    int channels_last = 0;
+    for (const auto& t : d.trials) {
+      if (t.candidate.find("channels_last") == std::string::npos) continue;
+      CAPTURE(t.candidate);
+      CAPTURE(t.note);
+      CHECK(t.accepted);
+      CHECK(t.description.find("1 view made reshape") != std::string::npos);
+      ++channels_last;
+    }
+    CHECK(channels_last == 2);
+  }
   SUBCASE("two inputs, two outputs") {
     check_model(*rt, script_two_inputs(3),
                 [] { return std::vector<at::Tensor>{at::randn({4, 24}), at::randn({4, 16})}; });

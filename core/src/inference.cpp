@@ -17,6 +17,7 @@
 #include "accelkit/device_sync.hpp"
 #include "accelkit/runtime.hpp"
 #include "autotune_cache.hpp"
+#include "jit_walk.hpp"
 #include "median.hpp"
 #include "strings.hpp"
 
@@ -151,10 +152,14 @@ std::unique_ptr<Prepared> prepare_recipe(const torch::jit::Module& source, const
       if (p.dim() == 4) p.set_data(p.data().contiguous(at::MemoryFormat::ChannelsLast));
   }
   if (r.freeze) m = torch::jit::freeze(m);
+  // A channels-last activation flattened by `x.view(-1, n)` (pytorch/examples' MNIST network)
+  // makes view fail: views whose result nothing modifies in place become reshape.
+  const int reshaped = r.freeze && r.channels_last ? jit_walk::views_to_reshapes(m.get_method("forward").graph()->block()) : 0;
   if (r.optimize) m = torch::jit::optimize_for_inference(m);
   InferenceDecision d;
   d.chosen = r.name;
   d.description = r.description;
+  if (reshaped > 0) d.description += "; " + std::to_string(reshaped) + " view" + (reshaped == 1 ? "" : "s") + " made reshape";
   return std::make_unique<Prepared>(std::move(m), r, device, std::move(d));
 }
 
@@ -270,6 +275,7 @@ std::unique_ptr<OptimizedModule> Runtime::optimize_for_inference(const torch::ji
     }
     try {
       auto p = prepare_recipe(module, r, torch_device_);
+      t.description = p->decision().description;
       const OutputError e = compare_outputs(p->run(inputs), reference);
       t.rel_error = e.rel_error;
       t.cosine = e.cosine;
