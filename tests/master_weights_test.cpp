@@ -129,8 +129,10 @@ TEST_CASE("master weights: float params become bf16; the master is their own fp3
 }
 
 // Reference: torch::optim::AdamW on fp32 weights, fed the same grads (bf16 values, widened).
-// The master does the same float math (within float round-off: 1e-6 relative after 200
-// steps, the bound for fp32 params), and the param is exactly the master rounded to bf16.
+// The master does the same float math, within float round-off, and the param is exactly the
+// master rounded to bf16. Round-off: 2^-24 per operation, a few operations a step, 200 steps
+// of a random walk: ~1e-6 relative typically, 1.9e-6 at the worst seed seen
+// (2643129656293801617); 4e-6 allows for it, and a wrong update is off by 1e-3 or more.
 TEST_CASE("master weights follow torch::optim::AdamW on fp32 weights; params are the master's bf16 rounding") {
   const uint64_t seed = test_seed();
   INFO("seed ", seed, " (rerun with ACCELKIT_TEST_SEED=", seed, ")");
@@ -160,7 +162,7 @@ TEST_CASE("master weights follow torch::optim::AdamW on fp32 weights; params are
       for (size_t i = 0; i < params.size(); ++i) {
         CAPTURE(i);
         const auto m = opt.master_of(params[i]);
-        CHECK(rel_err(m, ref[i], init_norm[i]) <= 1e-6);
+        CHECK(rel_err(m, ref[i], init_norm[i]) <= 4e-6);
         CHECK(torch::equal(params[i], m.to(torch::kBFloat16)));
       }
     }

@@ -251,6 +251,33 @@ TEST_CASE("static int8: pytorch/examples' MNIST network, its view after a convol
   CHECK(error({got[0].exp()}, {ref.exp()}).cosine >= 0.99);
 }
 
+TEST_CASE("static int8: a branch the example inputs never take is named in the notes, and the module still runs") {
+  const auto rt = start();
+  at::manual_seed(test_seed());
+  torch::jit::Module m("Branchy");
+  m.register_parameter("wa", at::randn({16, 3, 3, 3}).mul_(0.2), false);
+  m.register_parameter("wb", at::randn({16, 3, 3, 3}).mul_(0.2), false);
+  m.register_parameter("fw", at::randn({4, 16}).mul_(0.2), false);
+  m.define(R"(
+def forward(self, x):
+    if bool(x.sum() > 1.0e9):
+        y = torch.relu(torch.conv2d(x, self.wb))
+    else:
+        y = torch.relu(torch.conv2d(x, self.wa))
+    return torch.linear(torch.mean(y, [2, 3]), self.fw)
+)");
+  QuantizeOptions o;
+  o.conv = QuantDtype::int8;
+  const std::vector<at::Tensor> calibration{at::randn({16, 3, 12, 12})};
+  QuantizedModule q = rt->quantize(m, o, calibration);
+  INFO(q.report.summary());
+  CHECK(text_of(q.report.notes).find("never reached by the example inputs") != std::string::npos);
+  REQUIRE(q.report.cosine);
+  CHECK(*q.report.cosine >= 0.99);  // the branch taken was calibrated
+  const auto got = run(q.module, {at::randn({2, 3, 12, 12})});
+  CHECK(got.at(0).sizes() == at::IntArrayRef({2, 4}));
+}
+
 TEST_CASE("static int8 is refused without example inputs, without int8 Linear, and on inputs the module refuses") {
   const auto rt = start();
   torch::jit::Module cnn = script_cnn(test_seed());

@@ -54,6 +54,13 @@ std::int64_t constant_bytes(torch::jit::Block* block) {
   return bytes;
 }
 
+void set_error(QuantizeReport& r, const std::vector<at::Tensor>& got, const std::vector<at::Tensor>& ref) {
+  const OutputError e = compare_outputs(got, ref);
+  r.rel_error = e.rel_error;
+  r.max_rel_error = e.max_rel_error;
+  r.cosine = e.cosine;
+}
+
 }  // namespace quant
 
 namespace {
@@ -207,10 +214,7 @@ QuantizedModule Runtime::quantize(const torch::jit::Module& module, const Quanti
     } catch (const std::exception& e) {
       throw std::invalid_argument("quantize: the module refuses the example inputs: " + text::torch_error_line(e.what()));
     }
-    const OutputError e = compare_outputs(got, ref);
-    r.rel_error = e.rel_error;
-    r.max_rel_error = e.max_rel_error;
-    r.cosine = e.cosine;
+    quant::set_error(r, got, ref);
   }
   out.module = std::move(frozen);
   return out;

@@ -49,12 +49,8 @@ torch::jit::Module observer(bool per_channel, bool reduce_range) {
   m.register_attribute("seen", c10::BoolType::get(), false);
   m.register_attribute("min_val", c10::TensorType::get(), at::zeros({}));
   m.register_attribute("max_val", c10::TensorType::get(), at::zeros({}));
-  if (per_channel) {
-    m.define(R"(
-def forward(self, x):
-    v = x.detach().float().flatten(1)
-    lo = torch.amin(v, 1)
-    hi = torch.amax(v, 1)
+  // The range seen so far, widened by this value's (`lo`, `hi`: per tensor or per channel).
+  const std::string record = R"(
     if self.seen:
         lo = torch.minimum(lo, self.min_val)
         hi = torch.maximum(hi, self.max_val)
@@ -62,7 +58,13 @@ def forward(self, x):
     self.max_val = hi
     self.seen = True
     return x
-
+)";
+  if (per_channel) {
+    m.define(R"(
+def forward(self, x):
+    v = x.detach().float().flatten(1)
+    lo = torch.amin(v, 1)
+    hi = torch.amax(v, 1))" + record + R"(
 def calculate_qparams(self):
     amax = torch.maximum(self.min_val * -1.0, self.max_val)
     scale = torch.clamp(amax / (float(self.quant_max - self.quant_min) / 2.0), min=1.1920928955078125e-07)
@@ -79,15 +81,7 @@ def forward(self, x):
         return x
     v = x.detach().float()
     lo = torch.min(v)
-    hi = torch.max(v)
-    if self.seen:
-        lo = torch.minimum(lo, self.min_val)
-        hi = torch.maximum(hi, self.max_val)
-    self.min_val = lo
-    self.max_val = hi
-    self.seen = True
-    return x
-
+    hi = torch.max(v))" + record + R"(
 def get_qparams(self):
     return self.calculate_qparams()
 
@@ -241,10 +235,7 @@ QuantizedModule quantize_static(const torch::jit::Module& module, const Engine& 
     throw std::runtime_error("quantize: the int8 module fails on the example inputs: " +
                              text::torch_error_line(e.what()));
   }
-  const OutputError e = compare_outputs(got, ref);
-  r.rel_error = e.rel_error;
-  r.max_rel_error = e.max_rel_error;
-  r.cosine = e.cosine;
+  set_error(r, got, ref);
   out.module = std::move(q);
   return out;
 }

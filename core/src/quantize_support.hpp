@@ -42,6 +42,9 @@ class EngineScope {
 // The bytes of the tensors that are constants of `block` and the blocks inside it.
 std::int64_t constant_bytes(torch::jit::Block* block);
 
+// The report's error fields: the quantized module's outputs `got` against the fp32 `ref`.
+void set_error(QuantizeReport& r, const std::vector<at::Tensor>& got, const std::vector<at::Tensor>& ref);
+
 // Static INT8 (QuantizeOptions::conv = int8): `module` on the CPU, calibrated on
 // `example_inputs` (one batch: the forward's arguments).
 QuantizedModule quantize_static(const torch::jit::Module& module, const Engine& engine,
