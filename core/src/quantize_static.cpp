@@ -155,21 +155,21 @@ QuantizedModule quantize_static(const torch::jit::Module& module, const Engine& 
   {
     EngineScope scope(engine.engine);
     try {
-    torch::jit::Module m = f.copy.deepcopy();
-    m = torch::jit::FoldConvBatchNorm(m);
-    torch::jit::QConfigDict qconfig;
-    qconfig.emplace("", torch::jit::QConfig(observer(false, engine.reduce_range), observer(true, false)));
-    m = torch::jit::InsertObservers(m, "forward", qconfig, /*inplace=*/false, torch::jit::QuantType::STATIC);
-    m.forward(args);  // calibration: every observer on the path records its range
-    unseen = unseen_observers(m);
-    m = torch::jit::InsertQuantDeQuant(m, "forward", /*inplace=*/true, /*debug=*/false,
-                                       torch::jit::QuantType::STATIC);
-    q = torch::jit::Finalize(m, torch::jit::QuantType::STATIC);
-    std::shared_ptr<torch::jit::Graph> g = q.get_method("forward").graph();
-    torch::jit::ConstantPropagation(g);
-    // A quantized convolution's output is channels-last: `x.view(-1, n)` on it would fail.
-    reshaped = jit_walk::views_to_reshapes(g->block());
-    torch::jit::EliminateDeadCode(g);
+      torch::jit::Module m = f.copy.deepcopy();
+      m = torch::jit::FoldConvBatchNorm(m);
+      torch::jit::QConfigDict qconfig;
+      qconfig.emplace("", torch::jit::QConfig(observer(false, engine.reduce_range), observer(true, false)));
+      m = torch::jit::InsertObservers(m, "forward", qconfig, /*inplace=*/false, torch::jit::QuantType::STATIC);
+      m.forward(args);  // calibration: every observer on the path records its range
+      unseen = unseen_observers(m);
+      m = torch::jit::InsertQuantDeQuant(m, "forward", /*inplace=*/true, /*debug=*/false,
+                                         torch::jit::QuantType::STATIC);
+      q = torch::jit::Finalize(m, torch::jit::QuantType::STATIC);
+      std::shared_ptr<torch::jit::Graph> g = q.get_method("forward").graph();
+      torch::jit::ConstantPropagation(g);
+      // A quantized convolution's output is channels-last: `x.view(-1, n)` on it would fail.
+      reshaped = jit_walk::views_to_reshapes(g->block());
+      torch::jit::EliminateDeadCode(g);
     } catch (const std::exception& e) {
       throw std::runtime_error("quantize: LibTorch's quantization passes failed on this module: " +
                                text::torch_error_line(e.what()));
