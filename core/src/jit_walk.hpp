@@ -28,12 +28,20 @@ inline std::map<const void*, std::string> layer_names(const torch::jit::Module& 
   return names;
 }
 
+// Every node of `block` and the blocks inside it for which `keep(node)` holds, in order.
+template <typename Keep>
+void collect_if(torch::jit::Block* block, const Keep& keep, std::vector<torch::jit::Node*>& out) {
+  for (torch::jit::Node* n : block->nodes()) {
+    if (keep(n)) out.push_back(n);
+    for (torch::jit::Block* b : n->blocks()) collect_if(b, keep, out);
+  }
+}
+
 // Every node of one of `kinds` ("aten::linear", ...) in `block` and the blocks inside it, in order.
 inline void collect(torch::jit::Block* block, const std::vector<c10::Symbol>& kinds, std::vector<torch::jit::Node*>& out) {
-  for (torch::jit::Node* n : block->nodes()) {
-    if (std::find(kinds.begin(), kinds.end(), n->kind()) != kinds.end()) out.push_back(n);
-    for (torch::jit::Block* b : n->blocks()) collect(b, kinds, out);
-  }
+  collect_if(
+      block, [&](const torch::jit::Node* n) { return std::find(kinds.begin(), kinds.end(), n->kind()) != kinds.end(); },
+      out);
 }
 
 // The names of the weights the `kinds` nodes of the module's forward take ("layer1.0.conv1"
@@ -114,7 +122,6 @@ inline FrozenCopy frozen_copy(const torch::jit::Module& module, c10::Device devi
 
 // A Linear, convolution or embedding node of the frozen graph whose weight is a constant.
 struct Layer {
-  torch::jit::Node* node = nullptr;
   std::string op;     // "linear" | "conv" | "embedding"
   std::string name;   // "fc1", "layer1.0.conv1" (BatchNorm folded in), else "<op> #k"
   at::Tensor weight;  // [out, in, ...] ([rows, dim] for an embedding)
@@ -141,7 +148,6 @@ inline std::vector<Layer> weighted_layers(const FrozenCopy& f, bool embeddings) 
   for (torch::jit::Node* n : nodes) {
     const bool embedding = n->kind() == sym("aten::embedding");
     Layer l;
-    l.node = n;
     l.op = embedding ? "embedding" : n->kind() == sym("aten::linear") ? "linear" : "conv";
     const int k = ++counts[l.op];
     const std::optional<c10::IValue> w = torch::jit::toIValue(n->input(embedding ? 0 : 1));

@@ -1,7 +1,6 @@
 // Runtime::quantize with QuantizeOptions::conv = int8: static INT8 through LibTorch's
 // graph-mode quantization passes (quantize.hpp says what they do).
 #include <algorithm>
-#include <functional>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -155,8 +154,9 @@ QuantizedModule quantize_static(const torch::jit::Module& module, const Engine& 
   {
     EngineScope scope(engine.engine);
     try {
-      torch::jit::Module m = f.copy.deepcopy();
-      m = torch::jit::FoldConvBatchNorm(m);
+      // FoldConvBatchNorm works on a clone with types of its own: f.copy and the caller's module
+      // (whose type a deep copy shares) are left as they are.
+      torch::jit::Module m = torch::jit::FoldConvBatchNorm(f.copy);
       torch::jit::QConfigDict qconfig;
       qconfig.emplace("", torch::jit::QConfig(observer(false, engine.reduce_range), observer(true, false)));
       m = torch::jit::InsertObservers(m, "forward", qconfig, /*inplace=*/false, torch::jit::QuantType::STATIC);
@@ -193,15 +193,14 @@ QuantizedModule quantize_static(const torch::jit::Module& module, const Engine& 
   result.copy = q;
   result.frozen = q;
   for (const jit_walk::Layer& l : jit_walk::weighted_layers(result, false)) fp32_weights.push_back(l.weight);
-  std::function<void(torch::jit::Block*)> walk = [&](torch::jit::Block* b) {
-    for (torch::jit::Node* n : b->nodes()) {
-      if (is_quantized_op(n, "conv") && !is_quantized_op(n, "conv_prepack") && !is_quantized_op(n, "conv2d_prepack"))
-        ++quantized_convs;
-      if (is_quantized_op(n, "linear") && !is_quantized_op(n, "linear_prepack")) ++quantized_linears;
-      for (torch::jit::Block* inner : n->blocks()) walk(inner);
-    }
-  };
-  walk(graph->block());
+  std::vector<torch::jit::Node*> quantized;
+  jit_walk::collect_if(
+      graph->block(),
+      [](const torch::jit::Node* n) { return is_quantized_op(n, "conv") || is_quantized_op(n, "linear"); }, quantized);
+  for (const torch::jit::Node* n : quantized) {
+    if (std::string(n->kind().toUnqualString()).find("prepack") != std::string::npos) continue;
+    ++(is_quantized_op(n, "conv") ? quantized_convs : quantized_linears);
+  }
   for (const jit_walk::Layer& l : layers) {
     QuantizedLayer layer;
     layer.name = l.name;
