@@ -113,7 +113,7 @@ TEST_CASE("measured with the model's inputs: each misaligned convolution on the 
   INFO(cnn.summary());
   REQUIRE(cnn.issues.size() == 2);  // the first convolution's 3 input channels, the Linear's 10 outputs
   CHECK(cnn.issues[0].op == "conv");
-  CHECK(cnn.issues[0].layer == "c1w");  // named from the unfrozen graph: the folded weight is a new tensor
+  CHECK(cnn.issues[0].layer == "c1w");  // named before the folding: the folded weight is a new tensor
   CHECK(cnn.issues[0].timed_on == "2x3x32x32");
   CHECK(cnn.issues[0].ms > 0);
   CHECK(cnn.issues[1].timed_on == "64x2048");
@@ -133,9 +133,55 @@ def forward(self, x):
   const AlignmentReport g = check_alignment(grouped, device_aligned_to("fp32", "4"), "fp32", true, {at::randn({1, 6, 8, 8})});
   INFO(g.summary());
   REQUIRE(g.issues.size() == 2);
+  CHECK(g.issues[0].dim == "in_channels");
+  CHECK(g.issues[0].size == 6);  // the total: 2 groups of 3
   CHECK(g.issues[0].ms == 0);
   REQUIRE(g.not_timed.size() == 1);
   CHECK(g.not_timed[0].find("grouped or transposed") != std::string::npos);
+
+  // A depthwise convolution (one input channel per group) with 8 channels is aligned to 8.
+  torch::jit::Module depthwise("Depthwise");
+  depthwise.register_parameter("w", at::randn({8, 1, 3, 3}), false);
+  depthwise.define(R"(
+def forward(self, x):
+    return torch.conv2d(x, self.w, None, [1, 1], [1, 1], [1, 1], 8)
+)");
+  const AlignmentReport d = check_alignment(depthwise, device_aligned_to("fp32", "8"), "fp32");
+  INFO(d.summary());
+  CHECK(d.layers == 1);
+  CHECK(d.issues.empty());
+}
+
+TEST_CASE("check_alignment names a folded convolution inside a branch an attribute decides") {
+  // As torchvision's MobileNetV2 blocks: `if self.use_res_connect: return x + self.conv(x)`,
+  // a BatchNorm after the convolution. The unfrozen graph calls the convolution in both
+  // branches; the frozen one keeps one, its weight a new tensor with the BatchNorm folded in.
+  at::manual_seed(3);
+  torch::jit::Module block("ConvBn");
+  block.register_parameter("weight", at::randn({6, 6, 3, 3}), false);
+  block.register_buffer("mean", at::randn({6}));
+  block.register_buffer("var", at::rand({6}).add_(0.5));
+  block.register_parameter("gamma", at::rand({6}).add_(0.5), false);
+  block.register_parameter("beta", at::randn({6}), false);
+  block.define(R"(
+def forward(self, x):
+    x = torch.conv2d(x, self.weight, None, [1, 1], [1, 1])
+    return torch.batch_norm(x, self.gamma, self.beta, self.mean, self.var, False, 0.1, 1e-5, False)
+)");
+  torch::jit::Module m("Residual");
+  m.register_module("conv", block);
+  m.register_attribute("use_res", c10::BoolType::get(), true);
+  m.define(R"(
+def forward(self, x):
+    if self.use_res:
+        return x + self.conv.forward(x)
+    return self.conv.forward(x)
+)");
+  const AlignmentReport r = check_alignment(m, device_aligned_to("fp32", "8"), "fp32");
+  INFO(r.summary());
+  REQUIRE(r.issues.size() == 2);
+  CHECK(r.issues[0].layer == "conv");  // not "conv #1"
+  CHECK(r.issues[1].layer == "conv");
 }
 
 TEST_CASE("Runtime::check_alignment: the CPU plugin's vector width, for the plan's dtype") {

@@ -278,6 +278,31 @@ def forward(self, x):
   CHECK(got.at(0).sizes() == at::IntArrayRef({2, 4}));
 }
 
+TEST_CASE("static int8: a branch the module's attributes rule out is no unseen value") {
+  // As torchvision's MobileNetV2 blocks: `if self.use_res: ...`, false for this instance. The
+  // branch never runs for any input, so its observers' ranges are no calibration gap.
+  const auto rt = start();
+  at::manual_seed(test_seed());
+  torch::jit::Module m("Residual");
+  m.register_parameter("w", at::randn({8, 8, 3, 3}).mul_(0.2), false);
+  m.register_parameter("fw", at::randn({4, 8}).mul_(0.2), false);
+  m.register_attribute("use_res", c10::BoolType::get(), false);
+  m.define(R"(
+def forward(self, x):
+    y = torch.relu(torch.conv2d(x, self.w, None, [1, 1], [1, 1]))
+    if self.use_res:
+        y = torch.relu(torch.conv2d(y, self.w, None, [1, 1], [1, 1])) + x
+    return torch.linear(torch.mean(y, [2, 3]), self.fw)
+)");
+  QuantizeOptions o;
+  o.conv = QuantDtype::int8;
+  QuantizedModule q = rt->quantize(m, o, {at::randn({4, 8, 10, 10})});
+  INFO(q.report.summary());
+  CHECK(text_of(q.report.notes).find("never reached") == std::string::npos);
+  REQUIRE(q.report.cosine);
+  CHECK(*q.report.cosine >= 0.99);
+}
+
 TEST_CASE("static int8 is refused without example inputs, without int8 Linear, and on inputs the module refuses") {
   const auto rt = start();
   torch::jit::Module cnn = script_cnn(test_seed());

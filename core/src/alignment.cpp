@@ -183,7 +183,9 @@ AlignmentReport check_alignment(const torch::jit::Module& module, const DeviceIn
       }
     } else {
       const std::size_t first = r.issues.size();
-      const std::int64_t in = weight.size(1), out = weight.size(0);
+      // A grouped convolution's channels are its totals: a depthwise one has a single input
+      // channel per group, which no padding changes.
+      const std::int64_t in = weight.size(1) * l.groups, out = weight.size(0);
       check("in_channels", in);
       check("out_channels", out);
       if (!measure || r.issues.size() == first || !timed_dtype) continue;

@@ -8,7 +8,7 @@
 
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/ir/ir.h>
-#include <torch/csrc/jit/passes/inliner.h>
+#include <torch/csrc/jit/passes/freeze_module.h>
 
 #include "accelkit/sdk/torch_compat.hpp"
 
@@ -20,11 +20,14 @@ inline std::string layer_of(std::string weight) {
   return weight;
 }
 
-// The module's parameters by storage, named after their module ("fc1" for "fc1.weight"):
-// freezing turns parameters into graph constants that share the storage, and this names them.
+// The module's parameters (then its other tensor attributes) by storage, named after their
+// module ("fc1" for "fc1.weight"): freezing turns them into graph constants that share the
+// storage, and this names them.
 inline std::map<const void*, std::string> layer_names(const torch::jit::Module& m) {
   std::map<const void*, std::string> names;
   for (const auto& p : m.named_parameters()) names.emplace(p.value.data_ptr(), layer_of(p.name));
+  for (const auto& a : m.named_attributes())
+    if (a.value.isTensor() && a.value.toTensor().defined()) names.emplace(a.value.toTensor().data_ptr(), layer_of(a.name));
   return names;
 }
 
@@ -42,37 +45,6 @@ inline void collect(torch::jit::Block* block, const std::vector<c10::Symbol>& ki
   collect_if(
       block, [&](const torch::jit::Node* n) { return std::find(kinds.begin(), kinds.end(), n->kind()) != kinds.end(); },
       out);
-}
-
-// The names of the weights the `kinds` nodes of the module's forward take ("layer1.0.conv1"
-// for layer1[0].conv1.weight, "c1w" for an attribute c1w), in graph order, from the unfrozen
-// graph with its method calls inlined; "" where a weight is no attribute chain. Freezing folds
-// a BatchNorm into its convolution's weight (a new tensor no parameter shares): the k-th such
-// node of the frozen graph is the k-th here where both graphs have as many.
-inline std::vector<std::string> weight_paths(const torch::jit::Module& m, const std::vector<c10::Symbol>& kinds,
-                                             int weight_input) {
-  std::shared_ptr<torch::jit::Graph> g = m.get_method("forward").graph()->copy();
-  torch::jit::Inline(*g);
-  std::vector<torch::jit::Node*> nodes;
-  collect(g->block(), kinds, nodes);
-  std::vector<std::string> out;
-  const c10::Symbol autocast_to_reduced = c10::Symbol::fromQualString("aten::_autocast_to_reduced_precision");
-  const c10::Symbol autocast_to_full = c10::Symbol::fromQualString("aten::_autocast_to_full_precision");
-  for (torch::jit::Node* n : nodes) {
-    std::vector<std::string> parts;
-    const torch::jit::Value* v = n->input(static_cast<std::size_t>(weight_input));
-    // A module that has run under autocast carries the JIT's autocast casts in its graph.
-    while (v->node()->kind() == autocast_to_reduced || v->node()->kind() == autocast_to_full) v = v->node()->input(0);
-    while (v->node()->kind() == c10::prim::GetAttr) {
-      parts.push_back(v->node()->s(c10::attr::name));
-      v = v->node()->input(0);
-    }
-    std::string path;
-    if (v->node()->kind() == c10::prim::Param)  // the chain starts at self
-      for (auto it = parts.rbegin(); it != parts.rend(); ++it) path += (path.empty() ? "" : ".") + *it;
-    out.push_back(layer_of(path));
-  }
-  return out;
 }
 
 // Every aten::view of `block` (and the blocks inside it) whose result nothing modifies in place
@@ -124,12 +96,53 @@ inline FrozenCopy frozen_copy(const torch::jit::Module& module, c10::Device devi
 struct Layer {
   std::string op;     // "linear" | "conv" | "embedding"
   std::string name;   // "fc1", "layer1.0.conv1" (BatchNorm folded in), else "<op> #k"
-  at::Tensor weight;  // [out, in, ...] ([rows, dim] for an embedding)
+  at::Tensor weight;  // [out, in / groups, ...] ([rows, dim] for an embedding)
+  std::int64_t groups = 1;  // a convolution's
 };
+
+// The input that `v` is, past the JIT's autocast casts: a module that has run under autocast
+// carries them in its graph.
+inline torch::jit::Value* past_autocast_casts(torch::jit::Value* v) {
+  const c10::Symbol to_reduced = c10::Symbol::fromQualString("aten::_autocast_to_reduced_precision");
+  const c10::Symbol to_full = c10::Symbol::fromQualString("aten::_autocast_to_full_precision");
+  while (v->node()->kind() == to_reduced || v->node()->kind() == to_full) v = v->node()->input(0);
+  return v;
+}
+
+// The names of the weights of the `kinds` nodes of the module frozen as it is (its attributes
+// made constants and the branches they decide taken, its parameters kept, no numeric rewrite),
+// in graph order: "layer1.0.conv1" for layer1[0].conv1.weight; "" for a weight that is no
+// attribute. `torch::jit::freeze` then folds a BatchNorm into its convolution's weight, a new
+// tensor no parameter shares: the k-th such node of the frozen graph is the k-th here where
+// both graphs have as many.
+inline std::vector<std::string> weight_names_before_folding(const FrozenCopy& f, const std::vector<c10::Symbol>& kinds,
+                                                            int weight_input) {
+  const torch::jit::Module plain =
+      torch::jit::freeze_module(f.copy, {}, /*freezeInterfaces=*/true, /*preserveParameters=*/true);
+  std::vector<torch::jit::Node*> nodes;
+  collect(plain.get_method("forward").graph()->block(), kinds, nodes);
+  std::vector<std::string> out;
+  for (torch::jit::Node* n : nodes) {
+    const torch::jit::Value* v = past_autocast_casts(n->input(static_cast<std::size_t>(weight_input)));
+    std::vector<std::string> parts;
+    while (v->node()->kind() == c10::prim::GetAttr) {
+      parts.push_back(v->node()->s(c10::attr::name));
+      v = v->node()->input(0);
+    }
+    std::string path;
+    if (v->node()->kind() == c10::prim::Param && !parts.empty())  // the chain starts at self
+      for (auto it = parts.rbegin(); it != parts.rend(); ++it) path += (path.empty() ? "" : ".") + *it;
+    else if (const std::optional<c10::IValue> w = torch::jit::toIValue(v); w && w->isTensor())
+      if (const auto it = f.names.find(w->toTensor().data_ptr()); it != f.names.end()) path = it->second;
+    out.push_back(layer_of(path));
+  }
+  return out;
+}
+
 // The layers of the frozen graph of `f` in graph order (`embeddings` too where asked); the
 // k-th node of an op counts every such node, constant weight or not. A weight that no
 // parameter shares (a BatchNorm folded into a convolution) is named by the convolution's
-// place among the unfrozen graph's, where both graphs have as many.
+// place before the folding (weight_names_before_folding).
 inline std::vector<Layer> weighted_layers(const FrozenCopy& f, bool embeddings) {
   const auto sym = [](const char* s) { return c10::Symbol::fromQualString(s); };
   const std::vector<c10::Symbol> conv_kinds{sym("aten::conv1d"), sym("aten::conv2d"), sym("aten::conv3d"),
@@ -141,7 +154,7 @@ inline std::vector<Layer> weighted_layers(const FrozenCopy& f, bool embeddings) 
   std::vector<torch::jit::Node*> nodes, frozen_convs;
   collect(block, kinds, nodes);
   collect(block, conv_kinds, frozen_convs);
-  std::vector<std::string> conv_paths = weight_paths(f.copy, conv_kinds, 1);
+  std::vector<std::string> conv_paths = weight_names_before_folding(f, conv_kinds, 1);
   if (conv_paths.size() != frozen_convs.size()) conv_paths.clear();
   std::map<std::string, int> counts;
   std::vector<Layer> out;
@@ -153,6 +166,11 @@ inline std::vector<Layer> weighted_layers(const FrozenCopy& f, bool embeddings) 
     const std::optional<c10::IValue> w = torch::jit::toIValue(n->input(embedding ? 0 : 1));
     if (!w || !w->isTensor() || w->toTensor().dim() < 2) continue;  // computed at run time
     l.weight = w->toTensor();
+    if (l.op == "conv") {
+      const std::size_t groups_input = n->kind() == sym("aten::_convolution") ? 8 : 6;
+      if (const std::optional<c10::IValue> g = torch::jit::toIValue(n->input(groups_input)); g && g->isInt())
+        l.groups = g->toInt();
+    }
     if (const auto it = f.names.find(l.weight.data_ptr()); it != f.names.end()) l.name = it->second;
     if (l.name.empty() && l.op == "conv" && static_cast<std::size_t>(k) <= conv_paths.size())
       l.name = conv_paths[static_cast<std::size_t>(k) - 1];

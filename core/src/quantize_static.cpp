@@ -96,13 +96,51 @@ def calculate_qparams(self):
   return m;
 }
 
+// Whether `v` is computed from the module's attributes and constants alone (`self` is input
+// 0 of a method's graph): the same for every input the module is given.
+bool attribute_only(const torch::jit::Value* v) {
+  const torch::jit::Node* n = v->node();
+  if (n->kind() == c10::prim::Param) return v->offset() == 0;
+  if (n->kind() == c10::prim::Constant) return true;
+  if (!n->blocks().empty() || n->inputs().empty()) return false;
+  return std::all_of(n->inputs().begin(), n->inputs().end(), attribute_only);
+}
+
+// Whether every call of the observer `name` in `owner`'s forward lies inside an if whose
+// condition the module's attributes decide (torchvision's `if self.use_res_connect:`): for
+// this instance it either always runs or never does.
+bool only_in_attribute_branches(const torch::jit::Module& owner, const std::string& name) {
+  if (!owner.find_method("forward")) return false;
+  const std::shared_ptr<torch::jit::Graph> g = owner.get_method("forward").graph();
+  std::vector<torch::jit::Node*> gets;
+  jit_walk::collect_if(
+      g->block(),
+      [&](const torch::jit::Node* n) {
+        return n->kind() == c10::prim::GetAttr && n->s(c10::attr::name) == name && n->input(0)->node()->kind() == c10::prim::Param;
+      },
+      gets);
+  if (gets.empty()) return false;
+  for (const torch::jit::Node* get : gets) {
+    bool decided = false;
+    for (const torch::jit::Node* n = get->owningBlock()->owningNode(); n != nullptr && !decided;
+         n = n->owningBlock()->owningNode())
+      decided = n->kind() == c10::prim::If && attribute_only(n->input(0));
+    if (!decided) return false;
+  }
+  return true;
+}
+
 // The observers InsertObservers added (attributes named "_observer_<k>" anywhere in the
-// module tree) that no forward reached: their values get a scale from nothing.
+// module tree) that no forward reached: their values get a scale from nothing. Those only
+// inside branches the module's attributes rule out are not counted: that code never runs, and
+// freezing removes it.
 int unseen_observers(const torch::jit::Module& m) {
   int unseen = 0;
   for (const auto& child : m.named_children()) {
     if (child.name.find("_observer_") != std::string::npos) {
-      if (child.value.hasattr("seen") && !child.value.attr("seen").toBool()) ++unseen;
+      if (child.value.hasattr("seen") && !child.value.attr("seen").toBool() &&
+          !only_in_attribute_branches(m, child.name))
+        ++unseen;
     } else {
       unseen += unseen_observers(child.value);
     }

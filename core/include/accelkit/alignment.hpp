@@ -7,7 +7,9 @@
 //   std::cout << report.summary();
 //
 // Sizes are read from the frozen graph: aten::linear weights [out, in], convolution weights
-// [out, in / groups, ...] and embedding tables [rows, dim] that are constants of the model.
+// [out, in / groups, ...] and embedding tables [rows, dim] that are constants of the model. A
+// grouped convolution's channels are checked as totals (in = groups x in / groups): a
+// depthwise convolution has one input channel per group, which no padding changes.
 // A padded size costs more FLOPs and may still run faster; measure before changing a model.
 #pragma once
 
