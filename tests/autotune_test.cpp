@@ -118,6 +118,7 @@ TEST_CASE("choose_candidate: a diverging reference or no passing candidate is an
 TEST_CASE("autotune: times the candidates, applies the choice, restores the model, then reads the cache") {
   TempDir cache;
   ScopedEnv env("ACCELKIT_CACHE_DIR", cache.str());
+  accelkit::test::FakeProcStat quiet;  // trials timed on a busy machine would not be cached
   auto rt = start();
   Problem prob(*rt);
   std::vector<at::Tensor> before;
@@ -182,6 +183,7 @@ TEST_CASE("autotune: times the candidates, applies the choice, restores the mode
 TEST_CASE("autotune: an SGD program's trials time the fused SGD against torch::optim::SGD; make_sgd follows") {
   TempDir cache;
   ScopedEnv env("ACCELKIT_CACHE_DIR", cache.str());
+  accelkit::test::FakeProcStat quiet;  // trials timed on a busy machine would not be cached
   auto rt = start();
   Problem prob(*rt);
   prob.p.sgd = SGDConfig{0.01, 0.5};
@@ -210,6 +212,7 @@ TEST_CASE("autotune: an SGD program's trials time the fused SGD against torch::o
 TEST_CASE("autotune: a corrupt or stale entry is ignored, re-tuned and rewritten") {
   TempDir cache;
   ScopedEnv env("ACCELKIT_CACHE_DIR", cache.str());
+  accelkit::test::FakeProcStat quiet;  // trials timed on a busy machine would not be cached
   std::string path;
   {
     auto rt = start();
@@ -247,6 +250,7 @@ TEST_CASE("autotune: a corrupt or stale entry is ignored, re-tuned and rewritten
 TEST_CASE("autotune: --no-cache neither reads nor writes; fixed settings are kept; off tunes nothing") {
   TempDir cache;
   ScopedEnv env("ACCELKIT_CACHE_DIR", cache.str());
+  accelkit::test::FakeProcStat quiet;  // trials timed on a busy machine would not be cached
   {
     auto rt = start({{"autotune_cache", "false"}});
     Problem prob(*rt);
@@ -316,6 +320,7 @@ TEST_CASE("Runtime: a profile's tf32 = on is skipped with a reason on a device w
 TEST_CASE("autotune: the trainer tunes under profile auto, then trains with the choice") {
   TempDir cache;
   ScopedEnv env("ACCELKIT_CACHE_DIR", cache.str());
+  accelkit::test::FakeProcStat quiet;  // trials timed on a busy machine would not be cached
   auto rt = start();
   TrainConfig c;
   c.steps = 12;
@@ -339,6 +344,7 @@ TEST_CASE("autotune: the trainer tunes under profile auto, then trains with the 
 TEST_CASE("starting accelkit, making its AdamW and tuning leave the program's random stream as it was") {
   TempDir cache;
   ScopedEnv env("ACCELKIT_CACHE_DIR", cache.str());
+  accelkit::test::FakeProcStat quiet;  // trials timed on a busy machine would not be cached
   // What the program builds (and draws for) before: made first, so that only accelkit's own
   // work lies between the seed and the draw below.
   auto setup = start();

@@ -4,6 +4,8 @@
 // cached, and bad input is refused.
 #include <torch/torch.h>
 
+#include <thread>
+
 #include "accelkit/inference.hpp"
 #include "accelkit/runtime.hpp"
 #include "cpu_runtime.hpp"
@@ -118,6 +120,7 @@ TEST_CASE("optimize_for_inference: the decision is cached; excluded candidates a
   TempDir cache;
   ScopedEnv env("ACCELKIT_CACHE_DIR", cache.str());
   auto rt = start();
+  accelkit::test::FakeProcStat quiet;  // a choice timed on a busy machine would not be cached
   const auto m = script_linear_stack(64, 2, 4);
   const std::vector<at::Tensor> x{at::randn({8, 64})};
   auto first = rt->optimize_for_inference(m, x, quick());
@@ -137,6 +140,27 @@ TEST_CASE("optimize_for_inference: the decision is cached; excluded candidates a
   CHECK(as_is->decision().cache_file.empty());
   for (const auto& t : as_is->decision().trials)
     if (t.candidate != "as_is") CHECK(t.note == "excluded by the caller");
+}
+
+TEST_CASE("optimize_for_inference: candidates timed while other processes took the cores are not cached") {
+  TempDir cache;
+  ScopedEnv env("ACCELKIT_CACHE_DIR", cache.str());
+  auto rt = start();
+  accelkit::test::FakeProcStat load;
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const auto m = script_linear_stack(64, 2, 4);
+  const std::vector<at::Tensor> x{at::randn({8, 64})};
+  InferenceOptions o = quick();
+  o.progress = [&](int i, int, const std::string&) {
+    if (i == 1) load.add_busy_seconds(cores * 3600.0);  // every core taken while the candidates run
+  };
+  auto busy = rt->optimize_for_inference(m, x, o);
+  INFO(busy->decision().why);
+  CHECK(busy->decision().origin == "benchmark");
+  CHECK(busy->decision().cache_file.empty());
+  CHECK(busy->decision().why.find("not cached: while the candidates were timed, other processes kept") != std::string::npos);
+  // Nothing was written: the next call times the candidates again.
+  CHECK(rt->optimize_for_inference(m, x, quick())->decision().origin == "benchmark");
 }
 
 TEST_CASE("optimize_for_inference: bad input is refused with the reason") {

@@ -2,8 +2,10 @@
 // runtime's part on a real training loop through the CPU plugin (the decision, the cache, the
 // settings that turn it off).
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
+#include <thread>
 
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
@@ -54,7 +56,8 @@ std::unique_ptr<Runtime> start(std::vector<std::pair<std::string, std::string>> 
 }
 
 // A small MLP trained with SGD the way the README's loop does; returns the last loss.
-double train(Runtime& rt, int steps) {
+// `after_step(i)` runs after step i.
+double train(Runtime& rt, int steps, const std::function<void(int)>& after_step = {}) {
   torch::manual_seed(5);
   torch::nn::Sequential net(torch::nn::Linear(32, 64), torch::nn::ReLU(), torch::nn::Linear(64, 4));
   rt.prepare(*net);
@@ -76,6 +79,7 @@ double train(Runtime& rt, int steps) {
     loss.backward();
     opt.optimizer->step();
     last = loss.item<double>();
+    if (after_step) after_step(i);
     if (i % 10 == 9) {  // an evaluation now and then, under no_grad: not a training step
       torch::NoGradGuard no_grad;
       auto ac = rt.autocast();
@@ -263,6 +267,7 @@ TEST_CASE("step tuning through the runtime: a real loop decides, records, caches
   TempDir cache("accelkit-step-tuning");
   ScopedEnv cache_dir("ACCELKIT_CACHE_DIR", cache.path().string());
   auto rt = start();
+  accelkit::test::FakeProcStat quiet;  // a figure from a busy machine would not be cached
   const StepTuningStatus& before = rt->step_tuning();
   if (before.state == StepTuningStatus::State::off) {
     // A plan with nothing to choose between (fp32 on a one-core machine): said so, and a loop runs.
@@ -302,6 +307,35 @@ TEST_CASE("step tuning through the runtime: a real loop decides, records, caches
   CHECK(cached.source.find("step-tuning cache") != std::string::npos);
   CHECK(cached.chosen == st.chosen);
   CHECK(cached.steps_seen == 0);
+}
+
+TEST_CASE("step tuning: a choice observed while other processes took the cores is this run's, not cached") {
+  ThreadsRestore restore;
+  TempDir cache("accelkit-step-tuning");
+  ScopedEnv cache_dir("ACCELKIT_CACHE_DIR", cache.path().string());
+  auto rt = start();
+  if (rt->step_tuning().state == StepTuningStatus::State::off) return;  // nothing to observe (said above)
+  accelkit::test::FakeProcStat load;
+  // Other processes use every core from the second step on.
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  train(*rt, 140, [&](int i) {
+    if (i == 0) load.add_busy_seconds(cores * 3600.0);
+  });
+  const StepTuningStatus& st = rt->step_tuning();
+  REQUIRE(st.state == StepTuningStatus::State::decided);
+  INFO(st.source);
+  CHECK(st.source.find("not cached: while it observed, other processes kept") != std::string::npos);
+  CHECK(st.source.find("cached in") == std::string::npos);
+  CHECK(at::get_num_threads() == st.candidates[st.chosen].threads);  // this run still keeps its choice
+  bool any = false;
+  if (fs::exists(cache.path()))
+    for (const auto& e : fs::recursive_directory_iterator(cache.path())) any = any || e.path().string().find("/steps/") != std::string::npos;
+  CHECK_FALSE(any);
+
+  // The next run observes again.
+  auto again = start();
+  train(*again, 2);
+  CHECK(again->step_tuning().state == StepTuningStatus::State::observing);
 }
 
 TEST_CASE("step tuning: off by the setting, by ultra_low_overhead, and where the user fixed what it varies") {

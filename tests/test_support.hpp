@@ -111,6 +111,33 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
+// A procfs whose `stat` the test writes, in place of /proc for the scope (ACCELKIT_PROCFS_ROOT);
+// every other entry of /proc but the processes' links to the real one (cpuinfo, meminfo,
+// self/...). The machine's load as accelkit reads it (accelkit/machine_load.hpp) is quiet
+// until the test says other processes ran for some seconds.
+class FakeProcStat {
+ public:
+  FakeProcStat() : env_("ACCELKIT_PROCFS_ROOT", dir_.path().string()) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator("/proc", ec)) {
+      const std::string name = e.path().filename().string();
+      if (name == "stat" || std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+      fs::create_symlink(e.path(), dir_.path() / name, ec);
+    }
+    write();
+  }
+  void add_busy_seconds(double seconds) {
+    busy_ticks_ += static_cast<long long>(seconds * static_cast<double>(::sysconf(_SC_CLK_TCK)));
+    write();
+  }
+
+ private:
+  void write() const { std::ofstream(dir_.path() / "stat") << "cpu  " << busy_ticks_ << " 0 0 100000 0 0 0 0 0 0\n"; }
+  TempDir dir_{"accelkit-procfs"};
+  ScopedEnv env_;
+  long long busy_ticks_ = 1000;
+};
+
 // Changes the working directory for the scope.
 class ScopedCwd {
  public:

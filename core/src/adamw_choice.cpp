@@ -19,6 +19,7 @@
 #include "accelkit/autotune.hpp"
 #include "accelkit/atomic_file.hpp"
 #include "accelkit/context.hpp"
+#include "accelkit/machine_load.hpp"
 #include "autotune_cache.hpp"
 #include "accelkit/device_sync.hpp"
 
@@ -172,6 +173,7 @@ AdamWImplChoice choose_adamw_implementation(const Context& ctx, Optimizer& optim
                                (made.ok() ? std::string("null") : made.status().message()));
     trials.push_back({impl.name, made.value(), {}});
   }
+  const std::optional<CpuSample> load_start = sample_cpu();
   for (int round = 0; round < kWarmup + kTimed; ++round)
     for (auto& t : trials) {
       const double ms = time_step(*t.opt, device);
@@ -190,7 +192,12 @@ AdamWImplChoice choose_adamw_implementation(const Context& ctx, Optimizer& optim
   c.origin = "benchmark";
   c.created = autotune_detail::utc_now();
   c.why = why_of(c);
-  if (!path.empty()) {
+  // Timed while other processes took the cores it needed: this call's choice, not the cache's.
+  const std::string contention = device.is_cpu() ? contention_since(load_start, at::get_num_threads()) : std::string();
+  if (!path.empty() && !contention.empty()) {
+    c.why += "; not cached: while the implementations were timed, " + contention + ", so the next run times them again";
+    spdlog::warn("adamw: {}", c.why);
+  } else if (!path.empty()) {
     json j{{"format", kFormat}, {"fingerprint", fp}, {"name", c.name}, {"created", c.created}};
     json m = json::array();
     for (const auto& [name, ms] : c.median_ms) m.push_back(json::array({name, ms}));

@@ -16,6 +16,7 @@
 
 #include "accelkit/sdk/device.hpp"
 #include "accelkit/runtime.hpp"
+#include "accelkit/machine_load.hpp"
 #include "accelkit/version.hpp"
 #include "autotune_cache.hpp"
 #include "model_snapshot.hpp"
@@ -376,6 +377,7 @@ TuneDecision Runtime::autotune(const TuneProblem& p, const TuneOptions& o) {
                                 : p.target;
   const PrecisionPlan plan_before = plan_;
   ModelSnapshot snapshot(*p.model);
+  const std::optional<CpuSample> load_start = sample_cpu();
   for (std::size_t i = 0; i < trials.size(); ++i) {
     if (o.progress) o.progress(TuneProgress{static_cast<int>(i), static_cast<int>(trials.size()), trials[i].candidate.label()});
     snapshot.restore(false);
@@ -395,7 +397,15 @@ TuneDecision Runtime::autotune(const TuneProblem& p, const TuneOptions& o) {
   d.origin = "benchmark";
   d.created = autotune_detail::utc_now();
   d.why = winner_line(d, p.name);
-  if (!cache_dir.empty()) {
+  // Trials timed while other processes took the cores they needed decide this run only.
+  int threads = at::get_num_threads();
+  for (const TuneTrial& t : d.trials) threads = std::max(threads, t.candidate.threads);
+  const std::string contention = torch_device_.is_cpu() ? contention_since(load_start, threads) : std::string();
+  if (!cache_dir.empty() && !contention.empty()) {
+    d.why += "; not cached: while the trials ran, " + contention + ", so the next run tunes again";
+    spdlog::warn("autotune: {}", d.why);
+    d.cache_file.clear();
+  } else if (!cache_dir.empty()) {
     try {
       autotune_detail::write_entry(d.cache_file, d);
     } catch (const std::exception& e) {

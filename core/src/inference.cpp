@@ -9,12 +9,14 @@
 #include <sstream>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "accelkit/atomic_file.hpp"
 #include "accelkit/device_sync.hpp"
+#include "accelkit/machine_load.hpp"
 #include "accelkit/runtime.hpp"
 #include "autotune_cache.hpp"
 #include "jit_walk.hpp"
@@ -260,6 +262,7 @@ std::unique_ptr<OptimizedModule> Runtime::optimize_for_inference(const torch::ji
 
   InferenceDecision d;
   d.origin = "benchmark";
+  const std::optional<CpuSample> load_start = sample_cpu();
   std::unique_ptr<Prepared> best;
   double best_ms = 0;
   const int total = static_cast<int>(recipes().size());
@@ -313,7 +316,13 @@ std::unique_ptr<OptimizedModule> Runtime::optimize_for_inference(const torch::ji
   d.why = "fastest of the candidates within tolerance on the example inputs: " + fmt3(chosen.median_ms) +
           " ms per run vs " + fmt3(as_is.median_ms) + " ms as loaded; relative error " + fmt3(chosen.rel_error) +
           ", cosine " + fmt3(chosen.cosine);
-  if (!file.empty()) {
+  // A choice timed while other processes took the cores it needed is this call's, not the cache's.
+  const std::string contention =
+      torch_device_.is_cpu() ? contention_since(load_start, at::get_num_threads()) : std::string();
+  if (!file.empty() && !contention.empty()) {
+    d.why += "; not cached: while the candidates were timed, " + contention + ", so the next call times them again";
+    spdlog::warn("optimize_for_inference: {}", d.why);
+  } else if (!file.empty()) {
     try {
       fs::create_directories(fs::path(file).parent_path());
       const nlohmann::json j = {{"key_text", key_text}, {"chosen", d.chosen}, {"why", d.why},

@@ -132,7 +132,7 @@ inline std::vector<std::string> weight_names_before_folding(const FrozenCopy& f,
     std::string path;
     if (v->node()->kind() == c10::prim::Param && !parts.empty())  // the chain starts at self
       for (auto it = parts.rbegin(); it != parts.rend(); ++it) path += (path.empty() ? "" : ".") + *it;
-    else if (const std::optional<c10::IValue> w = torch::jit::toIValue(v); w && w->isTensor())
+    else if (const auto w = torch::jit::toIValue(v); w && w->isTensor())
       if (const auto it = f.names.find(w->toTensor().data_ptr()); it != f.names.end()) path = it->second;
     out.push_back(layer_of(path));
   }
@@ -163,12 +163,12 @@ inline std::vector<Layer> weighted_layers(const FrozenCopy& f, bool embeddings) 
     Layer l;
     l.op = embedding ? "embedding" : n->kind() == sym("aten::linear") ? "linear" : "conv";
     const int k = ++counts[l.op];
-    const std::optional<c10::IValue> w = torch::jit::toIValue(n->input(embedding ? 0 : 1));
+    const auto w = torch::jit::toIValue(n->input(embedding ? 0 : 1));
     if (!w || !w->isTensor() || w->toTensor().dim() < 2) continue;  // computed at run time
     l.weight = w->toTensor();
     if (l.op == "conv") {
       const std::size_t groups_input = n->kind() == sym("aten::_convolution") ? 8 : 6;
-      if (const std::optional<c10::IValue> g = torch::jit::toIValue(n->input(groups_input)); g && g->isInt())
+      if (const auto g = torch::jit::toIValue(n->input(groups_input)); g && g->isInt())
         l.groups = g->toInt();
     }
     if (const auto it = f.names.find(l.weight.data_ptr()); it != f.names.end()) l.name = it->second;

@@ -175,7 +175,7 @@ QuantizedModule quantize_static(const torch::jit::Module& module, const Engine& 
   r.bytes_before = constant_bytes(f.frozen.get_method("forward").graph()->block());
 
   compat::AutocastGuard no_autocast(c10::DeviceType::CPU, false, compat::autocast_dtype(c10::DeviceType::CPU));
-  torch::NoGradGuard no_grad;
+  at::NoGradGuard no_grad;
   std::vector<c10::IValue> args;
   for (const auto& x : example_inputs) args.emplace_back(x.to(cpu));
   std::vector<at::Tensor> ref;

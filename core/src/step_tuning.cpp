@@ -418,9 +418,26 @@ StepConfig Runtime::step_config() const {
     apply_step_config(c);
     return c;
   }
+  if (!step_tuner_->decided() && step_tuner_->status().steps_seen == 1) step_load_start_ = sample_cpu();
   step_tuning_status_ = step_tuner_->status();
   if (step_tuner_->decided()) {
-    if (step_tuner_->take_new_decision()) write_step_cache();
+    if (step_tuner_->take_new_decision()) {
+      // Steps timed while other processes took the cores they needed decide this run only.
+      int threads = at::get_num_threads();
+      for (const StepConfig& s : step_tuning_status_.candidates) threads = std::max(threads, s.threads);
+      // (Only where it would be cached: a data-parallel run's ranks, which share the cores,
+      // decide together each run anyway.)
+      std::string key;
+      const std::string contention = torch_device_.is_cpu() && !step_cache_path(key).empty()
+                                         ? contention_since(step_load_start_, threads)
+                                         : std::string();
+      if (contention.empty()) {
+        write_step_cache();
+      } else {
+        step_tuning_status_.source += "; not cached: while it observed, " + contention + ", so the next run observes again";
+        spdlog::warn("step tuning: {}", step_tuning_status_.source);
+      }
+    }
     const auto& st = step_tuning_status_;
     const StepConfig& chosen = st.candidates[st.chosen];
     context_->record({"step_tuning", chosen.label(), st.source, st.why});

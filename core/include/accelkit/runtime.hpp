@@ -29,6 +29,7 @@
 #include "accelkit/context.hpp"
 #include "accelkit/inference.hpp"
 #include "accelkit/loss_scaler.hpp"
+#include "accelkit/machine_load.hpp"
 #include "accelkit/model_file.hpp"
 #include "accelkit/prefetch.hpp"
 #include "accelkit/quantize.hpp"
@@ -252,6 +253,7 @@ class Runtime {
   mutable int step_generation_ = 0;     // tuners made under it
   mutable std::string model_signature_;  // the params of the last optimizer made here
   mutable StepConfig current_step_;      // what the open top-level scope runs with
+  mutable std::optional<CpuSample> step_load_start_;  // the machine's load when observing began
   // autotune()'s steps (autotune.cpp).
   TuneSpace tune_space(bool sgd) const;
   void run_trial(const TuneProblem& problem, const TuneOptions& options, const at::Tensor& target, TuneTrial& trial);
