@@ -117,8 +117,12 @@ inline torch::jit::Value* past_autocast_casts(torch::jit::Value* v) {
 // both graphs have as many.
 inline std::vector<std::string> weight_names_before_folding(const FrozenCopy& f, const std::vector<c10::Symbol>& kinds,
                                                             int weight_input) {
-  const torch::jit::Module plain =
-      torch::jit::freeze_module(f.copy, {}, /*freezeInterfaces=*/true, /*preserveParameters=*/true);
+  torch::jit::Module plain;
+  try {
+    plain = torch::jit::freeze_module(f.copy, {}, /*freezeInterfaces=*/true, /*preserveParameters=*/true);
+  } catch (const std::exception&) {
+    return {};  // no names from here: the layers keep "<op> #k"
+  }
   std::vector<torch::jit::Node*> nodes;
   collect(plain.get_method("forward").graph()->block(), kinds, nodes);
   std::vector<std::string> out;
