@@ -1,13 +1,17 @@
-// accelkit_bench_distributed [--ranks N] [--rounds R] [--warmup W] [--width D] [--batch B]:
+// accelkit_bench_distributed [--ranks N] [--rounds R] [--warmup W] [--width D] [--batch B]
+//                            [--device D]:
 // data-parallel communication through accelkit::DataParallel against c10d's plain all-reduce,
-// N local ranks over Gloo on loopback (the program starts its own ranks with
-// dist::run_local_workers unless a launcher's variables are set). Rank 0 prints, per round
+// N local ranks over the device's collective backend (Gloo on loopback on a CPU; NCCL through
+// the CUDA plugin on a GPU); the program starts its own ranks with dist::run_local_workers
+// unless a launcher's variables are set. --ranks 1 makes the process group all the same
+// (Launch::group_of_one): the collective path on one device. Rank 0 prints, per round
 // medians:
 //
 // - bus bandwidth: a plain ProcessGroupGloo all-reduce of one fp32 tensor as large as the
 //   model's gradients, and the same bytes through the wrapper's buckets (a backward whose
 //   compute is negligible: the gradient of sum(p) * c; the wrapper's time less the same
-//   backward under no_sync). busbw = 2 (N-1) / N x bytes / time, as NCCL's tests define it.
+//   backward under no_sync). busbw = 2 (N-1) / N x bytes / time, as NCCL's tests define it
+//   (one rank moves nothing between devices: bytes / time there).
 // - overlap, on the bench's mlp (3 x Linear(D) + ReLU, MSE, global batch B): compute alone
 //   (forward + backward under no_sync), communication alone (the plain all-reduce above) and
 //   the synchronised step; hidden = (compute + communication - step) / communication.
@@ -24,6 +28,7 @@
 #include <torch/torch.h>
 
 #include "accelkit/accelkit.hpp"
+#include "accelkit/device_sync.hpp"
 #include "bench_timing.hpp"
 
 namespace {
@@ -52,9 +57,15 @@ int main(int argc, char** argv) {
   try {
     accelkit::ContextOptions o;
     o.settings.cli = {{"precision", "fp32"}, {"log_level", "error"}};
+    for (int i = 1; i + 1 < argc; ++i)
+      if (std::string(argv[i]) == "--device") o.settings.cli.emplace_back("device", argv[i + 1]);
     auto rt = accelkit::Runtime::start(o);
-    auto world = accelkit::dist::init(*rt);
+    accelkit::dist::Launch launch = accelkit::dist::detect_launch();
+    launch.group_of_one = ranks == 1;
+    auto world = accelkit::dist::init(*rt, launch);
     const int n = world->world_size(), rank = world->rank();
+    const c10::Device device = rt->device();
+    auto sync = [&] { accelkit::detail::synchronize(device); };
 
     torch::manual_seed(1);
     torch::nn::Sequential mlp;
@@ -62,20 +73,22 @@ int main(int argc, char** argv) {
       mlp->push_back(torch::nn::Linear(width, width));
       mlp->push_back(torch::nn::ReLU());
     }
+    mlp->to(device);
     accelkit::DataParallel dp(*rt, world, *mlp);
     std::vector<at::Tensor> params = mlp->parameters();
     std::int64_t numel = 0;
     for (auto& p : params) numel += p.numel();
     const double bytes = static_cast<double>(numel) * 4;
     const std::int64_t shard = batch / n;
-    at::Tensor x = at::randn({shard, width}), y = at::randn({shard, width});
-    at::Tensor flat = at::randn({numel});
+    const auto on = at::TensorOptions().device(device);
+    at::Tensor x = at::randn({shard, width}, on), y = at::randn({shard, width}, on);
+    at::Tensor flat = at::randn({numel}, at::TensorOptions().device(world->tensor_device()));
 
     auto zero = [&] {
       for (auto& p : params) p.mutable_grad() = at::Tensor();
     };
     auto cheap_loss = [&] {
-      at::Tensor l = at::zeros({});
+      at::Tensor l = at::zeros({}, on);
       for (auto& p : params) l = l + p.sum();
       return l * 1e-3;
     };
@@ -85,58 +98,69 @@ int main(int argc, char** argv) {
       auto t = Clock::now();
       std::vector<at::Tensor> one{flat};
       world->all_reduce_sum(one);
+      sync();
       if (keep) plain.push_back(ms_since(t));
 
       zero();
       at::Tensor l1 = cheap_loss();
+      sync();
       t = Clock::now();
       dp.backward(l1);
+      sync();
       if (keep) bucket_sync.push_back(ms_since(t));
       zero();
       at::Tensor l2 = cheap_loss();
+      sync();
       t = Clock::now();
       {
         auto local = dp.no_sync();
         dp.backward(l2);
       }
+      sync();
       if (keep) bucket_local.push_back(ms_since(t));
 
       zero();
+      sync();
       t = Clock::now();
       dp.backward(torch::mse_loss(mlp->forward(x), y));
+      sync();
       if (keep) step_sync.push_back(ms_since(t));
       zero();
+      sync();
       t = Clock::now();
       {
         auto local = dp.no_sync();
         dp.backward(torch::mse_loss(mlp->forward(x), y));
       }
+      sync();
       if (keep) step_local.push_back(ms_since(t));
       world->barrier();
     }
     if (rank == 0) {
-      const double factor = 2.0 * (n - 1) / n;
+      // One rank moves nothing between devices: its figure is bytes / time (NCCL's algbw).
+      const double factor = n > 1 ? 2.0 * (n - 1) / n : 1.0;
+      const char* bw = n > 1 ? "bus bandwidth" : "algorithm bandwidth (one rank)";
       const double p = median(plain), bs = median(bucket_sync), bl = median(bucket_local);
       const double comm_buckets = bs - bl;
       const double ss = median(step_sync), sl = median(step_local);
       const double plain_bw = factor * bytes / (p * 1e-3) / 1e9;
       const double bucket_bw = comm_buckets > 0 ? factor * bytes / (comm_buckets * 1e-3) / 1e9 : 0;
       const double hidden = (sl + p - ss) / p;
-      std::printf("ranks %d, threads per rank %d, Gloo on loopback, LibTorch %s\n", n, at::get_num_threads(),
-                  TORCH_VERSION);
+      std::printf("ranks %d, threads per rank %d, %s on %s (%s), LibTorch %s\n", n, at::get_num_threads(),
+                  world->backend().c_str(), device.str().c_str(), world->why().c_str(), TORCH_VERSION);
       std::printf("gradients: %.1f MB fp32 (3 x Linear(%d)), %zu buckets of <= %lld MiB\n", bytes / 1e6, width,
                   dp.buckets(), static_cast<long long>(dp.bucket_bytes() >> 20));
-      std::printf("plain all-reduce: %.2f ms, bus bandwidth %.2f GB/s\n", p, plain_bw);
-      std::printf("through the buckets: %.2f ms (backward %.2f ms synchronised - %.2f ms local), bus bandwidth "
+      std::printf("plain all-reduce: %.2f ms, %s %.2f GB/s\n", p, bw, plain_bw);
+      std::printf("through the buckets: %.2f ms (backward %.2f ms synchronised - %.2f ms local), %s "
                   "%.2f GB/s = %.0f%% of plain\n",
-                  comm_buckets, bs, bl, bucket_bw, 100.0 * bucket_bw / plain_bw);
+                  comm_buckets, bs, bl, bw, bucket_bw, 100.0 * bucket_bw / plain_bw);
       std::printf("mlp step, batch %d (%lld per rank): compute alone %.2f ms, communication alone %.2f ms, "
                   "synchronised step %.2f ms: %.0f%% of the communication hidden behind backward\n",
                   batch, static_cast<long long>(shard), sl, p, ss, 100.0 * hidden);
-      std::printf("{\"ranks\": %d, \"bytes\": %.0f, \"plain_ms\": %.4f, \"plain_busbw_gbs\": %.4f, "
+      std::printf("{\"ranks\": %d, \"backend\": \"%s\", \"device\": \"%s\", \"bytes\": %.0f, \"plain_ms\": %.4f, \"plain_busbw_gbs\": %.4f, "
                   "\"bucket_ms\": %.4f, \"bucket_busbw_gbs\": %.4f, \"bucket_vs_plain\": %.4f, "
                   "\"compute_ms\": %.4f, \"step_ms\": %.4f, \"hidden_fraction\": %.4f}\n",
-                  n, bytes, p, plain_bw, comm_buckets, bucket_bw, bucket_bw / plain_bw, sl, ss, hidden);
+                  n, world->backend().c_str(), device.str().c_str(), bytes, p, plain_bw, comm_buckets, bucket_bw, bucket_bw / plain_bw, sl, ss, hidden);
     }
     return 0;
   } catch (const std::exception& e) {

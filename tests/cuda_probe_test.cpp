@@ -25,6 +25,7 @@ TorchCudaStatus torch_cuda(int runtime = 13000) {
   t.fused_adamw = true;
   t.kernel_archs = {80, 90};
   t.graph_capture = true;
+  t.nccl = true;
   return t;
 }
 
@@ -76,6 +77,12 @@ TEST_CASE("four architectures: every device listed with its facts and capabiliti
                  Capability::power, Capability::utilisation})
     CHECK_MESSAGE(h100.has(c), to_string(c));
   CHECK(h100.extra.at("compute_capability") == "9.0");
+  CHECK(h100.extra.at(kCollectivesKey) == "nccl");
+
+  // Built without NCCL (or a LibTorch without it): the device takes no part in a data-parallel run.
+  TorchCudaStatus no_nccl = torch_cuda();
+  no_nccl.nccl = false;
+  CHECK(make_cuda_report(p, no_nccl).devices[0].capabilities.extra.count(kCollectivesKey) == 0);
 
   const auto& v100 = r.devices[1].capabilities;
   CHECK(v100.has(Capability::fp16));

@@ -7,6 +7,7 @@
 //               [--inf-at STEP --inf-rank R] [--die-at STEP --die-rank R] [--hang-at STEP]
 //               [--wider-rank R]
 //               [--master-weights 1] [--step-tuning 1]
+//               [--device NAME --plugin-dir DIR] [--group-of-one 1]
 //
 // Every step's global batch comes from a generator seeded with the step number, the same in
 // every process; each rank starts from different random weights (DataParallel must broadcast
@@ -55,23 +56,28 @@ int main(int argc, char** argv) {
     o.settings.env = std::map<std::string, std::string>{};
     const bool master = !arg_text(argc, argv, "--master-weights").empty();
     const bool tuning = !arg_text(argc, argv, "--step-tuning").empty();
-    o.settings.cli = {{"device", "cpu"}, {"dist_timeout", std::to_string(timeout)}, {"log_level", "error"},
+    const std::string device = arg_text(argc, argv, "--device"), plugin_dir = arg_text(argc, argv, "--plugin-dir");
+    o.settings.cli = {{"device", device.empty() ? "cpu" : device}, {"dist_timeout", std::to_string(timeout)},
+                      {"log_level", "error"},
                       {"step_tuning", tuning ? "true" : "false"}};
     // fp32 by default; with master weights the model trains in bf16 under autocast; with step
     // tuning the plan's precision is one of the candidates.
     if (master) o.settings.cli.emplace_back("master_weights", "on");
     else if (!tuning) o.settings.cli.emplace_back("precision", "fp32");
-    o.loader.cli_paths = {ACCELKIT_TEST_PLUGIN_DIR};
+    o.loader.cli_paths = {plugin_dir.empty() ? std::string(ACCELKIT_TEST_PLUGIN_DIR) : plugin_dir};
     o.loader.read_environment = false;
     o.loader.include_default_dirs = false;
     auto rt = accelkit::Runtime::start(o);
-    auto world = accelkit::dist::init(*rt);
+    accelkit::dist::Launch launch = accelkit::dist::detect_launch();
+    launch.group_of_one = !arg_text(argc, argv, "--group-of-one").empty();
+    auto world = accelkit::dist::init(*rt, launch);
     const int rank = world->rank(), size = world->world_size();
 
     torch::manual_seed(static_cast<std::uint64_t>(11 + 100 * rank));  // different on purpose
     const int hidden = rank == wider_rank ? 65 : 64;
     torch::nn::Sequential net(torch::nn::Linear(32, hidden), torch::nn::Tanh(), torch::nn::Linear(hidden, 64),
                               torch::nn::Tanh(), torch::nn::Linear(64, 8));
+    net->to(rt->device());
     accelkit::DataParallel dp(*rt, world, *net);
     std::vector<at::Tensor> params = net->parameters();
     accelkit::AdamWConfig adamw;
@@ -87,8 +93,8 @@ int main(int argc, char** argv) {
       if (step == hang_at && rank == die_rank) std::raise(SIGSTOP);
       auto gen = at::make_generator<at::CPUGeneratorImpl>(static_cast<std::uint64_t>(1000 + step));
       at::Tensor x = at::randn({batch, 32}, gen), y = at::randn({batch, 8}, gen);
-      x = x.narrow(0, rank * shard, shard);
-      y = y.narrow(0, rank * shard, shard);
+      x = x.narrow(0, rank * shard, shard).to(rt->device());
+      y = y.narrow(0, rank * shard, shard).to(rt->device());
       accelkit::zero_grad(*choice.optimizer);
       for (int m = 0; m < accumulate; ++m) {
         at::Tensor loss;
@@ -113,7 +119,7 @@ int main(int argc, char** argv) {
     }
     at::Tensor flat = at::cat([&] {
       std::vector<at::Tensor> f;
-      for (auto& p : params) f.push_back(p.detach().reshape({-1}).to(at::kFloat).contiguous());
+      for (auto& p : params) f.push_back(p.detach().reshape({-1}).to(at::kFloat).to(at::kCPU).contiguous());
       return f;
     }());
     std::ofstream(out, std::ios::binary)
@@ -121,6 +127,8 @@ int main(int argc, char** argv) {
     std::printf("rank %d of %d threads %d skipped %lld buckets %zu%s\n", rank, size, at::get_num_threads(),
                 static_cast<long long>(scaler.skipped_steps()), dp.buckets(),
                 choice.master_weights ? " bf16 params" : "");
+    std::printf("backend %s: %s\n", world->backend().c_str(), world->why().c_str());
+    if (const char* made = std::getenv("ACCELKIT_FIXTURE_GROUP_MADE")) std::printf("fixture group %s\n", made);
     if (tuning) {
       const accelkit::StepTuningStatus& st = rt->step_tuning();
       std::printf("step tuning: %s | %s | %s | %s\n",

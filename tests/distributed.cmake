@@ -7,6 +7,13 @@ accelkit_warnings(accelkit_dist_worker)
 accelkit_add_test(distributed_test SOURCES distributed_test.cpp LINK accelkit::core GROUP runtime)
 target_compile_definitions(${distributed_test_target} PRIVATE ACCELKIT_DIST_WORKER="$<TARGET_FILE:accelkit_dist_worker>")
 add_dependencies(${distributed_test_target} accelkit_dist_worker accelkit-plugin-cpu)
+# A fixture plugin that makes its own process group (the contract path NCCL takes on a GPU).
+if(NOT TARGET accelkit_fixture_plugins)
+  set(ACCELKIT_FIXTURE_PLUGIN_DIR "${CMAKE_CURRENT_BINARY_DIR}/fixture-plugins")
+  add_subdirectory(fixtures/plugins)
+endif()
+target_compile_definitions(${distributed_test_target} PRIVATE ACCELKIT_FIXTURE_PLUGIN_DIR="${ACCELKIT_FIXTURE_PLUGIN_DIR}")
+add_dependencies(${distributed_test_target} accelkit_fixture_plugins)
 # torch::data's loader (the ShardSampler case) trips GCC's maybe-uninitialized on LibTorch's
 # own std::optional<Example> moves; a source with its own options also leaves the unity batch.
 set_source_files_properties(distributed_test.cpp PROPERTIES

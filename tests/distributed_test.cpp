@@ -26,6 +26,7 @@
 
 #include "accelkit/dist_sampler.hpp"
 #include "accelkit/distributed.hpp"
+#include "fixture_paths.hpp"
 #include "test_support.hpp"
 
 extern char** environ;
@@ -346,6 +347,59 @@ TEST_CASE("2 ranks with half the batch each equal 1 rank with all of it; the ran
   const unsigned cores = std::thread::hardware_concurrency();
   if (cores >= 2) CHECK(says.find("threads " + std::to_string(cores / 2) + " ") != std::string::npos);
   CHECK(says.find("rank 0 of 2") != std::string::npos);
+}
+
+TEST_CASE("a world of one with group_of_one runs the reducer and every collective, and trains as without a group") {
+  TempDir dir("accelkit-dist");
+  Run plain = run_workers(dir, "plain", 1, {"--steps", "10", "--batch", "16"});
+  require_ok(plain);
+  Run grouped = run_workers(dir, "grouped", 1, {"--steps", "10", "--batch", "16", "--group-of-one", "1"});
+  require_ok(grouped);
+  const std::string p = slurp(plain.procs[0].out), g = slurp(grouped.procs[0].out);
+  INFO(p << g);
+  CHECK(p.find("buckets 0") != std::string::npos);  // no group: plain backward
+  CHECK(g.find("rank 0 of 1") != std::string::npos);
+  CHECK(g.find("buckets 1") != std::string::npos);  // the reducer ran
+  CHECK(g.find("backend gloo: the cpu:0 plugin's collective backend (collectives = gloo), made by accelkit") !=
+        std::string::npos);
+  // A mean over one rank is the gradient itself: the same weights.
+  CHECK(max_relative(floats(grouped.outs[0]), floats(plain.outs[0])) < 1e-6);
+}
+
+TEST_CASE("a process group the device's plugin makes: 2 ranks over it equal 1 rank with all of it") {
+  TempDir dir("accelkit-dist");
+  const std::string plugin = accelkit::test::fixture_dir("honest-groups");
+  const std::vector<std::string> args{"--steps", "10", "--batch", "32", "--device", "honest-groups",
+                                      "--plugin-dir", plugin};
+  Run one = run_workers(dir, "one", 1, args);
+  require_ok(one);
+  Run two = run_workers(dir, "two", 2, args);
+  require_ok(two);
+  const auto ref = floats(one.outs[0]), r0 = floats(two.outs[0]), r1 = floats(two.outs[1]);
+  CHECK(r0 == r1);
+  CHECK(max_relative(r0, ref) < 1e-5);
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string says = slurp(two.procs[static_cast<std::size_t>(rank)].out);
+    INFO(says);
+    CHECK(says.find("made by the honest-groups:0 plugin") != std::string::npos);
+    // What the plugin was asked: its backend, this rank of 2, dist_timeout (30 s), the device.
+    CHECK(says.find("fixture group gloo " + std::to_string(rank) + "/2 30000 ms cpu") != std::string::npos);
+  }
+}
+
+TEST_CASE("a plugin that cannot make its process group stops the run with its reason, on every rank") {
+  TempDir dir("accelkit-dist");
+  const std::string plugin = accelkit::test::fixture_dir("honest-groups");
+  ::setenv("ACCELKIT_FIXTURE_GROUP_FAIL", "no interconnect on this test bench", 1);
+  Run two = run_workers(dir, "refused", 2, {"--steps", "2", "--device", "honest-groups", "--plugin-dir", plugin}, 60);
+  ::unsetenv("ACCELKIT_FIXTURE_GROUP_FAIL");
+  for (const auto& p : two.procs) {
+    const std::string err = slurp(p.err);
+    INFO(err);
+    CHECK((WIFEXITED(p.status) && WEXITSTATUS(p.status) == 3));
+    CHECK(err.find("dist_backend gloo on honest-groups:0: the plugin could not make the process group: fixture: "
+                   "no interconnect on this test bench") != std::string::npos);
+  }
 }
 
 TEST_CASE("no_sync accumulation over 2 micro-batches equals the unaccumulated batch") {

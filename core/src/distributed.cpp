@@ -1,5 +1,5 @@
 // Data-parallel training on c10d (distributed.hpp): the launcher's environment, the TCPStore
-// rendezvous, the Gloo process group, a liveness beacon that names a lost rank, and
+// rendezvous, the process group (Gloo's made here, others by the device's plugin), a liveness beacon that names a lost rank, and
 // DistributedDataParallel's Reducer driven from C++.
 #include "accelkit/distributed.hpp"
 
@@ -17,6 +17,7 @@
 
 #include "accelkit/loss_scaler.hpp"
 #include "accelkit/runtime.hpp"
+#include "accelkit/sdk/support/process_group.hpp"
 #include "accelkit/sdk/torch_compat_dist.hpp"
 #include "accelkit/version.hpp"
 #include "strings.hpp"
@@ -163,6 +164,8 @@ class World {
  public:
   World(const Launch& l, std::chrono::milliseconds timeout) : launch_(l), timeout_(timeout) {
     store_ = connect(l.rank == 0 && !l.store_hosted, timeout, l.store_hosted ? 0 : static_cast<std::size_t>(l.world_size));
+    // A group of one without a launcher: the store took a free port, which the beacon uses.
+    if (launch_.master_port == 0) launch_.master_port = static_cast<int>(store_->getPort());
     beacon_store_ = connect(false, timeout, 0);
     beacon_ = std::thread([this] { beat(); });
   }
@@ -188,6 +191,7 @@ class World {
       // A rank or the store is gone; nothing left to tell it.
     }
     group_.reset();
+    plugin_group_.reset();
   }
 
   c10::intrusive_ptr<c10d::TCPStore> connect(bool server, std::chrono::milliseconds timeout, std::size_t workers) const {
@@ -200,16 +204,38 @@ class World {
     return c10::make_intrusive<c10d::TCPStore>(launch_.master_addr, o);
   }
 
-  void make_group() {
-    auto prefixed = c10::make_intrusive<c10d::PrefixStore>("accelkit/gloo", store_);
+  // The group of `backend` for `device`'s tensors: the plugin's (Device::process_group), or,
+  // where it makes none, Gloo's, which the host makes itself. Returns who made it. Throws
+  // DeviceUnavailableError where neither can.
+  std::string make_group(const std::string& backend, Device& device, const std::string& torch_device) {
+    auto prefixed = c10::make_intrusive<c10d::PrefixStore>("accelkit/" + backend, store_);
+    CollectiveRequest request;
+    request.backend = backend;
+    request.store = prefixed.get();
+    request.rank = launch_.rank;
+    request.world_size = launch_.world_size;
+    request.timeout = timeout_;
+    request.torch_device = torch_device;
+    Result<std::shared_ptr<c10d::ProcessGroup>> made = device.process_group(request);
+    if (made && made.value()) {
+      plugin_group_ = made.value();
+      group_ = support::retain(plugin_group_);
+      return "made by the " + device.info().id + " plugin";
+    }
+    const Status why = made ? Status(StatusCode::internal, "it returned no group") : made.status();
+    if (backend != "gloo" || why.code() != StatusCode::not_supported)
+      throw DeviceUnavailableError("dist_backend " + backend + " on " + device.info().id +
+                                   ": the plugin could not make the process group: " + why.message());
     // GLOO_SOCKET_IFNAME names the interface, as it does for PyTorch.
     const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
     group_ = compat::make_gloo_group(prefixed, launch_.rank, launch_.world_size, timeout_, ifname ? ifname : "",
                                      loopback(launch_.master_addr) ? "127.0.0.1" : "");
+    return "made by accelkit (c10d's Gloo in LibTorch)";
   }
 
   const c10::intrusive_ptr<c10d::ProcessGroup>& group() const { return group_; }
   const c10::intrusive_ptr<c10d::TCPStore>& store() const { return store_; }
+  int port() const { return launch_.master_port; }  // the store's (a free one, where none was named)
 
   // What to throw when `during` failed with `e`: which ranks stopped answering.
   RankLostError lost(const std::string& during, const std::exception& e) const {
@@ -268,6 +294,7 @@ class World {
   std::chrono::milliseconds timeout_;
   c10::intrusive_ptr<c10d::TCPStore> store_;
   c10::intrusive_ptr<c10d::TCPStore> beacon_store_;
+  std::shared_ptr<c10d::ProcessGroup> plugin_group_;  // the plugin's handle, when it made group_
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
   std::thread beacon_;
   std::mutex mutex_;
@@ -311,7 +338,15 @@ void ProcessGroup::broadcast(std::vector<at::Tensor>& tensors, int root) {
 void ProcessGroup::barrier() {
   if (!world_) return;
   try {
-    world_->group()->barrier()->wait();
+    if (backend_ == "gloo") {
+      world_->group()->barrier()->wait();
+    } else {
+      // NCCL's own barrier guesses its device from the rank; a one-element all-reduce on this
+      // rank's device is a barrier that cannot guess wrong.
+      std::vector<at::Tensor> one{at::zeros({1}, at::TensorOptions().device(tensor_device_))};
+      world_->group()->allreduce(one)->wait();
+      (void)one[0].item<float>();  // waits for the device, not just the enqueue
+    }
   } catch (const std::exception& e) {
     throw world_->lost("a barrier", e);
   }
@@ -386,11 +421,14 @@ std::shared_ptr<ProcessGroup> init(Runtime& runtime, std::optional<Launch> launc
   const Config& c = runtime.context().config();
   pg->timeout_ = std::chrono::milliseconds(static_cast<std::int64_t>(*c.dist_timeout) * 1000);
   Context& ctx = runtime.context();
-  if (l.world_size <= 1) {
+  if (l.world_size <= 1 && !l.group_of_one) {
     pg->why_ = l.source;
     ctx.record({"dist", "one process", l.launcher, l.source});
     return pg;
   }
+
+  // A group of one without a launcher (Launch::group_of_one): its store on loopback, on a free port.
+  if (pg->launch_.master_addr.empty()) pg->launch_.master_addr = "127.0.0.1";
 
   // The backend: the plugin's answer, or the setting, which the device must support.
   const DeviceInfo& info = runtime.device_handle()->info();
@@ -416,14 +454,13 @@ std::shared_ptr<ProcessGroup> init(Runtime& runtime, std::optional<Launch> launc
     backend = want;
     pg->why_ = "dist_backend = " + want + " (from " + c.dist_backend.from() + ")";
   }
-  if (backend != "gloo")
-    throw DeviceUnavailableError("dist_backend " + backend + " on " + info.id +
-                                 ": this accelkit creates Gloo process groups only (NCCL groups live in a CUDA "
-                                 "LibTorch's libtorch_cuda, which the core does not link)");
   pg->backend_ = backend;
+  // Gloo takes host tensors (as LibTorch builds it here); any other backend the device's own.
+  pg->tensor_device_ = backend == "gloo" ? at::Device(at::kCPU) : runtime.device();
 
   try {
     pg->world_ = std::make_unique<World>(l, pg->timeout_);
+    pg->launch_.master_port = pg->world_->port();
   } catch (const std::exception& e) {
     throw RankLostError("rank " + std::to_string(l.rank) + " of " + std::to_string(l.world_size) +
                             ": the rendezvous at " + l.master_addr + ":" + std::to_string(l.master_port) +
@@ -437,11 +474,15 @@ std::shared_ptr<ProcessGroup> init(Runtime& runtime, std::optional<Launch> launc
     if (all[static_cast<std::size_t>(r)] != all[0])
       throw WorldMismatchError("rank " + std::to_string(r) + " runs " + all[static_cast<std::size_t>(r)] +
                                " but rank 0 runs " + all[0] + ": every rank must run the same build");
+  std::string made_by;
   try {
-    pg->world_->make_group();
+    made_by = pg->world_->make_group(backend, *runtime.device_handle(), runtime.device().str());
+  } catch (const DeviceUnavailableError&) {
+    throw;
   } catch (const std::exception& e) {
-    throw pg->world_->lost("creating the Gloo process group", e);
+    throw pg->world_->lost("creating the " + backend + " process group", e);
   }
+  pg->why_ += ", " + made_by;
   ctx.record({"dist", std::to_string(l.world_size) + " ranks, " + backend, l.launcher,
               "rank " + std::to_string(l.rank) + " (local " + std::to_string(l.local_rank) + " of " +
                   std::to_string(l.local_world_size) + "), " + l.source + "; master " + l.master_addr + ":" +
@@ -549,7 +590,7 @@ DataParallel::DataParallel(Runtime& runtime, std::shared_ptr<dist::ProcessGroup>
                       : static_cast<std::int64_t>(*runtime.context().config().dist_bucket_mb) << 20;
   engine_->first_bucket_bytes = std::min(options.first_bucket_bytes, bucket_bytes_);
   engine_->find_unused = options.find_unused_parameters;
-  if (group_->world_size() <= 1) return;
+  if (!group_->world()) return;
 
   static int generation = 0;  // DataParallels are made in the same order on every rank
   const std::string key = "model/" + std::to_string(generation++);
@@ -568,7 +609,7 @@ DataParallel::DataParallel(Runtime& runtime, std::shared_ptr<dist::ProcessGroup>
   for (auto& t : state) by_dtype[t.scalar_type()].push_back(t);
   for (auto& [dtype, ts] : by_dtype) {
     std::vector<at::Tensor> flat;
-    for (auto& t : ts) flat.push_back(t.detach().reshape({-1}).to(at::kCPU));
+    for (auto& t : ts) flat.push_back(t.detach().reshape({-1}).to(group_->tensor_device()));
     std::vector<at::Tensor> one{at::cat(flat)};
     group_->broadcast(one, 0);
     std::int64_t at = 0;
@@ -588,7 +629,7 @@ DataParallel::~DataParallel() {
 }
 
 void DataParallel::prepare_for_backward(const std::vector<at::Tensor>& outputs) {
-  if (group_->world_size() <= 1 || !sync_) return;
+  if (!group_->world() || !sync_) return;
   if (!engine_->reducer) {
     // Made at the first synchronised step, so the buckets take the parameters' dtypes as the
     // optimizer left them (master weights turn them bf16 after construction).
@@ -604,7 +645,7 @@ void DataParallel::prepare_for_backward(const std::vector<at::Tensor>& outputs) 
 
 void DataParallel::backward(const at::Tensor& loss) {
   prepare_for_backward({loss});
-  if (group_->world_size() <= 1) {
+  if (!group_->world()) {
     loss.backward();
     return;
   }
@@ -616,12 +657,12 @@ void DataParallel::backward(const at::Tensor& loss) {
 }
 
 void DataParallel::attach(LossScaler& scaler) {
-  if (group_->world_size() <= 1) return;
+  if (!group_->world()) return;
   std::weak_ptr<dist::ProcessGroup> weak = group_;
   scaler.set_found_inf_agreement([weak](bool found) {
     auto g = weak.lock();
     if (!g) return found;
-    std::vector<at::Tensor> flag{at::full({1}, found ? 1.0F : 0.0F)};
+    std::vector<at::Tensor> flag{at::full({1}, found ? 1.0F : 0.0F, at::TensorOptions().device(g->tensor_device()))};
     g->all_reduce_sum(flag);
     return flag[0].item<float>() > 0.0F;
   });

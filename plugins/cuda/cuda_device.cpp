@@ -9,6 +9,9 @@
 #include "cuda_captured_step.hpp"
 #include "cuda_optimizer.hpp"
 #endif
+#ifdef ACCELKIT_CUDA_NCCL
+#include "nccl_group.hpp"
+#endif
 
 namespace accelkit::cuda {
 
@@ -138,6 +141,22 @@ Result<std::shared_ptr<CapturedStep>> CudaDevice::capture_step(torch::optim::Opt
                   "this cuda plugin was built without its LibTorch-CUDA glue (nvcc was missing at build time), so it "
                   "has no graph capture");
 #endif
+#endif
+  });
+}
+
+Result<std::shared_ptr<c10d::ProcessGroup>> CudaDevice::process_group(const CollectiveRequest& request) noexcept {
+  return guarded("cuda process_group", [&]() -> Result<std::shared_ptr<c10d::ProcessGroup>> {
+    if (request.backend != "nccl")
+      return Status(StatusCode::not_supported, "the cuda plugin makes NCCL process groups only, not " + request.backend);
+#ifdef ACCELKIT_CUDA_NCCL
+    return make_nccl_group(request, gpu_.ordinal);
+#elif defined(ACCELKIT_CUDA_NO_TORCH_CUDA)
+    return Status(StatusCode::unavailable, "LibTorch here has no CUDA, so it has no NCCL process group");
+#else
+    return Status(StatusCode::unavailable,
+                  "this cuda plugin was built without NCCL process groups (its LibTorch has no NCCL, or nccl.h was "
+                  "not found at build time: set NCCL_INCLUDE_DIR)");
 #endif
   });
 }

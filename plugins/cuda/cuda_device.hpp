@@ -29,6 +29,9 @@ class CudaDevice final : public Device {
   // GraphedStep behind accelkit::CapturedStep; not_supported without the LibTorch-CUDA glue.
   Result<std::shared_ptr<CapturedStep>> capture_step(torch::optim::Optimizer& optimizer, std::function<void()> step,
                                                      int warmup) noexcept override;
+  // c10d's ProcessGroupNCCL on this GPU (nccl_group.hpp); a reason where this plugin was built
+  // without it.
+  Result<std::shared_ptr<c10d::ProcessGroup>> process_group(const CollectiveRequest& request) noexcept override;
 
  private:
   GpuFacts gpu_;

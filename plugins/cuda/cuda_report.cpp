@@ -62,7 +62,8 @@ DeviceInfo device_info(const GpuFacts& g, const TorchCudaStatus& torch, const Cu
     if (f.sdpa_flash) caps.add(Capability::sdpa_flash);
     if (f.sdpa_mem_efficient) caps.add(Capability::sdpa_mem_efficient);
     caps.add(Capability::memory_stats);
-    caps.set(kCollectivesKey, "nccl");  // c10d's ProcessGroupNCCL, in a CUDA LibTorch
+    // c10d's ProcessGroupNCCL, in a CUDA LibTorch built with NCCL: made by this plugin.
+    if (torch.nccl) caps.set(kCollectivesKey, "nccl");
     if (torch.graph_capture) caps.add(Capability::graph_capture);
     if (torch.fused_adamw && kernel_runs_on(torch.kernel_archs, cc)) {
       caps.add(Capability::fused_adamw);

@@ -24,6 +24,9 @@ TorchCudaStatus torch_cuda_status() {
   s.fused_adamw = s.has_cuda;
   s.graph_capture = s.has_cuda;
 #endif
+#ifdef ACCELKIT_CUDA_NCCL
+  s.nccl = s.has_cuda;
+#endif
   return s;
 }
 

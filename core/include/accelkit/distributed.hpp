@@ -1,6 +1,7 @@
 // Data-parallel training on PyTorch's own distributed engine (c10d): the launcher's
 // environment read, a rendezvous through c10d's TCPStore, the collective backend the device's
-// plugin names (its "collectives" capability key), and DistributedDataParallel's gradient
+// plugin names (its "collectives" capability key: Gloo's group made here, any other - NCCL -
+// by the plugin, Device::process_group), and DistributedDataParallel's gradient
 // reducer (c10d::Reducer: buckets filled from autograd hooks, all-reduce launched as each
 // bucket fills, so communication overlaps the rest of backward) over any torch::nn::Module.
 //
@@ -47,6 +48,10 @@ struct Launch {
   int master_port = 0;      // the rendezvous port: MASTER_PORT, a Slurm job's, else 29500
   bool store_hosted = false;  // the launcher hosts the store there (torchrun's agent store)
   std::string source;       // "RANK, WORLD_SIZE, LOCAL_RANK from torchrun's environment", ...
+  // Make the process group even for a world of one (never set from the environment): the
+  // collective path on one device, to test or measure it - every collective then runs, over
+  // a store this process hosts. Otherwise one process has no group at all.
+  bool group_of_one = false;
 };
 
 // A launcher's variable was present but unusable ("RANK=abc", RANK >= WORLD_SIZE, ...).
@@ -105,14 +110,18 @@ class ProcessGroup {
   const std::string& why() const noexcept { return why_; }          // why this backend
   std::chrono::milliseconds timeout() const noexcept { return timeout_; }
 
-  // Collectives on CPU tensors (in place); no-ops with world size 1. Throw RankLostError.
+  // Where the group's collectives take their tensors: the CPU for Gloo, the rank's device for
+  // the others (NCCL: "cuda:<local rank>").
+  at::Device tensor_device() const noexcept { return tensor_device_; }
+  // Collectives on tensors of tensor_device() (in place); no-ops without a group. Throw
+  // RankLostError.
   void all_reduce_sum(std::vector<at::Tensor>& tensors);
   void broadcast(std::vector<at::Tensor>& tensors, int root = 0);
   void barrier();
   // Every rank's `text`, in rank order (through the store). Throws RankLostError.
   std::vector<std::string> all_gather_text(const std::string& key, const std::string& text);
 
-  // For code that drives c10d itself (null with world size 1).
+  // For code that drives c10d itself (null without a group: world size 1).
   World* world() const noexcept { return world_.get(); }
 
  private:
@@ -122,6 +131,7 @@ class ProcessGroup {
   std::string backend_;
   std::string why_;
   std::chrono::milliseconds timeout_{0};
+  at::Device tensor_device_{at::kCPU};
   std::unique_ptr<World> world_;
 };
 

@@ -67,6 +67,10 @@
  *        SGD (momentum, dampening, Nesterov, weight decay), state-compatible with
  *        torch::optim::SGD, which Runtime::make_sgd creates. A 7.x plugin is refused: its
  *        Optimizer vtable has no create_sgd slot.
+ *   9.0  Device::process_group() with CollectiveRequest (collectives.hpp): a plugin makes the
+ *        c10d process group for a collective backend the host cannot make itself (NCCL in a
+ *        CUDA LibTorch's libtorch_cuda); support/process_group.hpp carries c10d's intrusive
+ *        handles across. An 8.x plugin is refused: its Device vtable has no process_group slot.
  *
  * Thread-safety: accelkit_plugin_info may be called from any thread, any number of times.
  */
@@ -76,7 +80,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ACCELKIT_ABI_MAJOR 8u
+#define ACCELKIT_ABI_MAJOR 9u
 #define ACCELKIT_ABI_MINOR 0u
 
 /* Name of the C entry point and of the Boost.DLL alias of the C++ factory. */

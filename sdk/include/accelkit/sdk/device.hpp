@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "accelkit/sdk/capability.hpp"
+#include "accelkit/sdk/collectives.hpp"
 #include "accelkit/sdk/device_runtime.hpp"
 #include "accelkit/sdk/memory.hpp"
 #include "accelkit/sdk/status.hpp"
@@ -144,6 +145,19 @@ class Device {
   // e.g. after an out-of-memory error. Since ABI 7.0.
   virtual Status empty_cache() noexcept {
     return Status(StatusCode::not_supported, "this device's plugin has no allocator cache to empty");
+  }
+
+  // A c10d process group of `request.backend` over this device's tensors (collectives.hpp),
+  // for a data-parallel run; never null on success. A plugin whose "collectives" key offers a
+  // backend the host cannot make itself (any but "gloo": NCCL lives in the CUDA LibTorch's
+  // libtorch_cuda, which only the plugin links) makes it here. Status(not_supported): the
+  // plugin makes none, and the host makes Gloo's itself or refuses the backend with this
+  // message; any other failure (no NCCL in this LibTorch, the communicator failed) is shown
+  // as it is, and the run stops there. Called once per run, with every rank of the run
+  // calling it at about the same time. Since ABI 9.0.
+  virtual Result<std::shared_ptr<c10d::ProcessGroup>> process_group(const CollectiveRequest& request) noexcept {
+    (void)request;
+    return Status(StatusCode::not_supported, "this device's plugin makes no process groups of its own");
   }
 };
 

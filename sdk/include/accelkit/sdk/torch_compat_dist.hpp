@@ -31,35 +31,10 @@
 #include <torch/csrc/distributed/c10d/reducer.hpp>
 
 #include "accelkit/sdk/torch_compat.hpp"
+#include "accelkit/sdk/torch_compat_pg.hpp"
 
 namespace accelkit::compat {
 
-namespace dist_detail {
-template <typename T>
-inline constexpr bool kAlwaysFalse = false;
-
-template <typename G, typename = void>
-struct HasSetDefaultBackend : std::false_type {};
-template <typename G>
-struct HasSetDefaultBackend<G, std::void_t<decltype(std::declval<G&>().setDefaultBackend(
-                                   std::declval<typename G::BackendType>()))>> : std::true_type {};
-
-// ProcessGroup(store, rank, size[, options]) around a Gloo backend (LibTorch 2.x).
-template <typename G, typename Backend>
-c10::intrusive_ptr<c10d::ProcessGroup> wrap_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                                                    std::chrono::milliseconds timeout, Backend gloo) {
-  c10::intrusive_ptr<G> group;
-  if constexpr (std::is_constructible_v<G, c10::intrusive_ptr<c10d::Store>, int, int>) {
-    (void)timeout;
-    group = c10::make_intrusive<G>(store, rank, size);
-  } else {
-    group = c10::make_intrusive<G>(store, rank, size, c10::make_intrusive<typename G::Options>("gloo", timeout));
-  }
-  group->setBackend(c10::DeviceType::CPU, G::BackendType::GLOO, gloo);
-  if constexpr (HasSetDefaultBackend<G>::value) group->setDefaultBackend(G::BackendType::GLOO);
-  return group;
-}
-}  // namespace dist_detail
 
 // A Gloo process group over `store` for `rank` of `size`, its collectives bounded by `timeout`,
 // connecting through network interface `interface` ("eth0") if given, else the interface that
@@ -74,11 +49,7 @@ c10::intrusive_ptr<G> make_gloo_group(const c10::intrusive_ptr<c10d::Store>& sto
                              : !hostname.empty() ? Gloo::createDeviceForHostname(hostname)
                                                  : Gloo::createDefaultDevice());
   auto gloo = c10::make_intrusive<Gloo>(store, rank, size, options);
-  if constexpr (std::is_base_of_v<G, Gloo>) {
-    return gloo;
-  } else {
-    return dist_detail::wrap_backend<G>(store, rank, size, timeout, gloo);
-  }
+  return as_process_group<G>(store, rank, size, timeout, std::move(gloo), c10::DeviceType::CPU, "gloo");
 }
 
 // DistributedDataParallel's gradient reducer over `params` (all dense), buckets of at most
@@ -128,7 +99,7 @@ std::pair<std::unique_ptr<R>, std::size_t> make_reducer(const std::vector<at::Te
     r = std::make_unique<R>(params, std::move(buckets), group, sparse, bucket_bytes, find_unused, as_view, Names{},
                             first_bucket_bytes);
   } else {
-    static_assert(dist_detail::kAlwaysFalse<R>, "this LibTorch's c10d::Reducer constructor is not one accelkit knows");
+    static_assert(pg_detail::kAlwaysFalse<R>, "this LibTorch's c10d::Reducer constructor is not one accelkit knows");
   }
   (void)limits;
   return {std::move(r), count};
