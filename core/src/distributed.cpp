@@ -409,6 +409,11 @@ StepAgreement step_agreement(const std::shared_ptr<ProcessGroup>& pg) {
     }
     return out;
   };
+  a.rank0 = [weak](const std::string& name, const std::string& text) {
+    const auto g = weak.lock();
+    if (!g || !g->world()) return text;
+    return g->all_gather_text(name, text).at(0);
+  };
   return a;
 }
 

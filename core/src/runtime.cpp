@@ -193,6 +193,30 @@ bool Runtime::use_master_weights(const AdamWConfig& c, Toggle fused, bool model_
   return false;
 }
 
+// Every rank of a data-parallel run steps with the same implementation: each measured (or read
+// its own host's cache) and may have chosen another, whose rounding differs, and the ranks'
+// weights would drift apart. Rank 0's choice is every rank's.
+void Runtime::agree_on_adamw(AdamWImplChoice& choice) const {
+  const std::string mine = choice.name;
+  const std::string first = step_agreement_.rank0("adamw_implementation", mine);
+  if (first == mine) {
+    choice.why += "; rank 0 chose the same, which every rank takes";
+    return;
+  }
+  const std::string who = context_->require_device().plugin + " plugin";
+  for (const auto& i : call_plugin(who, "Optimizer::adamw_implementations()",
+                                   [&] { return optimizers_->adamw_implementations(); }))
+    if (i.name == first) {
+      choice.name = i.name;
+      choice.description = i.description;
+      choice.why = "rank 0's choice, which every rank of a data-parallel run takes (this rank had " + mine +
+                   ": " + choice.why + ")";
+      return;
+    }
+  throw std::runtime_error("rank 0 steps AdamW with " + first + ", which this rank's " + who +
+                           " does not offer: every rank must run the same build");
+}
+
 OptimizerChoice Runtime::make_adamw_as(const std::vector<at::Tensor>& params, const AdamWConfig& config, Toggle fused,
                                        bool model_weights, ForwardOwner forwards) const {
   const Config& s = context_->config();
@@ -219,8 +243,10 @@ OptimizerChoice Runtime::make_adamw_as(const std::vector<at::Tensor>& params, co
                                        [&] { return optimizers_->adamw_implementations(); }))
         if (i.name == asked) impl = i.description;
     } else if (c.implementation.empty() && !c.master_weights) {
-      if (!adamw_choice_)
+      if (!adamw_choice_) {
         adamw_choice_ = choose_adamw_implementation(*context_, *optimizers_, torch_device_, *s.autotune_cache);
+        if (adamw_choice_->origin != "only" && step_agreement_.rank0) agree_on_adamw(*adamw_choice_);
+      }
       if (adamw_choice_->origin != "only") {
         c.implementation = adamw_choice_->name;
         impl = adamw_choice_->description;

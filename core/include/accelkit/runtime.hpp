@@ -241,6 +241,7 @@ class Runtime {
   void no_step_tuning(const std::string& why) const;  // unless already decided
   void step_tuning_off(std::string why) const;         // whatever its state
   void agree_on_steps(StepAgreement agreement);        // join_data_parallel's parts
+  void agree_on_adamw(AdamWImplChoice& choice) const;  // rank 0's, in a data-parallel run
   void share_cores(int local_ranks);
   void drop_unweighted_candidates(const std::string& why) const;
   std::string step_cache_path(std::string& key) const;

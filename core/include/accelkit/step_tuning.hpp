@@ -69,6 +69,10 @@ struct StepAgreement {
   // Every rank's payload in rank order once all have published; nullopt until then; an empty
   // vector where the run's process group is gone (this rank decides alone).
   std::function<std::optional<std::vector<std::string>>(int generation)> poll;
+  // Rank 0's `text` under `key` on every rank, each rank giving its own (blocking, within the
+  // run's dist_timeout): for a choice every rank must make alike, such as the AdamW
+  // implementation. `key` is used once per run. Empty: this rank's own.
+  std::function<std::string(const std::string& key, const std::string& text)> rank0;
   explicit operator bool() const { return world_size > 1 && publish && poll; }
 };
 
