@@ -78,6 +78,18 @@ TEST_CASE("an honest fixture plugin passes through check_plugin_dir, its thermal
   CHECK(ran(reports[0], "sdpa_flash") == compat::kSdpaControllable);
 }
 
+TEST_CASE("a plugin's own process group passes the collectives check: a world of one all-reduces and broadcasts") {
+  const auto reports = check_plugin_dir(fixture_dir("honest-groups"), quick());
+  REQUIRE(reports.size() == 1);
+  INFO(dump(reports[0]));
+  CHECK(reports[0].failed() == 0);
+  CHECK(ran(reports[0], "collectives"));
+  const bool made = std::any_of(reports[0].results.begin(), reports[0].results.end(), [](const CheckResult& c) {
+    return c.capability == "collectives" && c.detail.find("all-reduce and broadcast over one rank") != std::string::npos;
+  });
+  CHECK(made);
+}
+
 TEST_CASE("routed operation classes run where the route sends them and match fp64") {
   auto rt = accelkit::test::start_cpu_runtime();
   CheckOptions o = quick();
@@ -110,6 +122,7 @@ TEST_CASE("each lie fails the check of the capability it lies about, with the me
       {"liar-threads", "plan", "threads: plan"},
       {"liar-capture", "graph_capture", "max |w_captured - w_eager|"},
       {"liar-sdpa", "sdpa_mem_efficient", "threw"},
+      {"liar-groups", "collectives", "offered, but process_group() says"},
   };
   for (const auto& lie : lies) {
     CAPTURE(lie.plugin);

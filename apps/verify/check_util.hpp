@@ -56,5 +56,6 @@ void check_optimizers(const Run& run);
 void check_graph_capture(const Run& run);
 void check_sensors(const Run& run);
 void check_training(const Run& run);
+void check_collectives(const Run& run);
 
 }  // namespace accelkit::conformance::detail

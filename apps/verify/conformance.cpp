@@ -195,6 +195,7 @@ DeviceReport check_device(Device& device, const CheckOptions& options) {
   detail::check_optimizers(run);
   detail::check_graph_capture(run);
   detail::check_sensors(run);
+  detail::check_collectives(run);
   if (options.training) detail::check_training(run);
   // The device's own plan back, as it ran before.
   try {
