@@ -1,9 +1,10 @@
 // accelkit_bench_distributed [--ranks N] [--rounds R] [--warmup W] [--width D] [--batch B]
-//                            [--device D]:
+//                            [--device D] [--threads T]:
 // data-parallel communication through accelkit::DataParallel against c10d's plain all-reduce,
 // N local ranks over the device's collective backend (Gloo on loopback on a CPU; NCCL through
 // the CUDA plugin on a GPU); the program starts its own ranks with dist::run_local_workers
-// unless a launcher's variables are set. --ranks 1 makes the process group all the same
+// unless a launcher's variables are set; --threads sets each rank's intra-op threads (default:
+// the host's cores shared out, which leaves Gloo's own threads none to spare). --ranks 1 makes the process group all the same
 // (Launch::group_of_one): the collective path on one device. Rank 0 prints, per round
 // medians:
 //
@@ -57,8 +58,10 @@ int main(int argc, char** argv) {
   try {
     accelkit::ContextOptions o;
     o.settings.cli = {{"precision", "fp32"}, {"log_level", "error"}};
-    for (int i = 1; i + 1 < argc; ++i)
+    for (int i = 1; i + 1 < argc; ++i) {
       if (std::string(argv[i]) == "--device") o.settings.cli.emplace_back("device", argv[i + 1]);
+      if (std::string(argv[i]) == "--threads") o.settings.cli.emplace_back("threads", argv[i + 1]);
+    }
     auto rt = accelkit::Runtime::start(o);
     accelkit::dist::Launch launch = accelkit::dist::detect_launch();
     launch.group_of_one = ranks == 1;

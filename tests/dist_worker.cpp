@@ -128,6 +128,8 @@ int main(int argc, char** argv) {
                 static_cast<long long>(scaler.skipped_steps()), dp.buckets(),
                 choice.master_weights ? " bf16 params" : "");
     std::printf("backend %s: %s\n", world->backend().c_str(), world->why().c_str());
+    std::printf("launcher %s%s\n", world->launch().launcher.c_str(),
+                world->launch().store_hosted ? ", its store hosted by the launcher" : "");
     if (const auto& a = rt->adamw_choice(); a && a->origin != "only") std::printf("adamw %s: %s\n", a->name.c_str(), a->why.c_str());
     if (const char* made = std::getenv("ACCELKIT_FIXTURE_GROUP_MADE")) std::printf("fixture group %s\n", made);
     if (tuning) {

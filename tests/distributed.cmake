@@ -18,3 +18,10 @@ add_dependencies(${distributed_test_target} accelkit_fixture_plugins)
 # own std::optional<Example> moves; a source with its own options also leaves the unity batch.
 set_source_files_properties(distributed_test.cpp PROPERTIES
   COMPILE_OPTIONS "$<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>")
+# PyTorch's own launcher, where one comes with this build's LibTorch (the wheel's virtual
+# environment, or Debian's python3-torch beside Debian's LibTorch): a real torchrun run.
+find_program(ACCELKIT_TORCHRUN torchrun NO_DEFAULT_PATH
+  HINTS "${TORCH_INSTALL_PREFIX}/../../../../bin" "${TORCH_INSTALL_PREFIX}/bin")
+if(ACCELKIT_TORCHRUN)
+  target_compile_definitions(${distributed_test_target} PRIVATE ACCELKIT_TORCHRUN="${ACCELKIT_TORCHRUN}")
+endif()

@@ -551,6 +551,28 @@ TEST_CASE("ranks with different models are refused before training") {
   }
 }
 
+// A launcher (mpirun, torchrun) starting 2 workers through `sh -c`, each writing
+// <tag>-<its rank>.bin, the rank read from the variable `rank_var` the launcher sets: both ranks
+// bit-identical and equal to 1 rank with the whole batch. Returns the launcher's output.
+std::string check_launched(const TempDir& dir, const std::string& tag, std::vector<std::string> launcher,
+                           const std::string& rank_var, const std::map<std::string, std::string>& env) {
+  Run one = run_workers(dir, "one", 1, {"--steps", "5", "--batch", "32"});
+  require_ok(one);
+  const std::string prefix = (dir.path() / (tag + "-")).string();
+  launcher.insert(launcher.end(), {"sh", "-c", std::string(ACCELKIT_DIST_WORKER) + " --steps 5 --batch 32 --out " +
+                                                   prefix + "$" + rank_var + ".bin"});
+  std::vector<Proc> ps{spawn(launcher, env, dir, tag)};
+  wait_all(ps, 120);
+  const std::string out = slurp(ps[0].out);
+  INFO("stdout: " << out << " stderr: " << slurp(ps[0].err));
+  REQUIRE(exited_ok(ps[0]));
+  const auto r0 = floats(prefix + "0.bin"), r1 = floats(prefix + "1.bin");
+  CHECK(r0 == r1);
+  CHECK(max_relative(r0, floats(one.outs[0])) < 1e-5);
+  CHECK(out.find("rank 1 of 2") != std::string::npos);
+  return out;
+}
+
 TEST_CASE("under a real mpirun (Open MPI's environment)") {
   const char* candidates[] = {"/usr/bin/mpirun", "/usr/local/bin/mpirun"};
   std::string mpirun;
@@ -561,23 +583,27 @@ TEST_CASE("under a real mpirun (Open MPI's environment)") {
     return;
   }
   TempDir dir("accelkit-dist");
-  Run one = run_workers(dir, "one", 1, {"--steps", "5", "--batch", "32"});
-  require_ok(one);
-  // Each rank writes its own file, named by the rank mpirun gave it.
-  std::vector<Proc> ps;
   const std::string port = std::to_string(accelkit::test::free_loopback_port());
-  ps.push_back(spawn({mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "2", "-x", "MASTER_PORT=" + port,
-                      "sh", "-c",
-                      std::string(ACCELKIT_DIST_WORKER) + " --steps 5 --batch 32 --out " +
-                          (dir.path() / "mpi-").string() + "$OMPI_COMM_WORLD_RANK.bin"},
-                     {{"OMPI_MCA_plm_rsh_agent", ""}}, dir, "mpirun"));
-  wait_all(ps, 120);
-  INFO("stdout: " << slurp(ps[0].out) << " stderr: " << slurp(ps[0].err));
-  REQUIRE(exited_ok(ps[0]));
-  const auto r0 = floats((dir.path() / "mpi-0.bin").string()), r1 = floats((dir.path() / "mpi-1.bin").string());
-  CHECK(r0 == r1);
-  CHECK(max_relative(r0, floats(one.outs[0])) < 1e-5);
-  CHECK(slurp(ps[0].out).find("rank 1 of 2") != std::string::npos);
+  const std::string out = check_launched(
+      dir, "mpi", {mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "2", "-x", "MASTER_PORT=" + port},
+      "OMPI_COMM_WORLD_RANK", {{"OMPI_MCA_plm_rsh_agent", ""}});
+  CHECK(out.find("launcher openmpi") != std::string::npos);
+}
+
+TEST_CASE("under a real torchrun (PyTorch's launcher), its agent hosting the store") {
+#ifdef ACCELKIT_TORCHRUN
+  const std::string torchrun = ACCELKIT_TORCHRUN;
+#else
+  const std::string torchrun;
+#endif
+  if (torchrun.empty() || ::access(torchrun.c_str(), X_OK) != 0) {
+    MESSAGE("skipped: no torchrun beside this build's LibTorch (the PyTorch wheel's, or Debian's python3-torch)");
+    return;
+  }
+  TempDir dir("accelkit-dist");
+  const std::string out =
+      check_launched(dir, "torchrun", {torchrun, "--standalone", "--nproc-per-node", "2", "--no-python"}, "RANK", {});
+  CHECK(out.find("launcher torchrun") != std::string::npos);
 }
 
 }  // namespace distributed_suite
