@@ -102,7 +102,9 @@ TEST_CASE("a Linear stack: every layer int8, outputs within 1% of fp64 on fresh 
   CHECK(r.bytes_before == 3 * (256 * 256 + 256) * 4);
   CHECK(r.bytes_after == 3 * (256 * 256 + 8 * 256 + 256 * 4));
   REQUIRE(r.cosine);
-  CHECK(*r.cosine >= 0.999);
+  // Random networks' int8 error has a tail: 150 seeds read 0.99943 at the lowest, one seed in
+  // a few hundred 0.9989 (13959090599451066000). A broken int8 path reads far below either.
+  CHECK(*r.cosine >= 0.998);
   CHECK(*r.rel_error <= 0.05);
   CHECK(*r.max_rel_error <= 0.1);
 
@@ -216,7 +218,9 @@ TEST_CASE("static int8: a CNN's convolutions and Linear in int8, calibrated on t
   CHECK(qlinear == 1);
   CHECK(fp32_layers == 0);
   REQUIRE(r.cosine);
-  CHECK(*r.cosine >= 0.999);
+  // Random networks' int8 error has a tail: 150 seeds read 0.99943 at the lowest, one seed in
+  // a few hundred 0.9989 (13959090599451066000). A broken int8 path reads far below either.
+  CHECK(*r.cosine >= 0.998);
 
   // Fresh inputs from the same distribution, against the module in fp64.
   const std::vector<at::Tensor> fresh{at::randn({4, 3, 32, 32})};
@@ -235,7 +239,7 @@ TEST_CASE("static int8: pytorch/examples' MNIST network, its view after a convol
   at::manual_seed(test_seed() + 4);
   QuantizeOptions o;
   o.conv = QuantDtype::int8;
-  QuantizedModule q = rt->quantize(mnist, o, {at::randn({32, 1, 28, 28})});
+  QuantizedModule q = rt->quantize(mnist, o, {at::randn({256, 1, 28, 28})});
   INFO(q.report.summary());
   CHECK(q.report.converted == 4);
   REQUIRE(q.report.layers.size() == 4);
@@ -246,7 +250,10 @@ TEST_CASE("static int8: pytorch/examples' MNIST network, its view after a convol
   const std::vector<at::Tensor> fresh{at::randn({5, 1, 28, 28})};
   const auto got = run(q.module, fresh);
   REQUIRE(got.at(0).sizes() == at::IntArrayRef({5, 10}));
-  // Log-probabilities: the int8 network's classes agree with fp64's.
+  // Log-probabilities: the int8 network's class probabilities match fp64's. (Calibrated on 32
+  // images, a fresh one beyond their range now and then was clipped: cosine 0.983 for one seed
+  // in ~50; on 256, the lowest of 150 seeds read 0.998. An untrained network's top two classes
+  // are often within int8's error of each other, so the classes themselves are not compared.)
   const at::Tensor ref = fp64_outputs(mnist, fresh).at(0);
   CHECK(error({got[0].exp()}, {ref.exp()}).cosine >= 0.99);
 }
