@@ -1,6 +1,6 @@
 // Data-parallel training on c10d (distributed.hpp): the launcher's environment, the TCPStore
-// rendezvous, the process group (Gloo's made here, others by the device's plugin), a liveness beacon that names a lost rank, and
-// DistributedDataParallel's Reducer driven from C++.
+// rendezvous, the process group (Gloo's made here, others by the device's plugin), a liveness
+// beacon that names a lost rank, and DistributedDataParallel's Reducer driven from C++.
 #include "accelkit/distributed.hpp"
 
 #include <algorithm>
