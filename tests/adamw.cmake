@@ -35,3 +35,10 @@ if(TARGET accelkit-plugin-cpu)
   target_compile_definitions(${sgd_test_target} PRIVATE ACCELKIT_TEST_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}")
   add_dependencies(${sgd_test_target} accelkit-plugin-cpu)
 endif()
+# The CPU plugin's operator kernels through a Runtime: the plan, the setting, the gate, and
+# max_pool2d against LibTorch's own kernel (the pure plan rules from accelkit_cpu_adamw).
+if(TARGET accelkit-plugin-cpu)
+  accelkit_add_test(operator_kernels_test SOURCES operator_kernels_test.cpp LINK accelkit::core accelkit_cpu_adamw GROUP runtime)
+  target_compile_definitions(${operator_kernels_test_target} PRIVATE ACCELKIT_TEST_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}")
+  add_dependencies(${operator_kernels_test_target} accelkit-plugin-cpu)
+endif()

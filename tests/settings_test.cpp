@@ -70,7 +70,7 @@ TEST_CASE("schema: display order, types, env names and options, [routing] and [t
   }
   CHECK(top == std::vector<std::string>{"device", "no_gpu", "precision", "tf32", "compile", "sdpa_backend",
                                         "fused_optimizer", "adamw_implementation", "master_weights", "threads",
-                                        "blas_kernels", "batch_size", "prefetch", "memory_margin", "profile", "sampler",
+                                        "blas_kernels", "kernels", "batch_size", "prefetch", "memory_margin", "profile", "sampler",
                                         "guard_interval", "guard_policy", "guard_temperature", "guard_hysteresis",
                                         "guard_power", "autotune", "step_tuning",
                                         "autotune_cache", "log_level", "plugin_scan", "plugin_scan_timeout",
@@ -204,6 +204,7 @@ TEST_CASE("file layer: every key, with file:line:column") {
   CHECK((*s->autotune_cache) == false);
   CHECK(s.text("master_weights") == "on");
   CHECK(s.text("blas_kernels") == "library");
+  CHECK(s.text("kernels") == "off");
   CHECK(s.text("adamw_implementation") == "aten-fused");
   CHECK_FALSE(*s->plugin_scan);
   CHECK(*s->plugin_scan_timeout == 30);

@@ -38,13 +38,13 @@ std::string on_off(bool b) { return b ? "on" : "off"; }
 
 Json request_json(const PrecisionRequest& r) {
   return Json{{"precision", precision_name(r.precision)}, {"tf32", to_string(r.tf32)}, {"threads", r.threads},
-              {"blas_kernels", to_string(r.blas)}};
+              {"blas_kernels", to_string(r.blas)}, {"kernels", to_string(r.kernels)}};
 }
 
 Json plan_json(const PrecisionPlan& p) {
   return Json{{"dtype", to_string(p.dtype)}, {"autocast", p.autocast}, {"tf32", p.tf32},
               {"loss_scaling", p.loss_scaling}, {"threads", p.threads},
-              {"blas_kernels", p.blas_kernels}, {"reasons", p.reasons}};
+              {"blas_kernels", p.blas_kernels}, {"kernels", p.kernels}, {"reasons", p.reasons}};
 }
 
 void render_plan(std::ostream& out, const PrecisionRequest& r, const PrecisionPlan& p) {
@@ -58,6 +58,9 @@ void render_plan(std::ostream& out, const PrecisionRequest& r, const PrecisionPl
   t.add_row({"loss scaling", on_off(p.loss_scaling)});
   t.add_row({"threads", p.threads > 0 ? std::to_string(p.threads) : "LibTorch default"});
   t.add_row({"blas kernels", p.blas_kernels.empty() ? "the library's own" : p.blas_kernels});
+  std::string ops;
+  for (const auto& op : p.kernels) ops += (ops.empty() ? "the plugin's for " : ", ") + op;
+  t.add_row({"operator kernels", ops.empty() ? "LibTorch's" : ops + " (LibTorch's for the rest)"});
   t.print(out);
   if (!p.reasons.empty()) {
     out << "  why:\n";

@@ -22,6 +22,7 @@
 #include "model_snapshot.hpp"
 #include "accelkit/device_sync.hpp"
 #include "median.hpp"
+#include "operator_kernels.hpp"
 #include "strings.hpp"
 
 namespace accelkit {
@@ -391,6 +392,7 @@ TuneDecision Runtime::autotune(const TuneProblem& p, const TuneOptions& o) {
   } catch (...) {
     plan_ = plan_before;
     (void)precision_rules_->apply(plan_);
+    detail::set_operator_kernels_open(!plan_.kernels.empty());
     throw;
   }
   d.trials = std::move(trials);

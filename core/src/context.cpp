@@ -15,6 +15,7 @@ PrecisionRequest precision_request_from(const Config& c) {
   request.tf32 = *c.tf32;
   request.threads = *c.threads;
   request.blas = *c.blas_kernels;
+  request.kernels = *c.kernels;
   return request;
 }
 

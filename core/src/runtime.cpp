@@ -15,6 +15,7 @@
 #include "accelkit/sdk/device.hpp"
 #include "accelkit/new_device.hpp"
 #include "combined_optimizer.hpp"
+#include "operator_kernels.hpp"
 
 namespace accelkit {
 
@@ -53,6 +54,12 @@ std::unique_ptr<Runtime> Runtime::start(const ContextOptions& options) {
   return rt;
 }
 
+Runtime::~Runtime() = default;
+
+std::vector<std::string> Runtime::operator_kernels() const {
+  return kernels_ ? kernels_->registered() : std::vector<std::string>{};
+}
+
 void Runtime::decide(const char* key, std::string value, std::string source, std::string why) {
   spdlog::info("{} = {} ({}): {}", key, value, source, why);
   context_->record({key, std::move(value), std::move(source), std::move(why)});
@@ -88,6 +95,19 @@ PrecisionRequest Runtime::settings_request() const {
 void Runtime::apply_precision(const PrecisionPlan& plan) {
   if (Status st = precision_rules_->apply(plan); !st.is_ok())
     throw std::runtime_error(device_->info().id + ": applying a precision plan failed: " + st.message());
+  detail::set_operator_kernels_open(!plan.kernels.empty());
+}
+
+void Runtime::register_kernels(const PrecisionPlan& plan) {
+  if (plan.kernels.empty()) return;
+  const std::string& id = device_->info().id;
+  c10::DispatchKey key = c10::DispatchKey::CPU;
+  if (torch_device_.is_cuda()) key = c10::DispatchKey::CUDA;
+  else if (!torch_device_.is_cpu())
+    throw std::runtime_error(id + ": its precision plan lists operator kernels, which the host registers for CPU and "
+                                  "CUDA devices only (a new device type brings its kernels in DeviceRuntime)");
+  if (!kernels_) kernels_ = std::make_unique<detail::RegisteredKernels>();
+  kernels_->add(plan.kernels, precision_rules_->kernels(), key, context_->require_device().plugin);
 }
 
 void Runtime::apply_plan(const PrecisionRequest& request) {
@@ -98,8 +118,10 @@ void Runtime::apply_plan(const PrecisionRequest& request) {
     throw DeviceUnavailableError(std::string("precision '") + precision_name(request.precision) + "' (from " +
                                  c.precision.from() + "), tf32 '" + to_string(request.tf32) + "' on " + id + ": " +
                                  plan.status().message());
+  register_kernels(plan.value());
   if (Status st = precision_rules_->apply(plan.value()); !st.is_ok())
     throw std::runtime_error(id + ": applying the precision plan failed: " + st.message());
+  detail::set_operator_kernels_open(!plan.value().kernels.empty());
   plan_ = plan.value();
 }
 

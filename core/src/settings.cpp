@@ -402,6 +402,11 @@ std::vector<SettingSpec> make_schema() {
   s.push_back(enum_spec<BlasKernels>("blas_kernels", BlasKernels::automatic, "ACCELKIT_BLAS_KERNELS",
                                      "CPU BLAS kernels: auto (replace a set narrower than the CPU runs) or library (its own)",
                                      store_enum<BlasKernels>(ACCELKIT_FIELD(blas_kernels))));
+  s.push_back(enum_spec<Toggle>("kernels", Toggle::automatic, "ACCELKIT_KERNELS",
+                                "the plugin's own operator kernels in place of LibTorch's for the inputs they take "
+                                "(CPU: 2x2 max_pool2d): auto (where it has them; step tuning measures them against "
+                                "LibTorch's), on, or off",
+                                store_enum<Toggle>(ACCELKIT_FIELD(kernels))));
   s.push_back(int_spec("batch_size", 0, 0, INT32_MAX, "ACCELKIT_BATCH_SIZE", "batch size (0 = auto)",
                        store_as<std::int64_t>(ACCELKIT_FIELD(batch_size))));
   s.push_back(int_spec("prefetch", 2, 0, 64, "ACCELKIT_PREFETCH",
@@ -436,8 +441,8 @@ std::vector<SettingSpec> make_schema() {
   s.push_back(flag_spec("autotune", false, "ACCELKIT_AUTOTUNE", "benchmark the candidates and cache the decision",
                         store_as<bool>(ACCELKIT_FIELD(autotune))));
   s.push_back(flag_spec("step_tuning", true, "ACCELKIT_STEP_TUNING",
-                        "time the program's first training steps under the plan, fp32 and fewer threads, keep the "
-                        "fastest (cached)",
+                        "time the program's first training steps under the plan, fp32, fewer threads and LibTorch's "
+                        "kernels, keep the fastest (cached)",
                         store_as<bool>(ACCELKIT_FIELD(step_tuning))));
   s.push_back(flag_spec("autotune_cache", true, "ACCELKIT_AUTOTUNE_CACHE",
                         "read and write the auto-tuner's cache (--no-cache: neither)",

@@ -18,6 +18,7 @@
 #include "accelkit/runtime.hpp"
 #include "autotune_cache.hpp"
 #include "median.hpp"
+#include "operator_kernels.hpp"
 #include "strings.hpp"
 
 namespace accelkit {
@@ -45,6 +46,7 @@ std::string StepConfig::label() const {
     else if (dtype == at::kHalf) s = "fp16 autocast";
   }
   if (threads > 0) s += ", " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+  if (kernels == StepKernels::libtorch) s += ", LibTorch's kernels";
   return s;
 }
 
@@ -288,15 +290,23 @@ void Runtime::setup_step_tuning() {
   const Config& s = context_->config();
   if (!*s.step_tuning) return step_tuning_off("step_tuning = off (from " + s.step_tuning.from() + ")");
   const int threads = plan_.threads > 0 ? plan_.threads : at::get_num_threads();
-  StepConfig plan{plan_.autocast, autocast_dtype(), threads};
+  const StepKernels kernels = plan_kernels();
+  StepConfig plan{plan_.autocast, autocast_dtype(), threads, kernels};
   std::vector<StepConfig> cs{plan};
   std::vector<std::string> fixed;
   if (s.precision.user_set()) fixed.push_back("precision (from " + s.precision.from() + ")");
-  else if (plan_.autocast) cs.push_back({false, at::kFloat, threads});
+  else if (plan_.autocast) cs.push_back({false, at::kFloat, threads, kernels});
   if (s.threads.user_set()) fixed.push_back("threads (from " + s.threads.from() + ")");
   else if (torch_device_.is_cpu() && threads >= 2) {
     const std::size_t n = cs.size();
-    for (std::size_t i = 0; i < n; ++i) cs.push_back({cs[i].autocast, cs[i].dtype, threads / 2});
+    for (std::size_t i = 0; i < n; ++i) cs.push_back({cs[i].autocast, cs[i].dtype, threads / 2, kernels});
+  }
+  // The plugin's kernels are measured too: against LibTorch's on the configuration a user
+  // tunes by hand (fp32 - or the dtype the user fixed - at the plan's threads).
+  if (s.kernels.user_set()) fixed.push_back("kernels (from " + s.kernels.from() + ")");
+  else if (kernels == StepKernels::plugin) {
+    const bool ac = s.precision.user_set() && plan_.autocast;
+    cs.push_back({ac, ac ? autocast_dtype() : at::kFloat, threads, StepKernels::libtorch});
   }
   if (cs.size() < 2)
     return step_tuning_off(fixed.empty() ? "nothing to choose between: the plan is fp32 with one thread, or not on a CPU"
@@ -407,7 +417,7 @@ void Runtime::write_step_cache() const {
 }
 
 StepConfig Runtime::step_config() const {
-  const StepConfig plan{plan_.autocast, autocast_dtype(), 0};
+  const StepConfig plan{plan_.autocast, autocast_dtype(), 0, plan_kernels()};
   if (!step_tuner_) return plan;
   if (AutocastScope::depth() > 0) return current_step_;  // inside a step: as the step began
   const bool training = at::GradMode::is_enabled();
@@ -457,6 +467,7 @@ void Runtime::apply_step_config(const StepConfig& c) const {
     if (c.autocast) compat::set_autocast_dtype(type, c.dtype);
     compat::set_autocast_enabled(type, c.autocast);
   }
+  detail::set_operator_kernels_open(c.kernels == StepKernels::plugin);
   current_step_ = c;
 }
 

@@ -4,6 +4,7 @@
 #include <accelkit/sdk/torch_compat.hpp>
 
 #include "openblas_kernels.hpp"
+#include "operator_kernels.hpp"
 #include "precision_rules.hpp"
 
 namespace accelkit::cpu {
@@ -16,6 +17,11 @@ Result<PrecisionPlan> CpuPrecision::plan(const PrecisionRequest& request) noexce
     const BlasKernelPlan blas = plan_openblas_kernels(request.blas, openblas_state(), probe_.isa, probe_.vendor);
     p.blas_kernels = blas.kernels;
     p.reasons.push_back(blas.reason);
+    std::string why;
+    Result<std::vector<std::string>> ops = plan_operator_kernels(request.kernels, probe_.isa, why);
+    if (!ops.ok()) return ops.status();
+    p.kernels = ops.value();
+    p.reasons.push_back(why);
     return p;
   });
 }
@@ -48,8 +54,19 @@ Result<std::vector<AppliedValue>> CpuPrecision::read_back() noexcept {
         {"autocast_cpu_enabled", compat::autocast_enabled(at::kCPU) ? "true" : "false", PlanField::autocast},
         {"autocast_cpu_dtype", c10::toString(compat::autocast_dtype(at::kCPU)), PlanField::autocast_dtype},
         {"blas_kernels", blas.empty() ? "none (no OpenBLAS)" : blas, PlanField::blas_kernels},
+        {"kernel_calls.max_pool2d_with_indices", std::to_string(operator_kernel_calls("max_pool2d_with_indices"))},
+        {"kernel_calls.max_pool2d_with_indices_backward",
+         std::to_string(operator_kernel_calls("max_pool2d_with_indices_backward"))},
     };
   });
+}
+
+std::vector<OperatorKernel> CpuPrecision::kernels() noexcept {
+  try {
+    return operator_kernels(probe_.isa);
+  } catch (...) {
+    return {};
+  }
 }
 
 }  // namespace accelkit::cpu

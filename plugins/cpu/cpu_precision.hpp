@@ -1,5 +1,6 @@
 // accelkit::Precision for the CPU: plan() applies precision_rules, apply() sets LibTorch's
-// intra-op threads and CPU autocast, read_back() reads them from LibTorch.
+// intra-op threads and CPU autocast, read_back() reads them from LibTorch; kernels() are the
+// plugin's own operator kernels (operator_kernels.hpp).
 #pragma once
 
 #include <accelkit/sdk/precision.hpp>
@@ -15,6 +16,7 @@ class CpuPrecision final : public Precision {
   Result<PrecisionPlan> plan(const PrecisionRequest& request) noexcept override;
   Status apply(const PrecisionPlan& plan) noexcept override;
   Result<std::vector<AppliedValue>> read_back() noexcept override;
+  std::vector<OperatorKernel> kernels() noexcept override;
 
  private:
   CpuProbe probe_;

@@ -1,5 +1,5 @@
-# Fused AdamW and SGD for the CPU plugin: static library accelkit_cpu_adamw (PIC, hidden
-# visibility).
+# Fused AdamW and SGD, and the operator kernels (operator_kernels.cpp), for the CPU plugin:
+# static library accelkit_cpu_adamw (PIC, hidden visibility).
 # The ISA translation units get their -m flags per file and hold nothing but the element loops,
 # so no inline function built for AVX-512 can be picked by the linker for other code.
 # OpenMP: at::parallel_for's OpenMP body is compiled in fused_adamw.cpp; omp simd in the
@@ -27,12 +27,15 @@ add_library(accelkit_cpu_adamw STATIC
   "${_accelkit_adamw_dir}/fused_adamw.cpp"
   "${_accelkit_adamw_dir}/fused_adamw_kernel_scalar.cpp"
   "${_accelkit_adamw_dir}/fused_sgd.cpp"
-  "${_accelkit_adamw_dir}/fused_sgd_kernel_scalar.cpp")
+  "${_accelkit_adamw_dir}/fused_sgd_kernel_scalar.cpp"
+  "${_accelkit_adamw_dir}/operator_kernels.cpp")
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
   target_sources(accelkit_cpu_adamw PRIVATE
     "${_accelkit_adamw_dir}/fused_adamw_kernel_avx2.cpp"
     "${_accelkit_adamw_dir}/fused_adamw_kernel_avx512.cpp"
-    "${_accelkit_adamw_dir}/fused_sgd_kernel_avx2.cpp")
+    "${_accelkit_adamw_dir}/fused_sgd_kernel_avx2.cpp"
+    "${_accelkit_adamw_dir}/max_pool_kernel_avx2.cpp")
+  set_source_files_properties("${_accelkit_adamw_dir}/max_pool_kernel_avx2.cpp" PROPERTIES COMPILE_OPTIONS "-mavx2")
   set_source_files_properties("${_accelkit_adamw_dir}/fused_adamw_kernel_avx2.cpp"
     "${_accelkit_adamw_dir}/fused_sgd_kernel_avx2.cpp"
     PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma")

@@ -45,6 +45,7 @@ namespace torch::nn { class Module; }
 namespace accelkit {
 
 struct TuneSpace;  // autotune.cpp
+namespace detail { class RegisteredKernels; }  // operator_kernels.hpp
 
 // Runtime::autocast()'s scope: the calling thread's autocast as the step's configuration says,
 // restored at the end of the scope. Counts the nesting, so that only a top-level scope is a
@@ -74,12 +75,19 @@ class Runtime {
   // Resolves settings, loads plugins, negotiates (throws DeviceUnavailableError when nothing
   // fits), opens the device and applies its precision plan on the calling thread.
   static std::unique_ptr<Runtime> start(const ContextOptions& options);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
 
   Context& context() noexcept { return *context_; }
   const Context& context() const noexcept { return *context_; }
   const std::shared_ptr<Device>& device_handle() const noexcept { return device_; }
   c10::Device device() const noexcept { return torch_device_; }
   const PrecisionPlan& precision() const noexcept { return plan_; }
+  // The plugin's operator kernels registered for the plan ("op: what"; PrecisionPlan::kernels).
+  // They run on a thread whose applied plan lists them (apply_precision, and Runtime::start on
+  // its thread), in the training steps whose configuration does (step tuning).
+  std::vector<std::string> operator_kernels() const;
   // How far ahead accelkit::Prefetcher feeds this device (the prefetch setting) and where it
   // delivers: accelkit::prefetch_loader(*loader, rt->prefetch_options()).
   PrefetchOptions prefetch_options() const;
@@ -207,6 +215,8 @@ class Runtime {
 
  private:
   Runtime() = default;
+  // Whose operator kernels the plan's steps run (step tuning).
+  StepKernels plan_kernels() const noexcept { return plan_.kernels.empty() ? StepKernels::none : StepKernels::plugin; }
   OptimizerChoice make_sgd_as(const std::vector<at::Tensor>& params, const SGDConfig& config, Toggle fused) const;
   OptimizerChoice make_adamw_as(const std::vector<at::Tensor>& params, const AdamWConfig& config, Toggle fused,
                                 bool model_weights = true, ForwardOwner forwards = ForwardOwner::program) const;
@@ -217,6 +227,7 @@ class Runtime {
   bool use_master_weights(const AdamWConfig& config, Toggle fused, bool model_weights, ForwardOwner forwards,
                           std::string& note) const;
   void apply_plan(const PrecisionRequest& request);
+  void register_kernels(const PrecisionPlan& plan);
   // The precision request this runtime runs with: the settings', with what it decided since.
   PrecisionRequest settings_request() const;
   // Records a decision beside the settings (Context::record) and logs it.
@@ -274,6 +285,9 @@ class Runtime {
   c10::Device torch_device_{c10::kCPU};
   std::vector<Route> routes_;
   PrecisionPlan plan_;
+  // The plugin's operator kernels in LibTorch's dispatcher (apply_plan). Last: destroyed first,
+  // while the plugin that holds their code is still loaded.
+  std::unique_ptr<detail::RegisteredKernels> kernels_;
 };
 
 // Sets every gradient of `optimizer`'s parameters to none (undefined), PyTorch 2.x's default

@@ -106,6 +106,7 @@ struct Config {
   Setting<Toggle> master_weights;
   Setting<int> threads;                       // 0 = the plugin's choice
   Setting<BlasKernels> blas_kernels;
+  Setting<Toggle> kernels;                    // the plugin's operator kernels
   Setting<std::int64_t> batch_size;           // 0 = auto
   Setting<int> prefetch;                      // batches kept ready by accelkit::Prefetcher; 0 = none
   Setting<int> memory_margin;                 // % of the device's memory the batch-size finder leaves free

@@ -30,15 +30,23 @@
 
 namespace accelkit {
 
+// Whose operator kernels a step runs where the plan has the plugin's own (PrecisionPlan::kernels).
+enum class StepKernels : std::uint8_t {
+  none,      // the plan has none: LibTorch's
+  plugin,    // the plan's: the plugin's for the inputs they take
+  libtorch,  // LibTorch's only, though the plan has the plugin's
+};
+
 // What one training step runs with.
 struct StepConfig {
   bool autocast = false;
   at::ScalarType dtype = at::kFloat;  // the autocast dtype when autocast is on
   int threads = 0;                    // intra-op threads; 0 = as they are
-  // "bf16 autocast, 2 threads", "fp32, 1 thread".
+  StepKernels kernels = StepKernels::none;
+  // "bf16 autocast, 2 threads", "fp32, 1 thread", "fp32, 2 threads, LibTorch's kernels".
   std::string label() const;
   bool operator==(const StepConfig& o) const {
-    return autocast == o.autocast && (!autocast || dtype == o.dtype) && threads == o.threads;
+    return autocast == o.autocast && (!autocast || dtype == o.dtype) && threads == o.threads && kernels == o.kernels;
   }
 };
 

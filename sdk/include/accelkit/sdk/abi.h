@@ -71,6 +71,12 @@
  *        c10d process group for a collective backend the host cannot make itself (NCCL in a
  *        CUDA LibTorch's libtorch_cuda); support/process_group.hpp carries c10d's intrusive
  *        handles across. An 8.x plugin is refused: its Device vtable has no process_group slot.
+ *  10.0  Operator kernels of a plugin's own for a device LibTorch has (precision.hpp):
+ *        Precision::kernels() lists OperatorKernel entries, PrecisionPlan::kernels names those
+ *        a plan runs, PrecisionRequest::kernels asks for them (the kernels setting); the host
+ *        registers them with LibTorch's dispatcher and opens their KernelGate per thread and
+ *        training step. A 9.x plugin is refused: its Precision vtable has no kernels slot and
+ *        its plan lacks the field.
  *
  * Thread-safety: accelkit_plugin_info may be called from any thread, any number of times.
  */
@@ -80,7 +86,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ACCELKIT_ABI_MAJOR 9u
+#define ACCELKIT_ABI_MAJOR 10u
 #define ACCELKIT_ABI_MINOR 0u
 
 /* Name of the C entry point and of the Boost.DLL alias of the C++ factory. */

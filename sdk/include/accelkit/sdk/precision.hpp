@@ -1,6 +1,7 @@
 // Precision: the execution plan of a device - which dtype, TF32, loss scaling, intra-op thread
-// count and host BLAS kernels it should use, why, and how to apply that to LibTorch and read it
-// back. (The name is the design's; the plan covers more than the dtype.)
+// count, host BLAS kernels and operator kernels of the plugin's own it should use, why, and how
+// to apply that to LibTorch and read it back. (The name is the design's; the plan covers more
+// than the dtype.)
 //
 // Requests and plans are typed (since ABI 5.0; strings before): a plugin switches over enums
 // and never sees a misspelt value - the host's settings reject those before asking.
@@ -11,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,6 +20,8 @@
 #include <vector>
 
 #include "accelkit/sdk/status.hpp"
+
+namespace torch { class Library; }
 
 namespace accelkit {
 
@@ -68,6 +72,9 @@ struct PrecisionRequest {
   Toggle tf32 = Toggle::automatic;    // TF32 for fp32 matmul/convolution
   int threads = 0;                    // intra-op threads; 0 = the plugin's choice (never < 0)
   BlasKernels blas = BlasKernels::automatic;
+  // The plugin's own operator kernels (OperatorKernel below): its rules decide, on, or off
+  // (LibTorch's kernels only). Since ABI 10.0.
+  Toggle kernels = Toggle::automatic;
 };
 
 // "auto" or the dtype's name, for messages.
@@ -81,7 +88,29 @@ struct PrecisionPlan {
   bool loss_scaling = false;     // dynamic loss scaling (fp16)
   int threads = 0;               // intra-op threads to set; 0 = leave LibTorch's default
   std::string blas_kernels;      // host BLAS kernel set to select ("SkylakeX"); "" = the library's own
+  // ATen operators the plugin's own kernels run in this plan (OperatorKernel::op, from
+  // Precision::kernels()); empty = LibTorch's kernels only. Since ABI 10.0.
+  std::vector<std::string> kernels;
   std::vector<std::string> reasons;  // one line per decision, e.g. "bf16: AVX512_BF16 present"
+};
+
+// Whether the plugin's operator kernels may run on the calling thread now: the host's answer (the
+// applied plan, the training step's configuration), read by the kernel on every call. A plain
+// function: cheap and safe from any thread. Since ABI 10.0.
+using KernelGate = bool (*)() noexcept;
+
+// An ATen operator kernel of the plugin's for a device LibTorch already has (the CPU): it
+// replaces LibTorch's kernel for the inputs it handles, while the gate is open, and calls
+// LibTorch's own kernel (at::cpu::<op>, never the dispatcher: that would find it again) for
+// every other input. Its results equal LibTorch's (values, indices, dtypes, layouts), so
+// autograd's formulas and every caller see no difference but the time. The host registers it
+// (register_impl with a torch::Library it made for namespace "aten" and LibTorch's dispatch key
+// of the device) when a plan lists `op`, and removes it before the plugin unloads; plugins
+// never register anything with LibTorch themselves. Since ABI 10.0.
+struct OperatorKernel {
+  std::string op;    // the ATen operator, as in PrecisionPlan::kernels ("max_pool2d_with_indices")
+  std::string what;  // for people: which inputs it takes and how ("2x2 stride 2, fp32 NCHW, AVX2")
+  std::function<void(torch::Library& library, KernelGate gate)> register_impl;
 };
 
 // Which PrecisionPlan value a read-back value shows, so the host can compare it with the plan
@@ -105,6 +134,8 @@ class Precision {
   virtual Status apply(const PrecisionPlan& plan) noexcept = 0;
   // Read every value apply() sets back from LibTorch.
   virtual Result<std::vector<AppliedValue>> read_back() noexcept = 0;
+  // The operator kernels a plan of this device may list (PrecisionPlan::kernels). Since ABI 10.0.
+  virtual std::vector<OperatorKernel> kernels() noexcept { return {}; }
 };
 
 }  // namespace accelkit
