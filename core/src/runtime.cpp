@@ -119,9 +119,7 @@ void Runtime::apply_plan(const PrecisionRequest& request) {
                                  c.precision.from() + "), tf32 '" + to_string(request.tf32) + "' on " + id + ": " +
                                  plan.status().message());
   register_kernels(plan.value());
-  if (Status st = precision_rules_->apply(plan.value()); !st.is_ok())
-    throw std::runtime_error(id + ": applying the precision plan failed: " + st.message());
-  detail::set_operator_kernels_open(!plan.value().kernels.empty());
+  apply_precision(plan.value());
   plan_ = plan.value();
 }
 

@@ -1,10 +1,10 @@
-// The CPU plugin's max_pool2d kernels (forward and backward), registered by the host at LibTorch's CPU dispatch key
-// (OperatorKernel). pytorch/examples' MNIST network spends a fifth of its training step in
-// LibTorch's NCHW max_pool2d (64x10x24x24: 0.76 ms of 3.5 ms at 2 threads), whose kernel
-// branches per element; the 2x2 stride-2 windows of such networks run here branch-free and
-// vectorised, with the same values and indices, and their gradient in one pass. Every other input - and every call while the
-// host's gate is shut - goes to LibTorch's own kernel, called directly (at::cpu::), so the
-// dispatcher never finds this one again.
+// The CPU plugin's max_pool2d kernels (forward and backward), registered by the host at
+// LibTorch's CPU dispatch key (OperatorKernel). pytorch/examples' MNIST network spends a fifth of
+// its training step in LibTorch's NCHW max_pool2d (64x10x24x24: 0.76 ms of 3.5 ms at 2 threads),
+// whose kernel branches per element; the 2x2 stride-2 windows of such networks run here
+// branch-free and vectorised, with the same values and indices, and their gradient in one pass.
+// Every other input - and every call while the host's gate is shut - goes to LibTorch's own
+// kernel, called directly (at::cpu::), so the dispatcher never finds this one again.
 #include "operator_kernels.hpp"
 
 #include <ATen/ATen.h>
@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <atomic>
 #include <tuple>
-#include <vector>
 
 #include "max_pool_kernel.hpp"
 
@@ -48,7 +47,8 @@ bool pair_is(at::IntArrayRef v, int64_t want, bool empty_ok) {
 // padding or dilation, every window inside the plane.
 bool fits(const at::Tensor& self, at::IntArrayRef kernel, at::IntArrayRef stride, at::IntArrayRef padding,
           at::IntArrayRef dilation, bool ceil_mode) {
-  if (self.dim() != 4 || self.scalar_type() != at::kFloat || !self.device().is_cpu() || self.is_quantized()) return false;
+  if (self.dim() != 4 || self.scalar_type() != at::kFloat || !self.device().is_cpu() || self.is_quantized())
+    return false;
   if (!pair_is(kernel, 2, false) || !pair_is(stride, 2, true) || !pair_is(padding, 0, false) ||
       !pair_is(dilation, 1, false))
     return false;
@@ -94,7 +94,8 @@ at::Tensor max_pool2d_with_indices_backward(const at::Tensor& grad_output, const
   if (!gate_open() || !fits(self, kernel, stride, padding, dilation, ceil_mode)) return libtorch();
   const int64_t N = self.size(0), C = self.size(1), H = self.size(2), W = self.size(3);
   const int64_t OH = H / 2, OW = W / 2;
-  const std::vector<int64_t> out_shape{N, C, OH, OW};
+  const int64_t shape[] = {N, C, OH, OW};
+  const at::IntArrayRef out_shape(shape);
   if (grad_output.scalar_type() != at::kFloat || !grad_output.is_contiguous() || grad_output.sizes() != out_shape ||
       indices.scalar_type() != at::kLong || !indices.is_contiguous() || indices.sizes() != out_shape ||
       !grad_output.device().is_cpu() || !indices.device().is_cpu())
@@ -129,7 +130,8 @@ std::vector<OperatorKernel> operator_kernels(const IsaFlags& isa) {
                     max_pool_gate.store(gate, std::memory_order_relaxed);
                     library.impl(kMaxPool, TORCH_FN(max_pool2d_with_indices));
                   }});
-    ks.push_back({kMaxPoolBackward, "its gradient in one pass, no zero-fill first (AVX2); LibTorch's kernel for the rest",
+    ks.push_back({kMaxPoolBackward,
+                  "its gradient in one pass, no zero-fill first (AVX2); LibTorch's kernel for the rest",
                   [](torch::Library& library, KernelGate gate) {
                     max_pool_gate.store(gate, std::memory_order_relaxed);
                     library.impl(kMaxPoolBackward, TORCH_FN(max_pool2d_with_indices_backward));
@@ -147,12 +149,14 @@ Result<std::vector<std::string>> plan_operator_kernels(Toggle request, const Isa
   }
   if (ops.empty()) {
     if (request == Toggle::on)
-      return Status(StatusCode::not_supported, "kernels = on, but this CPU has none of the plugin's kernels (they need AVX2)");
+      return Status(StatusCode::not_supported,
+                    "kernels = on, but this CPU has none of the plugin's kernels (they need AVX2)");
     reason = "kernels: LibTorch's own (the plugin's need AVX2)";
     return ops;
   }
-  reason = "kernels: max_pool2d_with_indices and its backward by the plugin for 2x2 stride-2 fp32 NCHW windows (AVX2, branch-free; "
-           "LibTorch's NCHW kernel branches per element), LibTorch's for every other input";
+  reason = "kernels: max_pool2d_with_indices and its backward by the plugin for 2x2 stride-2 fp32 NCHW "
+           "windows (AVX2, branch-free; LibTorch's NCHW kernel branches per element), LibTorch's for every "
+           "other input";
   return ops;
 }
 
