@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <map>
+#include <optional>
 
 #include <torch/serialize/input-archive.h>
 #include <ATen/ATen.h>
@@ -35,7 +36,7 @@ using namespace accelkit::test;
 
 namespace {
 
-constexpr int kSteps = 30000;  // ~15 s of training here: the kills land while it runs
+constexpr int kSteps = 30000;  // ~15 s of training on a quiet 2-core machine
 
 std::string write_config(const fs::path& dir, const fs::path& ckpt) {
   const fs::path cfg = dir / "train.toml";
@@ -76,26 +77,67 @@ void check_visible(const fs::path& ckpt, std::int64_t& newest) {
 
 }  // namespace
 
+// Waits until the trainer has printed its start line (its device is up, it is about to resume
+// and train), or until it exits or a minute has passed; the time it took, or nothing.
+std::optional<std::chrono::milliseconds> wait_for_start(const CliProcess& p) {
+  const auto t0 = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60)) {
+    if (p.out().find(R"("event":"start")") != std::string::npos)
+      return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+    if (::kill(p.pid(), 0) != 0) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return std::nullopt;
+}
+
 TEST_CASE("SIGKILL at random points twenty times, resumed each time: exact at the end") {
   TempDir tmp("accelkit-train-crash");
+  const EnvOverrides env = {{"ACCELKIT_CACHE_DIR", (tmp.path() / "cache").string()}};
+
+  // The same run, never interrupted, first: its length sets the kill moments, so that twenty
+  // kills land while the run is still going on a fast machine as on a slow one.
+  const fs::path whole = tmp.path() / "whole";
+  fs::create_directories(tmp.path() / "w");
+  const std::string whole_cfg = write_config(tmp.path() / "w", whole);
+  const auto t0 = std::chrono::steady_clock::now();
+  const RunResult uninterrupted = run_cli({"train", "--config", whole_cfg, "--json"}, env);
+  const auto whole_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+  REQUIRE_MESSAGE(uninterrupted.code == 0, describe(uninterrupted));
+  MESSAGE("uninterrupted run: " << whole_ms.count() << " ms");
+
   const fs::path ckpt = tmp.path() / "ckpt";
   const std::string cfg = write_config(tmp.path(), ckpt);
-  const EnvOverrides env = {{"ACCELKIT_CACHE_DIR", (tmp.path() / "cache").string()}};
   std::mt19937 rng(20261125);  // the kill moments: random, but the same in every run of the test
-  std::uniform_int_distribution<int> after_ms(300, 1500);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  // Ten kills while training, each at most 1/30 of the whole run in: at most a third of it
+  // trained by kills, so every one lands before the end.
+  const double training_window_ms = static_cast<double>(whole_ms.count()) / 30.0;
+  std::chrono::milliseconds startup{300};  // measured by the rounds that wait for the start line
   std::int64_t newest = 0;
   int killed_running = 0;
   for (int round = 0; round < 20; ++round) {
     CAPTURE(round);
-    CliProcess p({"train", "--config", cfg, "--resume"}, env);
-    std::this_thread::sleep_for(std::chrono::milliseconds(after_ms(rng)));
+    CliProcess p({"train", "--config", cfg, "--resume", "--json"}, env);
+    if (round % 2 == 0) {
+      // Before training: while it starts, loads its plugin, resumes from the newest checkpoint.
+      std::this_thread::sleep_for(std::chrono::milliseconds(
+          static_cast<std::int64_t>(unit(rng) * static_cast<double>(startup.count()))));
+    } else {
+      // While training: after its start line, at a random moment of the window.
+      const auto started = wait_for_start(p);
+      REQUIRE_MESSAGE(started, "no start line: " << p.out());
+      startup = *started;
+      std::this_thread::sleep_for(std::chrono::milliseconds(
+          static_cast<std::int64_t>(unit(rng) * training_window_ms)));
+    }
     REQUIRE(::kill(p.pid(), SIGKILL) == 0);
     const RunResult r = p.wait();
     if (r.code == 128 + SIGKILL) ++killed_running;
-    else CHECK_MESSAGE(r.code == 0, describe(r));  // it may have finished first
+    else CHECK_MESSAGE(r.code == 0, describe(r));  // it finished first: the window was too long
     check_visible(ckpt, newest);
   }
-  CHECK(killed_running >= 15);  // the kills landed while it ran
+  CHECK(killed_running == 20);  // the kills landed while it ran
+  CHECK(newest > 0);            // and some of them after it had trained and saved
   const RunResult done = run_cli({"train", "--config", cfg, "--resume", "--json"}, env);
   REQUIRE_MESSAGE(done.code == 0, describe(done));
   const auto end = nlohmann::json::parse(done.out.substr(done.out.rfind('\n', done.out.size() - 2) + 1));
@@ -104,12 +146,7 @@ TEST_CASE("SIGKILL at random points twenty times, resumed each time: exact at th
   check_visible(ckpt, newest);
   CHECK(newest == kSteps);
 
-  // The same run, never interrupted: the same final weights, bit for bit.
-  const fs::path whole = tmp.path() / "whole";
-  fs::create_directories(tmp.path() / "w");
-  const std::string whole_cfg = write_config(tmp.path() / "w", whole);
-  const RunResult uninterrupted = run_cli({"train", "--config", whole_cfg, "--json"}, env);
-  REQUIRE_MESSAGE(uninterrupted.code == 0, describe(uninterrupted));
+  // The same final weights as the run that was never interrupted, bit for bit.
   const auto a = model_tensors(CheckpointDir::read(CheckpointDir(ckpt.string()).path_for(kSteps)));
   const auto b = model_tensors(CheckpointDir::read(CheckpointDir(whole.string()).path_for(kSteps)));
   REQUIRE(a.size() == b.size());
