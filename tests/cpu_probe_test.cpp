@@ -154,7 +154,10 @@ TEST_CASE("int8 Linear: the engine from LibTorch's list, 7-bit activations only 
   CHECK(c.reduce_range);
   c = choose_int8({"onednn", "qnnpack"}, avx2);  // Debian's LibTorch 1.13
   CHECK(c.engine == "onednn");
-  CHECK_FALSE(c.reduce_range);  // oneDNN keeps the range itself
+  CHECK(c.reduce_range);  // oneDNN's AVX2 int8 GEMM saturates the same way
+  c = choose_int8({"onednn", "qnnpack"}, zen4);
+  CHECK(c.engine == "onednn");
+  CHECK_FALSE(c.reduce_range);  // VNNI: 32-bit sums
   c = choose_int8({"qnnpack"}, zen4);
   CHECK(c.engine.empty());
   CHECK(contains(c.why, "(qnnpack) are for ARM"));
