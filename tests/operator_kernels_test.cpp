@@ -7,11 +7,13 @@
 // loop does not take go to LibTorch's kernel: its call counter (read back) shows which ran.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <ATen/ops/convolution_backward_compositeexplicitautograd_dispatch.h>
 #include <ATen/ops/max_pool2d_with_indices_backward_cpu_dispatch.h>
 #include <ATen/ops/max_pool2d_with_indices_cpu_dispatch.h>
 
 #include "torch_doctest.hpp"
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -36,6 +38,7 @@ namespace {
 
 constexpr const char* kOp = "max_pool2d_with_indices";
 constexpr const char* kBackward = "max_pool2d_with_indices_backward";
+constexpr const char* kConv = "convolution_backward";
 
 // The plugin's own count of the calls its kernel ran (CpuPrecision::read_back).
 std::uint64_t plugin_calls(const Runtime& rt, const std::string& op = kOp) {
@@ -92,9 +95,10 @@ TEST_CASE("operator kernels: the plan lists the plugin's max_pool2d where the CP
     MESSAGE("skipped the kernel checks: this CPU has no AVX2, so the plan lists none of the plugin's kernels");
     return;
   }
-  REQUIRE(rt->operator_kernels().size() == 2);
-  CHECK(rt->operator_kernels().front().rfind(std::string(kOp) + ": 2x2", 0) == 0);
-  CHECK(rt->operator_kernels().back().rfind(std::string(kBackward) + ": ", 0) == 0);
+  REQUIRE(rt->operator_kernels().size() == 3);
+  CHECK(rt->operator_kernels()[0].rfind(std::string(kOp) + ": 2x2", 0) == 0);
+  CHECK(rt->operator_kernels()[1].rfind(std::string(kBackward) + ": ", 0) == 0);
+  CHECK(rt->operator_kernels()[2].rfind(std::string(kConv) + ": ", 0) == 0);
 
   auto off = test::start_cpu_runtime({{"kernels", "off"}});
   CHECK(off->precision().kernels.empty());
@@ -129,7 +133,7 @@ TEST_CASE("operator kernels: the CPU plugin's plan without AVX2 - automatic list
   auto with = cpu::plan_operator_kernels(Toggle::automatic, avx2, why);
   REQUIRE(with.ok());
 #if defined(__x86_64__)
-  CHECK(with.value() == std::vector<std::string>{kOp, kBackward});
+  CHECK(with.value() == std::vector<std::string>{kOp, kBackward, kConv});
 #endif
   auto off = cpu::plan_operator_kernels(Toggle::off, avx2, why);
   REQUIRE(off.ok());
@@ -251,6 +255,158 @@ TEST_CASE("operator kernels: inputs the plugin's loop does not take, and a shut 
   CHECK(plugin_calls(*rt) == calls);
   (void)at::max_pool2d_with_indices(x, k2, k2, {0, 0}, {1, 1}, false);
   CHECK(plugin_calls(*rt) == calls + 1);
+}
+
+namespace {
+
+// LibTorch's convolution_backward for what the plugin's kernel takes (the input is the data: no
+// gradient for it), through the dispatcher (the plugin's kernel while the gate is open) or
+// straight to LibTorch's.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_backward(const at::Tensor& g, const at::Tensor& x,
+                                                             const at::Tensor& w, bool bias, bool libtorch,
+                                                             std::vector<int64_t> stride = {1, 1},
+                                                             std::vector<int64_t> padding = {0, 0},
+                                                             bool input_grad = false) {
+  const std::vector<int64_t> bias_sizes{w.size(0)};
+  const std::array<bool, 3> mask{input_grad, true, bias};
+  const std::vector<int64_t> one{1, 1}, zero{0, 0};
+  if (libtorch) {
+    // As the dispatcher calls it: below autograd (LibTorch 1.13's oneDNN path asserts that).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return at::compositeexplicitautograd::convolution_backward(g, x, w, bias_sizes, stride, padding, one, false,
+                                                               zero, 1, mask);
+  }
+  return at::convolution_backward(g, x, w, bias_sizes, stride, padding, one, false, zero, 1, mask);
+}
+
+// ||got - want|| / ||want||, want in fp64.
+double rel_error(const at::Tensor& got, const at::Tensor& want) {
+  return (got.to(at::kDouble) - want).norm().item<double>() / want.norm().item<double>();
+}
+
+}  // namespace
+
+TEST_CASE("operator kernels: convolution_backward's one-channel weight gradient against LibTorch's and fp64") {
+  auto rt = test::start_cpu_runtime();
+  if (!lists_max_pool(*rt)) return;  // said in the first case
+  at::manual_seed(test_seed());
+  struct Shape {
+    std::vector<int64_t> input, weight;
+  };
+  const std::vector<Shape> shapes{
+      {{64, 1, 28, 28}, {10, 1, 5, 5}},  // pytorch/examples' MNIST network, first layer
+      {{3, 1, 13, 11}, {4, 1, 3, 7}},    // rows shorter than a vector: the scalar tail only
+      {{2, 1, 40, 37}, {6, 1, 4, 2}},    // four vectors and a tail of four
+      {{5, 1, 9, 17}, {3, 1, 2, 1}},     // a one-wide kernel
+      {{1, 1, 5, 5}, {2, 1, 5, 5}},      // one output element
+  };
+  std::uint64_t calls = plugin_calls(*rt, kConv);
+  for (const auto& s : shapes)
+    for (bool bias : {true, false}) {
+      INFO("input " << at::IntArrayRef(s.input) << ", weight " << at::IntArrayRef(s.weight) << (bias ? ", bias" : ""));
+      const at::Tensor x = at::randn(s.input), w = at::randn(s.weight);
+      const at::Tensor g = at::randn({s.input[0], s.weight[0], s.input[2] - s.weight[2] + 1, s.input[3] - s.weight[3] + 1});
+      const auto got = conv_backward(g, x, w, bias, false);
+      CHECK(plugin_calls(*rt, kConv) == ++calls);
+      const auto lib = conv_backward(g, x, w, bias, true);
+      const auto ref = conv_backward(g.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), bias, true);
+      CHECK_FALSE(std::get<0>(got).defined());
+      REQUIRE(std::get<1>(got).sizes() == w.sizes());
+      CHECK((std::get<1>(got).scalar_type() == at::kFloat));
+      // Sums of up to 37k products in fp32: LibTorch's own kernel is ~1e-7 from fp64 here.
+      const double err_w = rel_error(std::get<1>(got), std::get<1>(ref));
+      const double lib_w = rel_error(std::get<1>(lib), std::get<1>(ref));
+      CAPTURE(err_w);
+      CAPTURE(lib_w);
+      CHECK(err_w < 1e-5);
+      CHECK(std::get<2>(got).defined() == bias);
+      if (bias) {
+        REQUIRE(std::get<2>(got).sizes() == std::get<2>(lib).sizes());
+        CHECK(rel_error(std::get<2>(got), std::get<2>(ref)) < 1e-5);
+      }
+    }
+
+  // Every row sums in the same order whatever the thread count: 1 thread and 2 agree bit for bit.
+  const int threads = at::get_num_threads();
+  const at::Tensor x = at::randn({32, 1, 28, 28}), w = at::randn({10, 1, 5, 5}), g = at::randn({32, 10, 24, 24});
+  at::set_num_threads(1);
+  const auto one = conv_backward(g, x, w, true, false);
+  at::set_num_threads(2);
+  const auto two = conv_backward(g, x, w, true, false);
+  at::set_num_threads(threads);
+  CHECK(at::equal(std::get<1>(one), std::get<1>(two)));
+  CHECK(at::equal(std::get<2>(one), std::get<2>(two)));
+  calls += 2;
+
+  // Through autograd, as a training step reaches it: conv2d on data that needs no gradient.
+  const at::Tensor data = at::randn({16, 1, 28, 28});
+  const at::Tensor weight = at::randn({10, 1, 5, 5}).requires_grad_(true);
+  const at::Tensor b = at::randn({10}).requires_grad_(true);
+  const at::Tensor out = at::conv2d(data, weight, b);
+  const at::Tensor go = at::randn(out.sizes());
+  out.backward(go);
+  CHECK(plugin_calls(*rt, kConv) == ++calls);
+  const auto want = conv_backward(go.to(at::kDouble), data.to(at::kDouble), weight.detach().to(at::kDouble), true, true);
+  CHECK(rel_error(weight.grad(), std::get<1>(want)) < 1e-5);
+  CHECK(rel_error(b.grad(), std::get<2>(want)) < 1e-5);
+}
+
+TEST_CASE("operator kernels: convolution gradients the plugin's loop does not take run LibTorch's kernel") {
+  auto rt = test::start_cpu_runtime();
+  if (!lists_max_pool(*rt)) return;  // said in the first case
+  at::manual_seed(test_seed());
+  const std::uint64_t calls = plugin_calls(*rt, kConv);
+  const at::Tensor x = at::randn({4, 1, 16, 16}), w = at::randn({6, 1, 5, 5}), g = at::randn({4, 6, 12, 12});
+  auto same = [](const std::tuple<at::Tensor, at::Tensor, at::Tensor>& a,
+                 const std::tuple<at::Tensor, at::Tensor, at::Tensor>& b) {
+    CHECK(std::get<0>(a).defined() == std::get<0>(b).defined());
+    if (std::get<0>(a).defined()) CHECK(at::equal(std::get<0>(a), std::get<0>(b)));
+    CHECK(at::equal(std::get<1>(a), std::get<1>(b)));
+    CHECK(at::equal(std::get<2>(a), std::get<2>(b)));
+  };
+  {
+    INFO("the input's gradient wanted too");
+    same(conv_backward(g, x, w, true, false, {1, 1}, {0, 0}, true),
+         conv_backward(g, x, w, true, true, {1, 1}, {0, 0}, true));
+  }
+  {
+    INFO("three input channels");
+    const at::Tensor x3 = at::randn({4, 3, 16, 16}), w3 = at::randn({6, 3, 5, 5});
+    same(conv_backward(g, x3, w3, true, false), conv_backward(g, x3, w3, true, true));
+  }
+  {
+    INFO("stride 2");
+    const at::Tensor g2 = at::randn({4, 6, 6, 6});
+    same(conv_backward(g2, x, w, true, false, {2, 2}), conv_backward(g2, x, w, true, true, {2, 2}));
+  }
+  {
+    INFO("padding 1");
+    const at::Tensor gp = at::randn({4, 6, 14, 14});
+    same(conv_backward(gp, x, w, true, false, {1, 1}, {1, 1}), conv_backward(gp, x, w, true, true, {1, 1}, {1, 1}));
+  }
+  {
+    INFO("rows of 9 weights");
+    const at::Tensor w9 = at::randn({6, 1, 3, 9}), g9 = at::randn({4, 6, 14, 8});
+    same(conv_backward(g9, x, w9, true, false), conv_backward(g9, x, w9, true, true));
+  }
+  {
+    INFO("fp64");
+    const at::Tensor xd = x.to(at::kDouble), wd = w.to(at::kDouble), gd = g.to(at::kDouble);
+    same(conv_backward(gd, xd, wd, true, false), conv_backward(gd, xd, wd, true, true));
+  }
+  {
+    INFO("a gradient that is not contiguous");
+    const at::Tensor gt = at::randn({4, 6, 12, 12}).transpose(2, 3);
+    same(conv_backward(gt, x, w, true, false), conv_backward(gt, x, w, true, true));
+  }
+  CHECK(plugin_calls(*rt, kConv) == calls);
+  // A plain plan on this thread shuts the gate.
+  rt->apply_precision(PrecisionPlan{});
+  same(conv_backward(g, x, w, true, false), conv_backward(g, x, w, true, true));
+  CHECK(plugin_calls(*rt, kConv) == calls);
+  rt->apply_precision(rt->precision());
+  (void)conv_backward(g, x, w, true, false);
+  CHECK(plugin_calls(*rt, kConv) == calls + 1);
 }
 
 TEST_CASE("operator kernels: when the runtime ends, LibTorch's kernel is back") {

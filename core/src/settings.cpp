@@ -404,7 +404,8 @@ std::vector<SettingSpec> make_schema() {
                                      store_enum<BlasKernels>(ACCELKIT_FIELD(blas_kernels))));
   s.push_back(enum_spec<Toggle>("kernels", Toggle::automatic, "ACCELKIT_KERNELS",
                                 "the plugin's own operator kernels in place of LibTorch's for the inputs they take "
-                                "(CPU: 2x2 max_pool2d): auto (where it has them; step tuning measures them against "
+                                "(CPU: 2x2 max_pool2d, a one-channel convolution's weight gradient): auto (where it "
+                                "has them; step tuning measures them against "
                                 "LibTorch's), on, or off",
                                 store_enum<Toggle>(ACCELKIT_FIELD(kernels))));
   s.push_back(int_spec("batch_size", 0, 0, INT32_MAX, "ACCELKIT_BATCH_SIZE", "batch size (0 = auto)",

@@ -1,22 +1,29 @@
-// The CPU plugin's max_pool2d kernels (forward and backward), registered by the host at
-// LibTorch's CPU dispatch key (OperatorKernel). pytorch/examples' MNIST network spends a fifth of
-// its training step in LibTorch's NCHW max_pool2d (64x10x24x24: 0.76 ms of 3.5 ms at 2 threads),
-// whose kernel branches per element; the 2x2 stride-2 windows of such networks run here
-// branch-free and vectorised, with the same values and indices, and their gradient in one pass.
+// The CPU plugin's operator kernels, registered by the host at LibTorch's CPU dispatch key
+// (OperatorKernel). pytorch/examples' MNIST network spends a fifth of its training step in
+// LibTorch's NCHW max_pool2d (64x10x24x24: 0.76 ms of 3.5 ms at 2 threads), whose kernel
+// branches per element; the 2x2 stride-2 windows of such networks run here branch-free and
+// vectorised, with the same values and indices, and their gradient in one pass. Its first
+// convolution has one input channel, whose weight gradient LibTorch's oneDNN path computes at a
+// fraction of its GEMM rate (2.7 ms a step on an AVX2-only CPU); here as running sums in
+// registers, equal to LibTorch's up to the order of the sums.
 // Every other input - and every call while the host's gate is shut - goes to LibTorch's own
-// kernel, called directly (at::cpu::), so the dispatcher never finds this one again.
+// kernel, called directly (at::cpu:: or at::compositeexplicitautograd::), so the dispatcher
+// never finds this one again.
 #include "operator_kernels.hpp"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <ATen/ops/convolution_backward_compositeexplicitautograd_dispatch.h>
 #include <ATen/ops/max_pool2d_with_indices_backward_cpu_dispatch.h>
 #include <ATen/ops/max_pool2d_with_indices_cpu_dispatch.h>
 #include <torch/library.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <tuple>
 
+#include "conv_kernel.hpp"
 #include "max_pool_kernel.hpp"
 
 namespace accelkit::cpu {
@@ -25,13 +32,15 @@ namespace {
 
 constexpr const char* kMaxPool = "max_pool2d_with_indices";
 constexpr const char* kMaxPoolBackward = "max_pool2d_with_indices_backward";
+constexpr const char* kConvBackward = "convolution_backward";
 
-std::atomic<KernelGate> max_pool_gate{nullptr};
+std::atomic<KernelGate> kernel_gate{nullptr};
 std::atomic<std::uint64_t> max_pool_calls{0};
 std::atomic<std::uint64_t> max_pool_backward_calls{0};
+std::atomic<std::uint64_t> conv_backward_calls{0};
 
 bool gate_open() {
-  const KernelGate gate = max_pool_gate.load(std::memory_order_relaxed);
+  const KernelGate gate = kernel_gate.load(std::memory_order_relaxed);
   return gate != nullptr && gate();
 }
 
@@ -116,6 +125,74 @@ at::Tensor max_pool2d_with_indices_backward(const at::Tensor& grad_output, const
   return grad_input;
 }
 
+// One value for both dimensions or two (at::conv2d passes its defaults as one), each `want`.
+bool all_are(at::IntArrayRef v, int64_t want) {
+  return (v.size() == 1 || v.size() == 2) && std::all_of(v.begin(), v.end(), [want](int64_t x) { return x == want; });
+}
+
+// The convolution gradient the loop takes: a 2-d convolution of fp32 contiguous NCHW input with
+// ONE channel (an image network's first layer), stride 1, no padding or dilation, one group,
+// not transposed, rows of at most kConvWeightGradMaxKW weights, and no input gradient wanted
+// (the input is the data). LibTorch's kernel computes every other one.
+bool conv_fits(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
+               at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
+               at::IntArrayRef output_padding, int64_t groups, std::array<bool, 3> output_mask) {
+  if (output_mask[0] || !output_mask[1] || transposed || groups != 1) return false;
+  if (input.dim() != 4 || weight.dim() != 4 || grad_output.dim() != 4) return false;
+  for (const at::Tensor* t : {&grad_output, &input, &weight})
+    if (t->scalar_type() != at::kFloat || !t->device().is_cpu() || t->is_quantized() || !t->is_contiguous() ||
+        t->suggest_memory_format() != at::MemoryFormat::Contiguous)
+      return false;
+  if (!all_are(stride, 1) || !all_are(padding, 0) || !all_are(dilation, 1) ||
+      !(output_padding.empty() || all_are(output_padding, 0)))
+    return false;
+  const int64_t N = input.size(0), H = input.size(2), W = input.size(3);
+  const int64_t OC = weight.size(0), KH = weight.size(2), KW = weight.size(3);
+  if (input.size(1) != 1 || weight.size(1) != 1 || KW < 1 || KW > detail::kConvWeightGradMaxKW || KH < 1 ||
+      KH > H || KW > W || N < 1 || OC < 1)
+    return false;
+  const int64_t shape[] = {N, OC, H - KH + 1, W - KW + 1};
+  return grad_output.sizes() == at::IntArrayRef(shape);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
+    const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::OptionalIntArrayRef bias_sizes,
+    at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
+    at::IntArrayRef output_padding, int64_t groups, std::array<bool, 3> output_mask) {
+  if (!gate_open() ||
+      !conv_fits(grad_output, input, weight, stride, padding, dilation, transposed, output_padding, groups,
+                 output_mask) ||
+      (output_mask[2] && (!bias_sizes.has_value() || bias_sizes->size() != 1 || (*bias_sizes)[0] != weight.size(0))))
+    return at::compositeexplicitautograd::convolution_backward(grad_output, input, weight, bias_sizes, stride, padding,
+                                                               dilation, transposed, output_padding, groups,
+                                                               output_mask);
+  const int64_t N = input.size(0), H = input.size(2), W = input.size(3);
+  const int64_t OC = weight.size(0), KH = weight.size(2), KW = weight.size(3);
+  at::Tensor grad_weight = at::empty_like(weight, at::MemoryFormat::Contiguous);
+  at::Tensor grad_bias = output_mask[2] ? at::empty({OC}, weight.options()) : at::Tensor();
+  const detail::ConvWeightGrad1 p{input.data_ptr<float>(),
+                                  grad_output.data_ptr<float>(),
+                                  grad_weight.data_ptr<float>(),
+                                  output_mask[2] ? grad_bias.data_ptr<float>() : nullptr,
+                                  N,
+                                  OC,
+                                  H,
+                                  W,
+                                  KH,
+                                  KW,
+                                  H - KH + 1,
+                                  W - KW + 1};
+#if defined(__x86_64__) || defined(_M_X64)
+  // One weight row a task: each reads all of grad_output's plane for its filter, so a task is
+  // long enough for any thread count worth having.
+  at::parallel_for(0, OC * KH, 1, [&](int64_t begin, int64_t end) { detail::conv_weight_grad_c1_avx2(p, begin, end); });
+#else
+  (void)p;
+#endif
+  conv_backward_calls.fetch_add(1, std::memory_order_relaxed);
+  return {at::Tensor(), grad_weight, grad_bias};
+}
+
 }  // namespace
 
 std::vector<OperatorKernel> operator_kernels(const IsaFlags& isa) {
@@ -127,14 +204,22 @@ std::vector<OperatorKernel> operator_kernels(const IsaFlags& isa) {
   if (isa.avx2) {
     ks.push_back({kMaxPool, "2x2 windows at stride 2 over fp32 NCHW, branch-free AVX2; LibTorch's kernel for the rest",
                   [](torch::Library& library, KernelGate gate) {
-                    max_pool_gate.store(gate, std::memory_order_relaxed);
+                    kernel_gate.store(gate, std::memory_order_relaxed);
                     library.impl(kMaxPool, TORCH_FN(max_pool2d_with_indices));
                   }});
     ks.push_back({kMaxPoolBackward,
                   "its gradient in one pass, no zero-fill first (AVX2); LibTorch's kernel for the rest",
                   [](torch::Library& library, KernelGate gate) {
-                    max_pool_gate.store(gate, std::memory_order_relaxed);
+                    kernel_gate.store(gate, std::memory_order_relaxed);
                     library.impl(kMaxPoolBackward, TORCH_FN(max_pool2d_with_indices_backward));
+                  }});
+    ks.push_back({kConvBackward,
+                  "the weight and bias gradients of a one-channel fp32 NCHW convolution (stride 1, no padding, "
+                  "rows of at most 7 weights; an image network's first layer) as running sums in registers "
+                  "(AVX2 + FMA); LibTorch's kernel for the rest",
+                  [](torch::Library& library, KernelGate gate) {
+                    kernel_gate.store(gate, std::memory_order_relaxed);
+                    library.impl(kConvBackward, TORCH_FN(convolution_backward));
                   }});
   }
   return ks;
@@ -155,14 +240,16 @@ Result<std::vector<std::string>> plan_operator_kernels(Toggle request, const Isa
     return ops;
   }
   reason = "kernels: max_pool2d_with_indices and its backward by the plugin for 2x2 stride-2 fp32 NCHW "
-           "windows (AVX2, branch-free; LibTorch's NCHW kernel branches per element), LibTorch's for every "
-           "other input";
+           "windows (AVX2, branch-free; LibTorch's NCHW kernel branches per element); convolution_backward "
+           "for the weight gradient of one-input-channel fp32 convolutions (LibTorch's runs them at a fraction "
+           "of its GEMM rate); LibTorch's for every other input";
   return ops;
 }
 
 std::uint64_t operator_kernel_calls(const std::string& op) noexcept {
   if (op == kMaxPool) return max_pool_calls.load(std::memory_order_relaxed);
   if (op == kMaxPoolBackward) return max_pool_backward_calls.load(std::memory_order_relaxed);
+  if (op == kConvBackward) return conv_backward_calls.load(std::memory_order_relaxed);
   return 0;
 }
 
