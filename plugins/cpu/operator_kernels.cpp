@@ -213,7 +213,9 @@ std::vector<OperatorKernel> operator_kernels(const IsaFlags& isa) {
                     kernel_gate.store(gate, std::memory_order_relaxed);
                     library.impl(kMaxPoolBackward, TORCH_FN(max_pool2d_with_indices_backward));
                   }});
-    ks.push_back({kConvBackward,
+    // Built with FMA too: offered only where the CPU has it (every AVX2 CPU made so far does).
+    if (__builtin_cpu_supports("fma"))
+      ks.push_back({kConvBackward,
                   "the weight and bias gradients of a one-channel fp32 NCHW convolution (stride 1, no padding, "
                   "rows of at most 7 weights; an image network's first layer) as running sums in registers "
                   "(AVX2 + FMA); LibTorch's kernel for the rest",
