@@ -95,7 +95,11 @@ TEST_CASE("operator kernels: the plan lists the plugin's max_pool2d where the CP
     MESSAGE("skipped the kernel checks: this CPU has no AVX2, so the plan lists none of the plugin's kernels");
     return;
   }
+#if defined(__x86_64__)
   const bool fma = __builtin_cpu_supports("fma");  // the convolution kernel's loop needs it too
+#else
+  const bool fma = false;
+#endif
   REQUIRE(rt->operator_kernels().size() == (fma ? 3 : 2));
   CHECK(rt->operator_kernels()[0].rfind(std::string(kOp) + ": 2x2", 0) == 0);
   CHECK(rt->operator_kernels()[1].rfind(std::string(kBackward) + ": ", 0) == 0);

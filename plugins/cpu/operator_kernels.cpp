@@ -125,6 +125,15 @@ at::Tensor max_pool2d_with_indices_backward(const at::Tensor& grad_output, const
   return grad_input;
 }
 
+// FMA, which the convolution loop is built with besides AVX2.
+bool cpu_has_fma() {
+#if defined(__x86_64__) || defined(_M_X64)
+  return __builtin_cpu_supports("fma");
+#else
+  return false;
+#endif
+}
+
 // One value for both dimensions or two (at::conv2d passes its defaults as one), each `want`.
 bool all_are(at::IntArrayRef v, int64_t want) {
   return (v.size() == 1 || v.size() == 2) && std::all_of(v.begin(), v.end(), [want](int64_t x) { return x == want; });
@@ -214,7 +223,7 @@ std::vector<OperatorKernel> operator_kernels(const IsaFlags& isa) {
                     library.impl(kMaxPoolBackward, TORCH_FN(max_pool2d_with_indices_backward));
                   }});
     // Built with FMA too: offered only where the CPU has it (every AVX2 CPU made so far does).
-    if (__builtin_cpu_supports("fma"))
+    if (cpu_has_fma())
       ks.push_back({kConvBackward,
                   "the weight and bias gradients of a one-channel fp32 NCHW convolution (stride 1, no padding, "
                   "rows of at most 7 weights; an image network's first layer) as running sums in registers "
