@@ -23,22 +23,14 @@ float hsum(__m256 v) {
 template <int KW>
 void weight_row(const ConvWeightGrad1& p, int64_t oc, int64_t kh) {
   const bool bias = p.grad_bias != nullptr && kh == 0;
-  __m256 total[KW];
-  float total_tail[KW];
-  for (int k = 0; k < KW; ++k) {
-    total[k] = _mm256_setzero_ps();
-    total_tail[k] = 0.0f;
-  }
+  __m256 total[KW] = {};
+  float total_tail[KW] = {};
   __m256 bias_total = _mm256_setzero_ps();
   float bias_tail = 0.0f;
   const int64_t full = p.OW - p.OW % 8;
   for (int64_t n = 0; n < p.N; ++n) {
-    __m256 acc[KW];
-    float tail[KW];
-    for (int k = 0; k < KW; ++k) {
-      acc[k] = _mm256_setzero_ps();
-      tail[k] = 0.0f;
-    }
+    __m256 acc[KW] = {};
+    float tail[KW] = {};
     __m256 bias_acc = _mm256_setzero_ps();
     const float* g_plane = p.grad_output + (n * p.OC + oc) * p.OH * p.OW;
     const float* x_plane = p.input + n * p.H * p.W;

@@ -42,8 +42,7 @@ Int8Choice choose_int8(const std::vector<std::string>& engines, const IsaFlags& 
   // Zen 4 with LibTorch 1.13's oneDNN engine: 8-bit activations gave 12% relative error on a
   // 3 x Linear(256) stack, cosine 0.992). VNNI accumulates in 32 bits; every CPU with
   // AVX512_BF16 or AMX has it (one with VNNI alone is treated as without: 7 bits, safe).
-  const bool vnni_class = isa.avx512_bf16 || isa.amx_bf16;
-  c.reduce_range = !vnni_class;
+  c.reduce_range = !isa.bf16_native();
   c.why = "int8 Linear: LibTorch's " + c.engine + " quantized engine (of " + list + "), activations " +
           (c.reduce_range ? "in 7 bits (no VNNI-class int8 dot product: 16-bit sums would saturate)" : "in 8 bits");
   return c;

@@ -134,26 +134,25 @@ bool cpu_has_fma() {
 #endif
 }
 
-// One value for both dimensions or two (at::conv2d passes its defaults as one), each `want`.
-bool all_are(at::IntArrayRef v, int64_t want) {
-  return (v.size() == 1 || v.size() == 2) && std::all_of(v.begin(), v.end(), [want](int64_t x) { return x == want; });
-}
-
 // The convolution gradient the loop takes: a 2-d convolution of fp32 contiguous NCHW input with
 // ONE channel (an image network's first layer), stride 1, no padding or dilation, one group,
 // not transposed, rows of at most kConvWeightGradMaxKW weights, and no input gradient wanted
 // (the input is the data). LibTorch's kernel computes every other one.
 bool conv_fits(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
-               at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
-               at::IntArrayRef output_padding, int64_t groups, std::array<bool, 3> output_mask) {
+               at::OptionalIntArrayRef bias_sizes, at::IntArrayRef stride, at::IntArrayRef padding,
+               at::IntArrayRef dilation, bool transposed, at::IntArrayRef output_padding, int64_t groups,
+               std::array<bool, 3> output_mask) {
   if (output_mask[0] || !output_mask[1] || transposed || groups != 1) return false;
+  if (output_mask[2] && (!bias_sizes.has_value() || bias_sizes->size() != 1 || (*bias_sizes)[0] != weight.size(0)))
+    return false;
   if (input.dim() != 4 || weight.dim() != 4 || grad_output.dim() != 4) return false;
   for (const at::Tensor* t : {&grad_output, &input, &weight})
     if (t->scalar_type() != at::kFloat || !t->device().is_cpu() || t->is_quantized() || !t->is_contiguous() ||
         t->suggest_memory_format() != at::MemoryFormat::Contiguous)
       return false;
-  if (!all_are(stride, 1) || !all_are(padding, 0) || !all_are(dilation, 1) ||
-      !(output_padding.empty() || all_are(output_padding, 0)))
+  // One value for both dimensions or two (at::conv2d passes its defaults as one).
+  if (!pair_is(stride, 1, false) || !pair_is(padding, 0, false) || !pair_is(dilation, 1, false) ||
+      !pair_is(output_padding, 0, true))
     return false;
   const int64_t N = input.size(0), H = input.size(2), W = input.size(3);
   const int64_t OC = weight.size(0), KH = weight.size(2), KW = weight.size(3);
@@ -168,10 +167,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::OptionalIntArrayRef bias_sizes,
     at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
     at::IntArrayRef output_padding, int64_t groups, std::array<bool, 3> output_mask) {
-  if (!gate_open() ||
-      !conv_fits(grad_output, input, weight, stride, padding, dilation, transposed, output_padding, groups,
-                 output_mask) ||
-      (output_mask[2] && (!bias_sizes.has_value() || bias_sizes->size() != 1 || (*bias_sizes)[0] != weight.size(0))))
+  if (!gate_open() || !conv_fits(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
+                                 output_padding, groups, output_mask))
     return at::compositeexplicitautograd::convolution_backward(grad_output, input, weight, bias_sizes, stride, padding,
                                                                dilation, transposed, output_padding, groups,
                                                                output_mask);
