@@ -13,6 +13,7 @@
 
 #include "torch_doctest.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <limits>
@@ -141,6 +142,10 @@ TEST_CASE("operator kernels: the CPU plugin's plan without AVX2 - automatic list
   if (__builtin_cpu_supports("fma")) CHECK(with.value() == std::vector<std::string>{kOp, kBackward, kConv});
   else CHECK(with.value() == std::vector<std::string>{kOp, kBackward});
 #endif
+  // The reason names the convolution kernel exactly when the plan lists it.
+  const bool lists_conv = std::find(with.value().begin(), with.value().end(), kConv) != with.value().end();
+  CHECK(why.find("max_pool2d_with_indices") != std::string::npos);
+  CHECK((why.find("convolution_backward") != std::string::npos) == lists_conv);
   auto off = cpu::plan_operator_kernels(Toggle::off, avx2, why);
   REQUIRE(off.ok());
   CHECK(off.value().empty());

@@ -248,9 +248,12 @@ Result<std::vector<std::string>> plan_operator_kernels(Toggle request, const Isa
     return ops;
   }
   reason = "kernels: max_pool2d_with_indices and its backward by the plugin for 2x2 stride-2 fp32 NCHW "
-           "windows (AVX2, branch-free; LibTorch's NCHW kernel branches per element); convolution_backward "
-           "for the weight gradient of one-input-channel fp32 convolutions (LibTorch's runs them at a fraction "
-           "of its GEMM rate); LibTorch's for every other input";
+           "windows (AVX2, branch-free; LibTorch's NCHW kernel branches per element)";
+  // Named only where it is offered (it needs FMA as well as AVX2).
+  if (std::find(ops.begin(), ops.end(), kConvBackward) != ops.end())
+    reason += "; convolution_backward for the weight gradient of one-input-channel fp32 convolutions "
+              "(LibTorch's runs them at a fraction of its GEMM rate)";
+  reason += "; LibTorch's for every other input";
   return ops;
 }
 
