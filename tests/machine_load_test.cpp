@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <string>
@@ -132,6 +133,28 @@ TEST_CASE("the verdict: busy when other processes leave fewer free cores than th
   bd::machine_after(unknown, std::nullopt, 2);
   CHECK(!unknown.busy);
   CHECK(unknown.other_cores_during == -1);
+}
+
+TEST_CASE("waiting for this process's other threads: a spinning thread holds it to the timeout, an idle one not") {
+  REQUIRE(accelkit::other_threads_cpu_s() >= 0);
+  std::atomic<bool> stop{false};
+  std::thread spinner([&stop] {
+    volatile unsigned long n = 0;
+    while (!stop.load(std::memory_order_relaxed)) n = n + 1;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const double used_before = accelkit::other_threads_cpu_s();
+  const auto t0 = std::chrono::steady_clock::now();
+  const double busy = accelkit::wait_for_idle_threads(0.3);
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(busy == -1);  // still spinning at the timeout
+  CHECK(waited >= 0.3);
+  CHECK(accelkit::other_threads_cpu_s() > used_before);  // the spinner's time is counted
+  stop = true;
+  spinner.join();
+  const double idle = accelkit::wait_for_idle_threads(2.0);
+  CHECK(idle >= 0);
+  CHECK(idle < 1.0);
 }
 
 }  // namespace machine_load_suite

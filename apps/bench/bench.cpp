@@ -154,9 +154,12 @@ struct Runner {
   // adds the time of zero_grad + forward + loss, backward, and the optimizer step (ms),
   // synchronising between them - except for a captured step, which has no phases (and no
   // synchronisation may happen while it is being captured).
-  void enter() {
-    plans->to(info.name, plan);
-    set_threads(info.threads);
+  // Whether LibTorch's thread count changed on the way in (bench_common.hpp: the next step is
+  // then run untimed).
+  bool enter() {
+    const bool plan_threads = plans->to(info.name, plan);
+    const bool threads_changed = set_threads(info.threads);
+    return plan_threads || threads_changed;
   }
 
   at::Tensor step(const at::Tensor& x, const at::Tensor& target, double* phases = nullptr) {
@@ -205,7 +208,7 @@ struct Runner {
 
   // A synchronised step: total ms, and the phases into `phases[3]`.
   double timed_step(const at::Tensor& x, const at::Tensor& target, double* phases) {
-    enter();
+    if (enter()) step(x, target);  // untimed: the first step at a new thread count runs slow
     synchronize(device);
     const auto t0 = Clock::now();
     step(x, target, phases);
@@ -349,7 +352,7 @@ BenchData time_with_data(Runtime& rt, const BenchOptions& o, std::vector<Runner>
   std::vector<double> waits, produces;
   auto block = [&](std::size_t i) {
     Runner& run = runners[i];
-    run.enter();
+    if (run.enter()) run.step(x, target);  // untimed, as in timed_step
     synchronize(device);
     const auto t0 = Clock::now();
     if (i == 1) {

@@ -46,8 +46,23 @@ inline double load_average() {
   return getloadavg(l, 1) == 1 ? l[0] : -1;
 }
 
-inline void set_threads(int n) {
-  if (n > 0 && at::get_num_threads() != n) at::set_num_threads(n);
+// After LibTorch's thread count changed, the new pool worker it starts busy-waits for a while
+// (accelkit/machine_load.hpp): waits for it. Returns whether the count changed: the caller then
+// runs one untimed step before it times one, because the step right after a change still runs
+// slow (measured on a 2-core VM with LibTorch 1.13: the MNIST-sized CNN's 2-thread step took
+// 16-18 ms in 11 of 16 steps after the 1-thread baseline, 5-8 ms otherwise; a core left idle
+// while the other worked, or slept, wakes slowly).
+inline bool settle_threads_after(int before) {
+  if (at::get_num_threads() == before) return false;
+  wait_for_idle_threads();
+  return true;
+}
+
+inline bool set_threads(int n) {
+  if (n <= 0 || at::get_num_threads() == n) return false;
+  const int before = at::get_num_threads();
+  at::set_num_threads(n);
+  return settle_threads_after(before);
 }
 
 // Puts each variant's process-wide settings (threads, TF32, host BLAS kernels) in place before
@@ -66,10 +81,13 @@ class PlanSwitch {
   PlanSwitch(const PlanSwitch&) = delete;
   PlanSwitch& operator=(const PlanSwitch&) = delete;
 
-  void to(const std::string& who, const PrecisionPlan& plan) {
-    if (who == current_) return;
+  // Whether LibTorch's thread count changed (settle_threads_after).
+  bool to(const std::string& who, const PrecisionPlan& plan) {
+    if (who == current_) return false;
+    const int threads = at::get_num_threads();
     rt_.apply_precision(plan);
     current_ = who;
+    return settle_threads_after(threads);
   }
 
  private:

@@ -46,6 +46,33 @@ double other_cores_now(double window_s) {
   return b ? other_cores(*a, *b) : -1;
 }
 
+double other_threads_cpu_s() {
+  rusage all {}, self {};
+  if (getrusage(RUSAGE_SELF, &all) != 0 || getrusage(RUSAGE_THREAD, &self) != 0) return -1;
+  auto seconds = [](const rusage& r) {
+    return static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec) +
+           static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec) / 1e6;
+  };
+  return std::max(0.0, seconds(all) - seconds(self));
+}
+
+double wait_for_idle_threads(double timeout_s, double window_s) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::duration<double>(timeout_s);
+  double before = other_threads_cpu_s();
+  if (before < 0) return -1;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(std::chrono::duration<double>(window_s));
+    const double after = other_threads_cpu_s();
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (after < 0) return -1;
+    if (after - before < 0.1 * wall) return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    before = after;
+  }
+  return -1;
+}
+
 std::string wait_for_quiet(double timeout_s, double quiet, const std::function<void(double, double)>& tick) {
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + std::chrono::duration<double>(timeout_s);

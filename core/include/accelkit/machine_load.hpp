@@ -43,4 +43,16 @@ bool cores_short(double others, int logical_cores, int threads);
 // processes kept 1.7 of the 2 cores busy (it ran up to 2 threads)".
 std::string contention_since(const std::optional<CpuSample>& start, int threads);
 
+// CPU seconds this process's threads other than the calling one have used since it started
+// (getrusage: the process's less the caller's); -1 where it cannot be read.
+double other_threads_cpu_s();
+
+// A change of LibTorch's thread count (at::set_num_threads) also re-creates its pthreadpool,
+// whose new worker busy-waits before it sleeps (about 30 ms of a core on LibTorch 1.13, 10 ms on
+// 2.x, measured on a 2-core machine): a step timed at once shares a core with it and runs at
+// about one thread's speed. Waits (up to `timeout_s`) until this process's other threads have
+// used under a tenth of a core for one window of `window_s`. Returns the seconds waited, or -1
+// when they were still busy at the timeout (or their CPU time cannot be read).
+double wait_for_idle_threads(double timeout_s = 0.5, double window_s = 0.01);
+
 }  // namespace accelkit
