@@ -13,6 +13,16 @@
 
 namespace accelkit {
 
+namespace {
+
+// User + system CPU seconds of a getrusage reading.
+double cpu_seconds(const rusage& r) {
+  return static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec) +
+         static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec) / 1e6;
+}
+
+}  // namespace
+
 std::optional<CpuSample> sample_cpu() {
   const host::ReadResult stat = host::read_file(procfs_path("stat"));
   if (!stat.ok()) return std::nullopt;
@@ -26,8 +36,7 @@ std::optional<CpuSample> sample_cpu() {
   getrusage(RUSAGE_SELF, &self);
   CpuSample s;
   s.busy_s = static_cast<double>(user + nice + system + irq + softirq + steal) / (tick > 0 ? tick : 100);
-  s.self_s = static_cast<double>(self.ru_utime.tv_sec + self.ru_stime.tv_sec) +
-             static_cast<double>(self.ru_utime.tv_usec + self.ru_stime.tv_usec) / 1e6;
+  s.self_s = cpu_seconds(self);
   s.at = std::chrono::steady_clock::now();
   return s;
 }
@@ -49,11 +58,7 @@ double other_cores_now(double window_s) {
 double other_threads_cpu_s() {
   rusage all {}, self {};
   if (getrusage(RUSAGE_SELF, &all) != 0 || getrusage(RUSAGE_THREAD, &self) != 0) return -1;
-  auto seconds = [](const rusage& r) {
-    return static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec) +
-           static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec) / 1e6;
-  };
-  return std::max(0.0, seconds(all) - seconds(self));
+  return std::max(0.0, cpu_seconds(all) - cpu_seconds(self));
 }
 
 double wait_for_idle_threads(double timeout_s, double window_s) {
