@@ -156,11 +156,7 @@ struct Runner {
   // synchronisation may happen while it is being captured).
   // Whether LibTorch's thread count changed on the way in (bench_common.hpp: the next step is
   // then run untimed).
-  bool enter() {
-    const bool plan_threads = plans->to(info.name, plan);
-    const bool threads_changed = set_threads(info.threads);
-    return plan_threads || threads_changed;
-  }
+  bool enter() { return enter_variant(*plans, info.name, plan, info.threads); }
 
   at::Tensor step(const at::Tensor& x, const at::Tensor& target, double* phases = nullptr) {
     if (!graph) return eager_step(x, target, phases);

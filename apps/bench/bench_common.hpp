@@ -59,8 +59,8 @@ inline bool settle_threads_after(int before) {
 }
 
 inline bool set_threads(int n) {
-  if (n <= 0 || at::get_num_threads() == n) return false;
   const int before = at::get_num_threads();
+  if (n <= 0 || before == n) return false;
   at::set_num_threads(n);
   return settle_threads_after(before);
 }
@@ -94,6 +94,14 @@ class PlanSwitch {
   Runtime& rt_;
   std::string current_;
 };
+
+// A variant's plan, then its thread count: whether LibTorch's thread count changed on the way
+// (the caller then runs one untimed step, settle_threads_after).
+inline bool enter_variant(PlanSwitch& plans, const std::string& who, const PrecisionPlan& plan, int threads) {
+  const bool by_plan = plans.to(who, plan);
+  const bool by_threads = set_threads(threads);
+  return by_plan || by_threads;
+}
 
 // A value as the device's Precision reads it back after apply ("" when it reads none such).
 inline std::string applied_value(const Runtime& rt, PlanField field) {

@@ -215,8 +215,7 @@ BenchResult run_infer_bench(Runtime& rt, const BenchOptions& o, const BenchProgr
                      "sums in fp32): 5e-3 = 10x that; a wrong kernel or cast moves the outputs far more"
                    : "both fp32: only the order of floating-point sums differs (fused or folded kernels)";
   auto run_variant = [&](Variant& v) {
-    plans.to(v.info.name, v.plan);
-    set_threads(v.info.threads);
+    enter_variant(plans, v.info.name, v.plan, v.info.threads);
     return v.run();
   };
   for (std::size_t i = 1; i < variants.size(); ++i) {
@@ -257,8 +256,8 @@ BenchResult run_infer_bench(Runtime& rt, const BenchOptions& o, const BenchProgr
     std::shuffle(order.begin(), order.end(), rng);
     for (std::size_t i : order) {
       Variant& v = variants[i];
-      const bool plan_threads = plans.to(v.info.name, v.plan);
-      if (set_threads(v.info.threads) || plan_threads) v.run();  // untimed: the first run at a new thread count runs slow
+      // Untimed first where the thread count changed: the first run at a new count runs slow.
+      if (enter_variant(plans, v.info.name, v.plan, v.info.threads)) v.run();
       synchronize(device);
       const auto t0 = Clock::now();
       v.run();
@@ -272,8 +271,7 @@ BenchResult run_infer_bench(Runtime& rt, const BenchOptions& o, const BenchProgr
   machine_after(r.machine, timing_start, most_threads);
   if (!o.trace.empty()) {
     Variant& ours = variants[1];
-    plans.to(ours.info.name, ours.plan);
-    set_threads(ours.info.threads);
+    enter_variant(plans, ours.info.name, ours.plan, ours.info.threads);
     trace_steps(r, o, device, [&ours] { ours.run(); });
   }
   for (Variant& v : variants) {
