@@ -7,7 +7,7 @@
 namespace accelkit::cpu {
 namespace {
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+using host::starts_with;
 bool contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
 
 // The path column of one maps line, or "" (anonymous mappings, [heap], ...).

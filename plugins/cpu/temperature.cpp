@@ -7,7 +7,7 @@
 namespace accelkit::cpu {
 namespace {
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+using host::starts_with;
 
 struct Labeled {
   std::string label;  // "" when the sensor has no _label file
