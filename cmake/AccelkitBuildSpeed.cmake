@@ -6,7 +6,9 @@
 #   unity build), so the headers are parsed once per batch. For the core, the applications'
 #   libraries and the plugins, whose sources are written to combine (no clashing file-local
 #   names; a unit with definitions of its own sets SKIP_UNITY_BUILD_INCLUSION).
-#   Off with -DACCELKIT_UNITY=OFF.
+#   Off with -DACCELKIT_UNITY=OFF. -DACCELKIT_UNITY_BATCH=N sets the batch (0: each target's
+#   sources in one unit: fewest parses, the quick start's choice; 8 keeps a developer's
+#   rebuild after an edit short).
 # accelkit_test_code(<target>): a test suite's own code at -O1 - its speed does not matter, the
 #   code it tests keeps the build's optimisation.
 # The test suites that parse LibTorch are compiled together, in unity batches, into two
@@ -17,10 +19,14 @@
 # about 6 s a unit on this hardware, as much as it saves for all but the heaviest units.
 include_guard(GLOBAL)
 option(ACCELKIT_UNITY "Compile accelkit's libraries and plugins as unity builds" ON)
+set(ACCELKIT_UNITY_BATCH 8 CACHE STRING "Sources per unity unit (0: all of a target's sources in one)")
+if(NOT ACCELKIT_UNITY_BATCH MATCHES "^[0-9]+$")
+  message(FATAL_ERROR "ACCELKIT_UNITY_BATCH is '${ACCELKIT_UNITY_BATCH}': a number of sources (0 = all in one unit)")
+endif()
 
 function(accelkit_unity target)
   if(ACCELKIT_UNITY)
-    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${ACCELKIT_UNITY_BATCH})
   endif()
 endfunction()
 

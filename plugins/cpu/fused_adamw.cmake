@@ -55,3 +55,10 @@ set_target_properties(accelkit_cpu_adamw PROPERTIES
   CXX_VISIBILITY_PRESET hidden
   VISIBILITY_INLINES_HIDDEN ON)
 accelkit_warnings(accelkit_cpu_adamw)
+# The LibTorch glue (fused_adamw.cpp, fused_sgd.cpp, operator_kernels.cpp) combined; the
+# element loops stay units of their own (their -m flags, and nothing else in them).
+if(COMMAND accelkit_unity)
+  accelkit_unity(accelkit_cpu_adamw)
+  set_source_files_properties("${_accelkit_adamw_dir}/fused_adamw_kernel_scalar.cpp"
+    "${_accelkit_adamw_dir}/fused_sgd_kernel_scalar.cpp" PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+endif()
