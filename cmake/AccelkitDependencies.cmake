@@ -46,6 +46,21 @@ unset(_accelkit_lib)
 unset(_accelkit_real)
 unset(_accelkit_root)
 unset(_accelkit_at)
+# A LibTorch outside the system's library directories (the PyTorch wheel's, an unpacked
+# archive): installed binaries keep its lib/ in their RUNPATH, and the installed CMake package
+# looks for it there first (ACCELKIT_TORCH_PREFIX), so an install runs and builds against the
+# LibTorch it was made with, not a system one. A system LibTorch (Debian's) needs neither.
+set(ACCELKIT_TORCH_PREFIX "")
+get_filename_component(_accelkit_torch_libdir "${TORCH_LIBRARY}" DIRECTORY)
+if(_accelkit_torch_libdir AND NOT _accelkit_torch_libdir IN_LIST CMAKE_CXX_IMPLICIT_LINK_DIRECTORIES
+   AND NOT _accelkit_torch_libdir MATCHES "^/(usr/)?lib(32|64|x32)?(/|$)")
+  list(APPEND CMAKE_INSTALL_RPATH "${_accelkit_torch_libdir}")
+  get_filename_component(ACCELKIT_TORCH_PREFIX "${_accelkit_torch_libdir}/.." ABSOLUTE)
+  set(ACCELKIT_TORCH_LIBDIR "${_accelkit_torch_libdir}")
+else()
+  set(ACCELKIT_TORCH_LIBDIR "")
+endif()
+unset(_accelkit_torch_libdir)
 find_package(Boost 1.74 REQUIRED COMPONENTS program_options)
 find_package(tomlplusplus REQUIRED)
 find_package(spdlog REQUIRED)

@@ -94,5 +94,8 @@ int verb_train(const Invocation& inv);
 int verb_verify(const Invocation& inv);
 // train --nproc-per-node N outside any launcher: runs N workers of this command (train_launch.cpp).
 int launch_local_workers(const Invocation& inv);
+// The whole command line: parse, dispatch, exit code; exceptions reported (cli_main.cpp). What
+// the accelkit executable runs, through the CLI module's accelkit_cli_main (cli_entry.cpp).
+int command_line_main(int argc, char** argv);
 
 }  // namespace accelkit::cli

@@ -1,4 +1,4 @@
-// accelkit: global options, verb dispatch, exit codes.
+// accelkit: global options, verb dispatch, exit codes (the CLI module's entry: cli_entry.cpp).
 #include <exception>
 #include <iostream>
 #include <memory>
@@ -103,16 +103,16 @@ int verb_bench(const Invocation& inv) {
   return run_bench(inv.context_options(), b, inv.json);
 }
 
-}  // namespace accelkit::cli
-
-int main(int argc, char** argv) {
+int command_line_main(int argc, char** argv) {
   try {
-    return accelkit::cli::run(argc, argv);
+    return run(argc, argv);
   } catch (const std::exception& e) {
     std::cerr << "accelkit: error: " << e.what() << '\n';
-    return accelkit::cli::kExitFailure;
+    return kExitFailure;
   } catch (...) {
     std::cerr << "accelkit: error: unknown exception\n";
-    return accelkit::cli::kExitFailure;
+    return kExitFailure;
   }
 }
+
+}  // namespace accelkit::cli
