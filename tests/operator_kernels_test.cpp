@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "accelkit/runtime.hpp"
+#include "accelkit/sdk/torch_compat.hpp"
 #include "accelkit/sdk/device.hpp"
 #include "accelkit/step_tuning.hpp"
 #include "cpu_runtime.hpp"
@@ -355,11 +356,17 @@ TEST_CASE("operator kernels: convolution_backward's one-channel weight gradient 
   CHECK(at::equal(std::get<2>(one), std::get<2>(two)));
   calls += 2;
 
-  // Through autograd, as a training step reaches it: conv2d on data that needs no gradient.
+  // Through autograd, as an fp32 training step reaches it: conv2d on data that needs no
+  // gradient. (Under the plan's bf16 autocast, on a CPU with native bf16, the convolution runs
+  // in bf16, which the kernel does not take: autocast off here.)
   const at::Tensor data = at::randn({16, 1, 28, 28});
   const at::Tensor weight = at::randn({10, 1, 5, 5}).requires_grad_(true);
   const at::Tensor b = at::randn({10}).requires_grad_(true);
-  const at::Tensor out = at::conv2d(data, weight, b);
+  at::Tensor out;
+  {
+    compat::AutocastGuard fp32(at::kCPU, false, compat::autocast_dtype(at::kCPU));
+    out = at::conv2d(data, weight, b);
+  }
   const at::Tensor go = at::randn(out.sizes());
   out.backward(go);
   CHECK(plugin_calls(*rt, kConv) == ++calls);
