@@ -15,6 +15,7 @@
 
 #include <accelkit/batch_finder.hpp>
 #include <accelkit/runtime.hpp>
+#include <accelkit/sdk/torch_compat.hpp>
 #include <accelkit/sdk/torch_compat_memory.hpp>
 
 #include "test_support.hpp"
@@ -130,6 +131,71 @@ TEST_CASE("fit: the largest batch inside the budget; accumulation reaches a targ
   CHECK(d.effective == 384);
 }
 
+namespace {
+
+// A host step of 1 MiB + 1 KiB a sample; its forward and backward take `seconds(batch)`.
+struct TimedSteps {
+  std::function<double(std::int64_t)> seconds;
+  std::vector<std::int64_t> tried;
+  std::function<BatchTrial(std::int64_t)> step() {
+    return [this](std::int64_t b) {
+      tried.push_back(b);
+      BatchTrial t;
+      t.batch = b;
+      t.fits = true;
+      t.peak_bytes = (1u << 20) + static_cast<std::uint64_t>(b) * 1024;
+      t.seconds = seconds(b);
+      return t;
+    };
+  }
+  static std::uint64_t backward_peak(std::int64_t b) { return (1u << 20) + static_cast<std::uint64_t>(b) * 1024; }
+};
+
+}  // namespace
+
+TEST_CASE("fit_on_host: the step's time bounds the batch where memory allows more, and the decision says so") {
+  TimedSteps steps{[](std::int64_t b) { return 1e-3 + 1e-4 * static_cast<double>(b); }, {}};
+  BatchSearchOptions o;
+  std::vector<std::int64_t> shown;
+  o.trial_starts = [&](std::int64_t b) { shown.push_back(b); };
+  const BatchDecision d = batch_finder::fit_on_host(steps.step(), TimedSteps::backward_peak, o, 16ull << 30, 0.5);
+  MESSAGE(d.why);
+  // (0.5 s - 1 ms) / 0.1 ms a sample: 4990, within a sample of float rounding; memory allows 65536.
+  CHECK(d.largest >= 4989);
+  CHECK(d.largest <= 4990);
+  CHECK(d.why.find("batch_step_limit (500 ms a step) bounds the batch at") != std::string::npos);
+  CHECK(d.why.find("memory would allow 65536") != std::string::npos);
+  CHECK(d.why.find("confirmed by a step at it") != std::string::npos);
+  // No trial ran past the limit, and each was announced before it ran.
+  for (std::int64_t b : steps.tried) CHECK(steps.seconds(b) <= 0.5 * 1.25);
+  CHECK(shown == steps.tried);
+  // Without a limit, memory decides: the finder's max here.
+  TimedSteps untimed{steps.seconds, {}};
+  const BatchDecision m = batch_finder::fit_on_host(untimed.step(), TimedSteps::backward_peak, o, 16ull << 30, 0);
+  CHECK(m.largest == o.max);
+  CHECK(m.why.find("batch_step_limit") == std::string::npos);
+}
+
+TEST_CASE("fit_on_host: a step that grows faster than its line is shrunk to the largest measured batch") {
+  // Linear up to 2048 samples, three times steeper past it (a cache the batch no longer fits).
+  TimedSteps steps{[](std::int64_t b) { return (b <= 2048 ? 1e-4 : 3e-4) * static_cast<double>(b); }, {}};
+  const BatchDecision d = batch_finder::fit_on_host(steps.step(), TimedSteps::backward_peak, {}, 16ull << 30, 0.5);
+  MESSAGE(d.why);
+  CHECK(d.largest == 2048);
+  CHECK(d.why.find("the fit overshot") != std::string::npos);
+}
+
+TEST_CASE("fit_on_host: a smallest batch already over the limit is the answer, saying so") {
+  TimedSteps steps{[](std::int64_t) { return 3.0; }, {}};
+  BatchSearchOptions o;
+  o.min = 4;
+  const BatchDecision d = batch_finder::fit_on_host(steps.step(), TimedSteps::backward_peak, o, 16ull << 30, 2.0);
+  CHECK(d.largest == 4);
+  CHECK(d.why.find("a step at the smallest batch, 4, already takes 3.00 s, more than batch_step_limit (2.00 s)") !=
+        std::string::npos);
+  CHECK(steps.tried == std::vector<std::int64_t>{4, 4});  // the warm-up and the measured one, nothing larger
+}
+
 TEST_CASE("Runtime::find_batch_size on the CPU: a small budget bounds the batch; no trace in the model or RNG") {
   ::setenv("ACCELKIT_PLUGIN_PATH", ACCELKIT_PLUGIN_OUTPUT_DIR, 1);
   test::TempDir cache("accelkit-batch-cache");
@@ -152,6 +218,7 @@ TEST_CASE("Runtime::find_batch_size on the CPU: a small budget bounds the batch;
   p.make_batch = [](std::int64_t b) { return std::make_pair(torch::randn({b, 256}), torch::randn({b, 16})); };
   BatchSearchOptions o;
   o.memory_budget = 96u << 20;
+  o.max_step_seconds = 0;  // memory alone bounds it here (the step's time: the fit_on_host cases)
   o.target_effective_batch = 50'000;
   torch::manual_seed(5);
   const at::Tensor expect_next = torch::rand({4});  // what the random stream gives next
@@ -291,4 +358,21 @@ TEST_CASE("find_batch_size on the CPU refuses, before any step, a model whose we
   CHECK_THROWS_WITH_AS(rt->find_batch_size(problem.p, o), doctest::Contains("no step was run"), BatchDoesNotFitError);
   CHECK(steps == 0);
   CHECK(list_batch_cache(cache.path().string()).empty());  // nothing cached for a failure
+}
+
+TEST_CASE("TensorMemoryMeter: counts a region's tensor bytes; LibTorch's warnings in it are handed on when it ends") {
+  compat::WarningCollector outer;
+  const at::Tensor before = torch::ones({1 << 16});  // allocated before the meter
+  std::int64_t peak = 0;
+  {
+    compat::TensorMemoryMeter meter;
+    at::Tensor a = torch::empty({1 << 18});  // 1 MiB
+    TORCH_WARN("a warning raised inside the meter");
+    CHECK(outer.messages().empty());  // held while the meter lives
+    a.reset();
+    peak = meter.peak();
+  }
+  CHECK(peak >= (1 << 20));
+  REQUIRE(outer.messages().size() == 1);
+  CHECK(outer.messages()[0].find("a warning raised inside the meter") != std::string::npos);
 }

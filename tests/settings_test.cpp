@@ -70,7 +70,7 @@ TEST_CASE("schema: display order, types, env names and options, [routing] and [t
   }
   CHECK(top == std::vector<std::string>{"device", "no_gpu", "precision", "tf32", "compile", "sdpa_backend",
                                         "fused_optimizer", "adamw_implementation", "master_weights", "threads",
-                                        "blas_kernels", "kernels", "batch_size", "prefetch", "memory_margin", "profile", "sampler",
+                                        "blas_kernels", "kernels", "batch_size", "prefetch", "memory_margin", "batch_step_limit", "profile", "sampler",
                                         "guard_interval", "guard_policy", "guard_temperature", "guard_hysteresis",
                                         "guard_power", "autotune", "step_tuning",
                                         "autotune_cache", "log_level", "plugin_scan", "plugin_scan_timeout",
@@ -210,6 +210,7 @@ TEST_CASE("file layer: every key, with file:line:column") {
   CHECK(*s->plugin_scan_timeout == 30);
   CHECK(*s->plugin_scan_memory == 1024);
   CHECK(*s->memory_margin == 15);
+  CHECK(*s->batch_step_limit == 0.5);
   CHECK(*s->guard_interval == 2.5);
   CHECK((*s->guard_policy == GuardPolicy::pause));
   CHECK(*s->guard_temperature == 85);

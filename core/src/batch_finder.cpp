@@ -1,6 +1,7 @@
 #include "accelkit/batch_finder.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cerrno>
@@ -45,6 +46,7 @@ BatchDecision search(const std::function<BatchTrial(std::int64_t)>& trial, const
   BatchDecision d;
   d.method = "search";
   auto run = [&](std::int64_t b) {
+    if (o.trial_starts) o.trial_starts(b);
     d.trials.push_back(trial(b));
     if (o.progress) o.progress(d.trials.back());
     return d.trials.back();
@@ -107,6 +109,136 @@ std::int64_t fit(double fixed_bytes, double per_sample_bytes, std::uint64_t budg
     does_not_fit(o, &t, budget);
   }
   return std::min<std::int64_t>(o.max, static_cast<std::int64_t>(largest));
+}
+
+namespace {
+
+// A line through (x1, y1) and (x2, y2) in the batch: its value at 0 and its slope (>= 0).
+std::pair<double, double> line_through(double x1, double y1, double x2, double y2) {
+  const double slope = x2 > x1 ? (y2 - y1) / (x2 - x1) : 0;
+  return {y1 - slope * x1, std::max(0.0, slope)};
+}
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, s < 1 ? "%.0f ms" : "%.2f s", s < 1 ? s * 1e3 : s);
+  return buf;
+}
+
+}  // namespace
+
+BatchDecision fit_on_host(const std::function<BatchTrial(std::int64_t)>& step,
+                          const std::function<std::uint64_t(std::int64_t)>& backward_peak,
+                          const BatchSearchOptions& o, std::uint64_t budget, double limit) {
+  if (o.min < 1 || o.max < o.min) throw std::invalid_argument("find_batch_size: need 1 <= min <= max");
+  BatchDecision d;
+  d.method = "fit";
+  auto run = [&](std::int64_t b, const char* note, bool record = true) {
+    if (o.trial_starts) o.trial_starts(b);
+    BatchTrial t = step(b);
+    t.note = note;
+    if (record) d.trials.push_back(t);
+    if (o.progress) o.progress(t);
+    return t;
+  };
+  const bool timed = limit > 0;
+  const std::int64_t b1 = o.min;
+  (void)run(b1, "warm-up", false);  // the optimizer's state, the allocator's first pages
+  const BatchTrial t1 = run(b1, "measured");
+  if (timed && t1.seconds > limit) {  // no smaller batch to go to
+    d.largest = b1;
+    d.memory_at_largest = t1.peak_bytes;
+    d.why = "a step at the smallest batch, " + std::to_string(b1) + ", already takes " + seconds_text(t1.seconds) +
+            ", more than batch_step_limit (" + seconds_text(limit) + ")";
+    return d;
+  }
+  std::int64_t b2 = b1;
+  BatchTrial t2 = t1;
+  while (b2 < o.max) {
+    std::int64_t next = std::min<std::int64_t>(o.max, std::max<std::int64_t>(b2 * (b2 == b1 ? 8 : 4), 8));
+    // A step's time grows about linearly with the batch: none is run that would pass the limit
+    // (the first growth is made smaller instead, for a second point to fit the lines on).
+    if (timed && t2.seconds > 0 && t2.seconds * static_cast<double>(next) / static_cast<double>(b2) > limit) {
+      if (b2 != b1) break;
+      next = std::min(next, static_cast<std::int64_t>(std::floor(static_cast<double>(b1) * 0.5 * limit / t1.seconds)));
+      if (next <= b1) break;
+    }
+    b2 = next;
+    t2 = run(b2, "measured");
+    if (t2.peak_bytes >= t1.peak_bytes + (std::uint64_t{16} << 20) ||
+        backward_peak(b2) >= backward_peak(b1) + (std::uint64_t{16} << 20) || t2.peak_bytes > budget / 4 ||
+        (timed && t2.seconds > limit / 4))
+      break;
+  }
+  // The step's memory is the larger of two lines in the batch: forward + backward (activations
+  // on top of the gradients) and the optimizer's step (its state on top of what backward left).
+  // At small batches the optimizer's line dominates the step's peak while activations grow
+  // faster: each line is fitted from its own peaks, and the batch must fit under both.
+  const double x1 = static_cast<double>(b1), x2 = static_cast<double>(b2);
+  const auto [step_fixed, step_slope] = line_through(x1, static_cast<double>(t1.peak_bytes), x2, static_cast<double>(t2.peak_bytes));
+  const auto [fb_fixed, fb_slope] =
+      line_through(x1, static_cast<double>(backward_peak(b1)), x2, static_cast<double>(backward_peak(b2)));
+  const std::int64_t by_memory = std::min(fit(step_fixed, step_slope, budget, o), fit(fb_fixed, fb_slope, budget, o));
+  // The time line; where noise made it flat, time proportional to the batch (which overstates
+  // it, so the answer errs small).
+  std::int64_t by_time = o.max;
+  auto [time_fixed, time_slope] = line_through(x1, t1.seconds, x2, t2.seconds);
+  if (timed && (b2 == b1 || time_slope <= 0)) time_fixed = 0, time_slope = t2.seconds / x2;
+  if (timed && time_slope > 0) {
+    const double largest = std::floor((limit - std::max(0.0, time_fixed)) / time_slope);
+    by_time = std::clamp<std::int64_t>(static_cast<std::int64_t>(std::min(largest, 1e15)), b1, o.max);
+  }
+  const bool time_decides = by_time < by_memory;
+  d.largest = std::min(by_memory, by_time);
+  const double at = static_cast<double>(d.largest);
+  d.memory_at_largest = static_cast<std::uint64_t>(
+      std::max(std::max(0.0, step_fixed) + step_slope * at, std::max(0.0, fb_fixed) + fb_slope * at));
+  // The lines are extrapolated: a step at the answer says what it really takes. The margin the
+  // budget leaves covers an extrapolation that was short; one that was, shrinks the batch by
+  // what it missed and is measured again. A step up to a quarter over the time limit passes
+  // (a step's time is noisy; the limit is a scale, not a contract).
+  std::string confirmed = "not confirmed";
+  for (int round = 0; round < 3 && d.largest > b2; ++round) {
+    const BatchTrial check = run(d.largest, "at the fitted answer");
+    const bool memory_ok = check.peak_bytes <= budget;
+    const bool time_ok = !timed || check.seconds <= 1.25 * limit;
+    if (memory_ok && time_ok) {
+      d.memory_at_largest = check.peak_bytes;
+      confirmed = "confirmed by a step at it (" + seconds_text(check.seconds) + ")";
+      break;
+    }
+    double scale = 0.95;
+    if (!memory_ok) {
+      const double fixed = std::max(0.0, std::min(step_fixed, fb_fixed));
+      scale = std::min(scale, (static_cast<double>(budget) - fixed) / (static_cast<double>(check.peak_bytes) - fixed));
+    }
+    if (!time_ok) scale = std::min(scale, limit / check.seconds);
+    d.largest = std::max(b2, static_cast<std::int64_t>(std::floor(static_cast<double>(d.largest) * scale)));
+    d.memory_at_largest = 0;
+  }
+  if (d.memory_at_largest == 0) {  // the last shrink was not measured: b2 was, and fits
+    d.largest = b2;
+    d.memory_at_largest = t2.peak_bytes;
+    confirmed = "the fit overshot; the largest measured batch";
+  }
+  char line[400];
+  std::snprintf(line, sizeof line,
+                "forward+backward %s per sample over %s, the optimizer's step %s per sample over %s; measured at "
+                "batches %lld and %lld",
+                format_bytes(static_cast<std::uint64_t>(fb_slope)).c_str(),
+                format_bytes(static_cast<std::uint64_t>(std::max(0.0, fb_fixed))).c_str(),
+                format_bytes(static_cast<std::uint64_t>(step_slope)).c_str(),
+                format_bytes(static_cast<std::uint64_t>(std::max(0.0, step_fixed))).c_str(), static_cast<long long>(b1),
+                static_cast<long long>(b2));
+  d.why = line;
+  if (timed) {
+    d.why += "; a step takes " + seconds_text(t2.seconds) + " at batch " + std::to_string(b2) +
+             (time_decides ? ": batch_step_limit (" + seconds_text(limit) + " a step) bounds the batch at " +
+                                 std::to_string(by_time) + ", memory would allow " + std::to_string(by_memory)
+                           : ", within batch_step_limit (" + seconds_text(limit) + ") up to the memory's bound");
+  }
+  d.why += "; " + confirmed;
+  return d;
 }
 
 std::int64_t preset_start(const DeviceInfo& info) {
@@ -277,13 +409,25 @@ BatchDecision Runtime::find_batch_size(const BatchProblem& p, const BatchSearchO
         auto [input, target] = p.make_batch(batch);
         OptimizerChoice opt = make_adamw(p.model->parameters(), p.adamw, /*model_weights=*/true, p.forwards);
         zero_grad(*opt.optimizer);
-        at::Tensor out;
-        {
-          auto ac = plan_autocast();
-          out = p.forward(input);
-        }
-        at::Tensor loss = p.loss(out.to(at::kFloat), target);
-        loss.backward();
+        auto forward_backward = [&] {
+          at::Tensor out;
+          {
+            auto ac = plan_autocast();
+            out = p.forward(input);
+          }
+          p.loss(out.to(at::kFloat), target).backward();
+        };
+        // On the host, the forward and backward are timed (the part of a step that grows with the
+        // batch; a trial's optimizer step is its first, which allocates the optimizer's state), on
+        // a second pass: the first pays for what a running program's steps have done already
+        // (the allocator's first pages, the weights' first casts). Its gradients accumulate into
+        // the first's, in place.
+        if (!search) forward_backward();
+        detail::synchronize(torch_device_);
+        const auto started = std::chrono::steady_clock::now();
+        forward_backward();
+        detail::synchronize(torch_device_);
+        t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         // The forward and backward's own peak (activations, gradients), before the optimizer's
         // state joins: the two phases grow with the batch at different rates.
         if (meter) backward_peaks[batch] = static_cast<std::uint64_t>(std::max<std::int64_t>(0, meter->peak()));
@@ -314,97 +458,20 @@ BatchDecision Runtime::find_batch_size(const BatchProblem& p, const BatchSearchO
     if (search) {
       d = batch_finder::search(step, o);
     } else {
-      // Two small measurements after a warm step (the optimizer's state, the allocator's first
-      // pages): the per-sample growth between them, fitted into the budget.
-      // The second batch grows (x4) until the step's memory grows by 16 MiB over the first (a
-      // growth well above the allocator's page and cache granularity), never past a quarter of
-      // the budget.
       // The process's memory is the host's: a step that does not fit meets the OOM killer. The
       // gradients and AdamW's two moments (the parameters are in memory already) are needed at
       // any batch: refuse before a step when they alone pass the budget.
-      if (budget) {
-        std::uint64_t param_bytes = 0;
-        for (const auto& t : p.model->parameters())
-          param_bytes += static_cast<std::uint64_t>(t.numel()) * static_cast<std::uint64_t>(t.element_size());
-        if (3 * param_bytes > *budget) {
-          throw BatchDoesNotFitError("the model does not fit at any batch: its gradients and AdamW's two moments "
-                                     "alone need " + format_bytes(3 * param_bytes) +
-                                     ", the budget is " + format_bytes(*budget) + " (no step was run)");
-        }
-      }
-      const std::int64_t b1 = std::max<std::int64_t>(o.min, 1);
-      (void)step(b1);
-      BatchTrial t1 = step(b1);
-      t1.note = "measured";
-      d.trials = {t1};
-      if (o.progress) o.progress(t1);
-      std::int64_t b2 = b1;
-      BatchTrial t2 = t1;
-      while (b2 < o.max) {
-        b2 = std::min<std::int64_t>(o.max, std::max<std::int64_t>(b2 * (b2 == b1 ? 8 : 4), 8));
-        t2 = step(b2);
-        t2.note = "measured";
-        d.trials.push_back(t2);
-        if (o.progress) o.progress(t2);
-        if (t2.peak_bytes >= t1.peak_bytes + (std::uint64_t{16} << 20) ||
-            backward_peaks[b2] >= backward_peaks[b1] + (std::uint64_t{16} << 20) || (budget && t2.peak_bytes > *budget / 4))
-          break;
-      }
-      // The step's memory is the larger of two lines in the batch: forward + backward
-      // (activations on top of the gradients) and the optimizer's step (its state on top of
-      // what backward left). At small batches the optimizer's line dominates the step's peak
-      // while activations grow faster: each line is fitted from its own peaks, and the batch
-      // must fit under both.
       if (!budget) throw std::runtime_error("find_batch_size: " + device_->info().id + " reports no available memory");
-      auto line_of = [&](double p1, double p2) {
-        const double slope = b2 > b1 ? (p2 - p1) / static_cast<double>(b2 - b1) : 0;
-        return std::make_pair(p1 - slope * static_cast<double>(b1), std::max(0.0, slope));
-      };
-      const auto [step_fixed, step_slope] =
-          line_of(static_cast<double>(t1.peak_bytes), static_cast<double>(t2.peak_bytes));
-      const auto [fb_fixed, fb_slope] =
-          line_of(static_cast<double>(backward_peaks[b1]), static_cast<double>(backward_peaks[b2]));
-      d.method = "fit";
-      d.largest = std::min(batch_finder::fit(step_fixed, step_slope, *budget, o),
-                           batch_finder::fit(fb_fixed, fb_slope, *budget, o));
-      const double at = static_cast<double>(d.largest);
-      d.memory_at_largest = static_cast<std::uint64_t>(
-          std::max(std::max(0.0, step_fixed) + step_slope * at, std::max(0.0, fb_fixed) + fb_slope * at));
-      // The lines are extrapolated: a step at the answer says what it really takes. The margin
-      // the budget leaves covers an extrapolation that was short; one that was, shrinks the
-      // batch by what it missed and is measured again.
-      std::string confirmed = "not confirmed";
-      for (int round = 0; round < 3 && d.largest > b2; ++round) {
-        BatchTrial check = step(d.largest);
-        check.note = "at the fitted answer";
-        d.trials.push_back(check);
-        if (o.progress) o.progress(check);
-        if (check.peak_bytes <= *budget) {
-          d.memory_at_largest = check.peak_bytes;
-          confirmed = "confirmed by a step at it";
-          break;
-        }
-        const double fixed = std::max(0.0, std::min(step_fixed, fb_fixed));
-        const double scale = (static_cast<double>(*budget) - fixed) / (static_cast<double>(check.peak_bytes) - fixed);
-        const auto smaller = static_cast<std::int64_t>(std::floor(static_cast<double>(d.largest) * std::min(0.95, scale)));
-        d.largest = std::max(b2, smaller);
-        d.memory_at_largest = 0;
+      std::uint64_t param_bytes = 0;
+      for (const auto& t : p.model->parameters())
+        param_bytes += static_cast<std::uint64_t>(t.numel()) * static_cast<std::uint64_t>(t.element_size());
+      if (3 * param_bytes > *budget) {
+        throw BatchDoesNotFitError("the model does not fit at any batch: its gradients and AdamW's two moments "
+                                   "alone need " + format_bytes(3 * param_bytes) +
+                                   ", the budget is " + format_bytes(*budget) + " (no step was run)");
       }
-      if (d.memory_at_largest == 0) {  // the last shrink was not measured: b2 was, and fits
-        d.largest = b2;
-        d.memory_at_largest = t2.peak_bytes;
-        confirmed = "the fit overshot; the largest measured batch";
-      }
-      char line[300];
-      std::snprintf(line, sizeof line,
-                    "forward+backward %s per sample over %s, the optimizer's step %s per sample over %s; measured at "
-                    "batches %lld and %lld; %s",
-                    format_bytes(static_cast<std::uint64_t>(fb_slope)).c_str(),
-                    format_bytes(static_cast<std::uint64_t>(std::max(0.0, fb_fixed))).c_str(),
-                    format_bytes(static_cast<std::uint64_t>(step_slope)).c_str(),
-                    format_bytes(static_cast<std::uint64_t>(std::max(0.0, step_fixed))).c_str(),
-                    static_cast<long long>(b1), static_cast<long long>(b2), confirmed.c_str());
-      d.why = line;
+      const double limit = o.max_step_seconds >= 0 ? o.max_step_seconds : *s.batch_step_limit;
+      d = batch_finder::fit_on_host(step, [&](std::int64_t b) { return backward_peaks[b]; }, o, *budget, limit);
     }
   } catch (const BatchDoesNotFitError& e) {
     snapshot.restore(true);

@@ -277,6 +277,12 @@ std::string check_guard_temperature(const SettingValue& v) {
   return {};
 }
 
+std::string check_batch_step_limit(const SettingValue& v) {
+  const double s = std::get<double>(v);
+  if (s != 0 && (s < 0.01 || s > 3600)) return "must be 0 (no limit) or between 0.01 and 3600 seconds, got " + format_value(v);
+  return {};
+}
+
 std::string check_guard_interval(const SettingValue& v) {
   const double s = std::get<double>(v);
   if (s != 0 && (s < 0.01 || s > 3600)) return "must be 0 (off) or between 0.01 and 3600 seconds, got " + format_value(v);
@@ -408,6 +414,11 @@ std::vector<SettingSpec> make_schema() {
                                 "has them; step tuning measures them against "
                                 "LibTorch's), on, or off",
                                 store_enum<Toggle>(ACCELKIT_FIELD(kernels))));
+  auto number = [&](const char* key, double def, const char* env, const char* help, std::string (*check)(const SettingValue&),
+                    Store store) {
+    s.push_back(spec_of(key, SettingType::number, def, env, help, std::move(store)));
+    s.back().check = check;
+  };
   s.push_back(int_spec("batch_size", 0, 0, INT32_MAX, "ACCELKIT_BATCH_SIZE", "batch size (0 = auto)",
                        store_as<std::int64_t>(ACCELKIT_FIELD(batch_size))));
   s.push_back(int_spec("prefetch", 2, 0, 64, "ACCELKIT_PREFETCH",
@@ -416,15 +427,14 @@ std::vector<SettingSpec> make_schema() {
   s.push_back(int_spec("memory_margin", 10, 0, 90, "ACCELKIT_MEMORY_MARGIN",
                        "percent of the device's memory the batch-size finder leaves free",
                        store_as<int>(ACCELKIT_FIELD(memory_margin))));
+  number("batch_step_limit", 2.0, "ACCELKIT_BATCH_STEP_LIMIT",
+         "seconds a training step may take at the batch the batch finder picks on a CPU (0 = no limit): the memory "
+         "there fits batches whose steps run for minutes",
+         check_batch_step_limit, store_as<double>(ACCELKIT_FIELD(batch_step_limit)));
   s.push_back(enum_spec<Profile>("profile", Profile::balanced, "ACCELKIT_PROFILE", "tuning profile",
                                  store_enum<Profile>(ACCELKIT_FIELD(profile))));
   s.push_back(flag_spec("sampler", true, "ACCELKIT_SAMPLER", "background telemetry sampler thread",
                         store_as<bool>(ACCELKIT_FIELD(sampler))));
-  auto number = [&](const char* key, double def, const char* env, const char* help, std::string (*check)(const SettingValue&),
-                    Store store) {
-    s.push_back(spec_of(key, SettingType::number, def, env, help, std::move(store)));
-    s.back().check = check;
-  };
   number("guard_interval", 5.0, "ACCELKIT_GUARD_INTERVAL",
          "seconds between the thermal guard's samples during training (0 = off; also off without the sampler)",
          check_guard_interval, store_as<double>(ACCELKIT_FIELD(guard_interval)));

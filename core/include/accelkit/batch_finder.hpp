@@ -16,7 +16,12 @@
 //     how fast activations grow), the largest batch under both computed, and one step at it
 //     confirms it (an extrapolation that fell short shrinks it by what it missed; the budget's
 //     margin absorbs the overshoot). A model whose gradients and AdamW moments alone pass the
-//     budget is refused before any step.
+//     budget is refused before any step. The step's time bounds the answer too: a CPU has
+//     memory for batches whose step runs for minutes, and a larger batch there gains no
+//     throughput, only time per step. The trials' forward+backward times (the part of a step
+//     that grows with the batch) are fitted as a line in the batch, and a batch whose step
+//     would take longer than options.max_step_seconds (the `batch_step_limit` setting,
+//     default 2 s) is not an answer; the decision says which bound decided.
 // The budget is the memory available when the search starts less the `memory_margin` setting
 // (percent of the device's total, default 10), or less when options.memory_budget says so.
 // Trials leave no trace: the model's parameters, buffers and LibTorch's CPU random state are
@@ -72,6 +77,7 @@ struct BatchTrial {
   std::int64_t batch = 0;
   bool fits = false;
   std::uint64_t peak_bytes = 0;  // the most in use during the step (0 when not measured)
+  double seconds = 0;            // the step's forward and backward (what grows with the batch)
   std::string note;              // "out of memory", "peak over the budget", "measured"
 };
 
@@ -85,7 +91,11 @@ struct BatchSearchOptions {
   int margin_pct = -1;                      // -1: the memory_margin setting
   std::uint64_t memory_budget = 0;          // > 0: at most this many bytes for the training
   bool use_cache = true;                    // and the autotune_cache setting on
-  std::function<void(const BatchTrial&)> progress;  // after each trial
+  // The host (CPU): a batch whose step takes longer than this many seconds is not an answer;
+  // < 0: the batch_step_limit setting; 0: no limit.
+  double max_step_seconds = -1;
+  std::function<void(std::int64_t batch)> trial_starts;  // before each trial step
+  std::function<void(const BatchTrial&)> progress;        // after each trial
 };
 
 struct BatchDecision {
@@ -126,6 +136,16 @@ BatchDecision search(const std::function<BatchTrial(std::int64_t)>& trial, const
 // The largest batch whose fitted memory (fixed + per_sample x batch) stays within `budget`,
 // clamped to [min, max]; throws BatchDoesNotFitError when min does not fit.
 std::int64_t fit(double fixed_bytes, double per_sample_bytes, std::uint64_t budget, const BatchSearchOptions& options);
+
+// The host's answer (pure on `step`; tested directly): a warm step and one at options.min, then
+// larger batches (x8, then x4) until the step's memory grows by 16 MiB, passes a quarter of
+// `budget`, or its time nears `max_step_seconds`; forward+backward (`backward_peak`) and the
+// whole step fitted as lines in the batch, the step's time as a third, the largest batch under
+// all three, confirmed by a step at it (shrunk and measured again, up to three times, where it
+// overshoots). Throws BatchDoesNotFitError when options.min does not fit.
+BatchDecision fit_on_host(const std::function<BatchTrial(std::int64_t)>& step,
+                          const std::function<std::uint64_t(std::int64_t)>& backward_peak,
+                          const BatchSearchOptions& options, std::uint64_t budget, double max_step_seconds);
 
 // The device's preset batch (its DeviceInfo property "preset batch_size"), 0 when none or not
 // a positive number: where a search starts when BatchSearchOptions::start is 0.

@@ -110,6 +110,7 @@ struct Config {
   Setting<std::int64_t> batch_size;           // 0 = auto
   Setting<int> prefetch;                      // batches kept ready by accelkit::Prefetcher; 0 = none
   Setting<int> memory_margin;                 // % of the device's memory the batch-size finder leaves free
+  Setting<double> batch_step_limit;           // seconds a step may take at the host's found batch; 0 = none
   Setting<Profile> profile;
   Setting<bool> sampler;
   // The thermal and power guard (guard.hpp) during training: its sampler's period (0 = off),
