@@ -18,6 +18,7 @@
 
 #include "accelkit/bench.hpp"
 #include "accelkit/runtime.hpp"
+#include "format.hpp"  // the CLI's text helpers (flop_rate)
 #include "script_models.hpp"
 #include "test_support.hpp"
 
@@ -143,6 +144,24 @@ TEST_CASE("every model gives finite positive timings, speedup = baseline / accel
     CHECK(r.floor.copy_gbps > 0);
     CHECK(r.floor.inplace_gbps > 0);
     CHECK(r.floor.floor_ms > 0);
+    // A lower bound: no step of the run beat it, or it is left out saying why.
+    double fastest = std::min({r.baseline.time.min_ms, r.accelkit.time.min_ms, r.tuned->time.min_ms});
+    CAPTURE(r.floor.left_out);
+    CHECK((r.floor.floor_ms <= fastest) == r.floor.left_out.empty());
+    CHECK(r.floor.how.find("after the timed steps") != std::string::npos);
+    // The CPU's step memory: the tensor bytes a step allocates, never an empty 0.
+    for (const accelkit::BenchVariant* v : {&r.baseline, &r.accelkit, &*r.tuned}) {
+      CAPTURE(v->name);
+      REQUIRE(v->step_peak_bytes);
+      // (an in-place fused optimizer step alone allocates nothing: 0 there is the true figure)
+      if (std::string(model) != "optimizer") CHECK(*v->step_peak_bytes > 0);
+      // What runs the matmuls is named: oneDNN for bf16 (native there), else the host BLAS.
+      const std::string& m = v->matmuls;
+      CAPTURE(m);
+      if (v->dtype == "bf16" && at::hasMKLDNN()) CHECK(m == "oneDNN (bf16)");
+      else CHECK((m == "MKL" || m.rfind("OpenBLAS", 0) == 0 || m == "BLIS" || m == "reference BLAS" || m == "ATLAS"));
+    }
+    CHECK(r.memory_source.find("tensor bytes") != std::string::npos);
     CHECK(r.floor.optimizer_bytes == doctest::Approx(28.0 * static_cast<double>(r.params)));
     if (std::string(model) != "optimizer") {
       CHECK(r.floor.matmul_tflops > 0);
@@ -227,10 +246,10 @@ TEST_CASE("bench_json has the documented fields") {
     for (const char* key : {"median_ms", "min_ms", "max_ms", "threads", "dtype", "blas", "optimizer", "samples_ms",
                             "step_peak_bytes"})
       CHECK_MESSAGE(j[v].contains(key), (std::string(v) + "." + key));
-  // The CPU reports its resident set: every variant has a step peak (>= 0 bytes), and its source.
+  // The CPU counts the tensor bytes a step allocates: every variant has a step peak, and its source.
   CHECK(r.baseline.step_peak_bytes.has_value());
   CHECK(r.accelkit.step_peak_bytes.has_value());
-  CHECK(j["memory_source"].get<std::string>().find("/proc") != std::string::npos);
+  CHECK(j["memory_source"].get<std::string>().find("tensor bytes") != std::string::npos);
   CHECK(j["baseline"]["median_ms"].get<double>() > 0);
   CHECK(j["speedup"].get<double>() ==
         doctest::Approx(j["baseline"]["median_ms"].get<double>() / j["accelkit"]["median_ms"].get<double>()).epsilon(1e-4));
@@ -362,6 +381,13 @@ TEST_CASE("--data-ms: a slow producer feeds every variant; accelkit prefetches a
   CHECK(message(o).find("the optimizer model has no data") != std::string::npos);
 }
 
+TEST_CASE("rates in a unit that shows them") {
+  CHECK(accelkit::cli::flop_rate(1.2345) == "1.23 TFLOP/s");
+  CHECK(accelkit::cli::flop_rate(0.42) == "420 GFLOP/s");
+  CHECK(accelkit::cli::flop_rate(0.00456) == "4.56 GFLOP/s");
+  CHECK(accelkit::cli::flop_rate(0.000812) == "812 MFLOP/s");
+}
+
 TEST_CASE("the verb prints a table and JSON") {
   BenchOptions o = tiny("optimizer");
   o.vs_tuned = true;
@@ -369,6 +395,12 @@ TEST_CASE("the verb prints a table and JSON") {
   REQUIRE(run_verb(o, false, out) == 0);
   for (const char* text : {"baseline", "accelkit", "tuned", "median ms", "speedup", "floor", "accuracy"})
     CHECK_MESSAGE(out.find(text) != std::string::npos, text);
+  // The verdict is the last line; no figure reads as an empty zero.
+  std::string last = out.substr(0, out.find_last_not_of('\n') + 1);
+  last = last.substr(last.rfind('\n') + 1);
+  CHECK(last.rfind("accelkit is ", 0) == 0);
+  CHECK(out.find(" 0.00 ") == std::string::npos);
+  CHECK(out.find(" 0 B") == std::string::npos);
   REQUIRE(run_verb(o, true, out) == 0);
   const auto j = nlohmann::json::parse(out);
   CHECK(j["model"] == "optimizer");

@@ -122,6 +122,16 @@ TEST_CASE("BLAS: optimised implementations, no warning") {
   CHECK(deleted.path == "/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3");
 }
 
+TEST_CASE("BLAS: what runs fp32 matmuls, named for people") {
+  const auto openmp = classify_blas("a-b r-xp 0 0:1 2 /usr/lib/x86_64-linux-gnu/openblas-openmp/libblas.so.3\n");
+  CHECK(blas_in_use(openmp, "SkylakeX") == "OpenBLAS SkylakeX");
+  CHECK(blas_in_use(openmp, "") == "OpenBLAS");  // no kernels selected at run time
+  CHECK(blas_in_use(classify_blas("a-b r-xp 0 0:1 2 /usr/lib/x86_64-linux-gnu/libmkl_rt.so\n"), "") == "MKL");
+  CHECK(blas_in_use(classify_blas("aaaa-bbbb r-xp 0 0:1 2 /usr/lib/aarch64-linux-gnu/blas/libblas.so.3\n"), "") ==
+        "reference BLAS");
+  CHECK(blas_in_use(classify_blas(""), "").empty());  // nothing found: nothing claimed
+}
+
 TEST_CASE("BLAS: nothing mapped (statically linked into LibTorch)") {
   auto b = classify_blas(
       "a-b r-xp 0 0:1 2 /opt/libtorch/lib/libtorch_cpu.so\nc-d rw-p 0 0:0 0 [heap]\n\n");

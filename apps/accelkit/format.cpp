@@ -37,6 +37,14 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
+std::string flop_rate(double tflops) {
+  if (tflops >= 1) return fixed(tflops, 2) + " TFLOP/s";
+  char buf[64];
+  if (tflops >= 1e-3) std::snprintf(buf, sizeof buf, "%.3g GFLOP/s", tflops * 1e3);
+  else std::snprintf(buf, sizeof buf, "%.3g MFLOP/s", tflops * 1e6);
+  return buf;
+}
+
 std::vector<std::string> capability_names(const CapabilitySet& caps) {
   std::vector<std::string> out;
   for (auto c : caps.typed) out.emplace_back(to_string(c));

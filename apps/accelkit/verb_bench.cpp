@@ -37,7 +37,7 @@ std::string load_text(double l) { return l >= 0 ? fixed(l, 2) : "?"; }
 void add_variant(Table& t, const BenchVariant& v, double baseline_ms, bool phases, bool blas) {
   const BenchStats& s = v.time;
   std::vector<std::string> row{v.name, std::to_string(v.threads), v.dtype};
-  if (blas) row.push_back(v.blas.empty() ? "-" : v.blas);
+  if (blas) row.push_back(v.matmuls.empty() ? "-" : v.matmuls);
   row.insert(row.end(), {v.optimizer, fixed(s.median_ms, 1), fixed(s.min_ms, 1), fixed(s.max_ms, 1)});
   if (phases && v.step_mode == "graph") {
     row.insert(row.end(), {"-", "-", "-"});  // one replay: no phases
@@ -64,6 +64,35 @@ void render_check(std::ostream& out, const BenchResult& r) {
   out << "\n  why this tolerance: " << a.why << '\n';
 }
 
+// The floor: what the step cannot beat on this machine's measured rates, or why it is left out.
+void render_floor(std::ostream& out, const BenchResult& r) {
+  const BenchFloor& f = r.floor;
+  if (!f.measured) return;
+  const bool in_place = f.optimizer_inplace_ms <= f.optimizer_ms;
+  const std::string rates =
+      (f.step_flops > 0 ? f.matmul_dtype + " " + std::to_string(f.matmul_n) + "^3 mm " + flop_rate(f.matmul_tflops) +
+                              " (" + f.slower_matmul_dtype + ": " + flop_rate(f.slower_matmul_tflops) + "), "
+                        : std::string()) +
+      "copy " + fixed(f.copy_gbps, 1) + " GB/s, in place " + fixed(f.inplace_gbps, 1) + " GB/s";
+  if (!f.left_out.empty()) {
+    out << "floor: left out - " << f.left_out << "\n  rates: " << rates << " (" << f.how << ")\n\n";
+    return;
+  }
+  out << "floor (" << f.note << "):\n";
+  if (f.step_flops > 0)
+    out << "  matmuls    " << fixed(f.step_flops / 1e9, 1) << " GFLOP at " << flop_rate(f.matmul_tflops) << " ("
+        << f.matmul_dtype << ' ' << f.matmul_n << "^3 mm, the faster of fp32 and bf16; " << f.slower_matmul_dtype << ": "
+        << flop_rate(f.slower_matmul_tflops) << ")  = " << fixed(f.matmul_ms, 1) << " ms\n";
+  out << "  optimizer  " << fixed(f.optimizer_bytes / 1e6, 0) << " MB at "
+      << fixed(in_place ? f.inplace_gbps : f.copy_gbps, 1) << " GB/s (" << (in_place ? "in place" : "copy")
+      << ", the faster)  = " << fixed(std::min(f.optimizer_ms, f.optimizer_inplace_ms), 1) << " ms   ["
+      << (in_place ? "copy " : "in place ") << fixed(in_place ? f.copy_gbps : f.inplace_gbps, 1) << " GB/s: "
+      << fixed(std::max(f.optimizer_ms, f.optimizer_inplace_ms), 1) << " ms]\n"
+      << "  floor " << fixed(f.floor_ms, 1) << " ms; accelkit " << fixed(r.accelkit.time.median_ms, 1)
+      << " ms = " << fixed(f.measured_over_floor, 2) << "x the floor (floor/measured " << fixed(f.floor_over_measured, 2)
+      << "); rates: " << f.how << "\n\n";
+}
+
 void render(std::ostream& out, const BenchResult& r) {
   out << "accelkit bench: " << r.model << " - " << r.shape << " (" << fixed(r.params / 1e6, 1) << "M params)\n"
       << "device " << r.device << " (LibTorch " << r.torch_version << "); " << r.steps << " timed steps after "
@@ -71,10 +100,10 @@ void render(std::ostream& out, const BenchResult& r) {
       << " -> " << load_text(r.load_after) << "\n\n";
   // Phases (medians): zero_grad + forward + loss, backward, optimizer step.
   const bool phases = r.model != "optimizer" && r.mode == "train" && !r.data;  // --data-ms times whole blocks
-  // BLAS kernels: a column when the device reports them (CPU with OpenBLAS).
-  const bool blas = !r.baseline.blas.empty() || !r.accelkit.blas.empty();
+  // What runs the matmuls: a column when the device names it (a CPU's BLAS, oneDNN).
+  const bool blas = !r.baseline.matmuls.empty() || !r.accelkit.matmuls.empty();
   std::vector<std::string> headers{"variant", "threads", "dtype"};
-  if (blas) headers.push_back("blas");
+  if (blas) headers.push_back("matmuls");
   headers.insert(headers.end(), {"optimizer", "median ms", "min ms", "max ms"});
   if (phases) headers.insert(headers.end(), {"fwd ms", "bwd ms", "opt ms"});
   headers.push_back("speedup");
@@ -96,9 +125,11 @@ void render(std::ostream& out, const BenchResult& r) {
     else out << "step tuning: off - " << st.why << '\n';
   }
   if (r.baseline.step_peak_bytes) {
-    out << "memory: one step's peak over its start - baseline " << format_bytes(*r.baseline.step_peak_bytes);
+    // 0 is a real figure here (an in-place optimizer step allocates nothing): said in words.
+    auto bytes = [](std::uint64_t b) { return b ? format_bytes(b) : std::string("nothing"); };
+    out << "memory: one step's peak over its start - baseline " << bytes(*r.baseline.step_peak_bytes);
     for (const BenchVariant* v : {&r.accelkit, r.tuned ? &*r.tuned : nullptr, r.eager ? &*r.eager : nullptr})
-      if (v && v->step_peak_bytes) out << ", " << v->name << ' ' << format_bytes(*v->step_peak_bytes);
+      if (v && v->step_peak_bytes) out << ", " << v->name << ' ' << bytes(*v->step_peak_bytes);
     out << " [" << r.memory_source << "]\n";
     for (const BenchVariant* v : {&r.accelkit, r.tuned ? &*r.tuned : nullptr, r.eager ? &*r.eager : nullptr})
       if (v && !v->step_peak_note.empty()) out << "  " << v->name << ": " << v->step_peak_note << '\n';
@@ -120,13 +151,6 @@ void render(std::ostream& out, const BenchResult& r) {
           << " threads compute on: a CPU-bound producer gains from prefetching only with a core of its own (--threads "
           << std::max(1, r.machine.logical_cores - 1) << ")\n";
   }
-  if (!r.machine.waited.empty()) out << "\nwarning: --wait-quiet: " << r.machine.waited << '\n';
-  if (r.machine.busy) out << "\nwarning: " << r.machine.note << '\n';
-  out << "\naccelkit is " << fixed(r.speedup, 2) << "x the baseline";
-  if (r.speedup_vs_tuned) out << ", " << fixed(*r.speedup_vs_tuned, 2) << "x hand-tuned LibTorch";
-  if (r.speedup_vs_eager)
-    out << ", " << fixed(*r.speedup_vs_eager, 2) << "x its own step run eagerly (" << r.accelkit.step_mode << ")";
-  out << " (medians; fastest steps: " << fixed(r.speedup_min, 2) << "x the baseline)\n\n";
   if (r.int8 && r.quantize) {
     out << "int8 is " << fixed(*r.speedup_int8, 2) << "x the baseline";
     if (r.tuned) out << ", " << fixed(r.tuned->time.median_ms / r.int8->time.median_ms, 2) << "x hand-tuned LibTorch";
@@ -135,23 +159,7 @@ void render(std::ostream& out, const BenchResult& r) {
         << "quantize: " << r.quantize->summary() << '\n';
   }
 
-  const BenchFloor& f = r.floor;
-  if (f.measured) {
-    out << "floor (" << f.note << "):\n";
-    if (f.step_flops > 0)
-      out << "  matmuls    " << fixed(f.step_flops / 1e9, 1) << " GFLOP at " << fixed(f.matmul_tflops, 2) << " TFLOP/s ("
-          << f.matmul_dtype << ' ' << f.matmul_n << "^3 mm, the faster of fp32 and bf16; " << f.slower_matmul_dtype
-          << ": " << fixed(f.slower_matmul_tflops, 2) << ")  = " << fixed(f.matmul_ms, 1) << " ms\n";
-    const bool in_place = f.optimizer_inplace_ms <= f.optimizer_ms;
-    out << "  optimizer  " << fixed(f.optimizer_bytes / 1e6, 0) << " MB at "
-        << fixed(in_place ? f.inplace_gbps : f.copy_gbps, 1) << " GB/s (" << (in_place ? "in place" : "copy")
-        << ", the faster)  = " << fixed(std::min(f.optimizer_ms, f.optimizer_inplace_ms), 1) << " ms   ["
-        << (in_place ? "copy " : "in place ") << fixed(in_place ? f.copy_gbps : f.inplace_gbps, 1) << " GB/s: "
-        << fixed(std::max(f.optimizer_ms, f.optimizer_inplace_ms), 1) << " ms]\n"
-        << "  floor " << fixed(f.floor_ms, 1) << " ms; accelkit " << fixed(r.accelkit.time.median_ms, 1)
-        << " ms = " << fixed(f.measured_over_floor, 2) << "x the floor (floor/measured " << fixed(f.floor_over_measured, 2)
-        << ")\n\n";
-  }
+  render_floor(out, r);
   if (r.autotune) render_autotune(out, *r.autotune);
   if (r.batch_finder) render_batch_decision(out, *r.batch_finder);
   if (r.inference) {
@@ -186,6 +194,14 @@ void render(std::ostream& out, const BenchResult& r) {
   }
   render_decisions(out, r.decisions);
   render_check(out, r);
+  if (!r.machine.waited.empty()) out << "\nwarning: --wait-quiet: " << r.machine.waited << '\n';
+  if (r.machine.busy) out << "\nwarning: " << r.machine.note << '\n';
+  // The verdict, last.
+  out << "\naccelkit is " << fixed(r.speedup, 2) << "x the baseline";
+  if (r.speedup_vs_tuned) out << ", " << fixed(*r.speedup_vs_tuned, 2) << "x hand-tuned LibTorch";
+  if (r.speedup_vs_eager)
+    out << ", " << fixed(*r.speedup_vs_eager, 2) << "x its own step run eagerly (" << r.accelkit.step_mode << ")";
+  out << " (medians; fastest steps: " << fixed(r.speedup_min, 2) << "x the baseline)\n";
 }
 
 void show_progress(const BenchProgress& p) {
@@ -198,12 +214,13 @@ void show_progress(const BenchProgress& p) {
   line << "bench " << p.model << ": ";
   if (p.phase == "autotune") line << "auto-tune, " << (p.done < p.total ? "candidate " + std::to_string(p.done + 1) + '/' + std::to_string(p.total) : "done");
   else if (p.phase == "check") line << "accuracy check, variant " << p.done + 1 << '/' << p.total;
-  else if (p.phase == "batch") line << "finding the largest batch that fits, trial step " << p.done;
+  else if (p.phase == "batch") line << "finding the batch, trial step " << p.detail;
   else if (p.phase == "quiet") line << "waiting for a quiet machine, " << p.done << '/' << p.total << " s";
   else if (p.phase == "quantize") line << "quantizing to int8";
   else if (p.phase == "optimize") line << "optimize_for_inference" << (p.total > 1 ? ", candidate " + std::to_string(std::min(p.done + 1, p.total)) + '/' + std::to_string(p.total) : std::string());
   else if (p.phase == "step tuning") line << "step tuning: timing the candidates on the model's steps, step " << p.done + 1;
   else if (p.phase == "floors") line << "measuring floors " << p.done + 1 << '/' << p.total;
+  else if (p.phase == "floors again") line << "measuring the floor's rates again, after the timed steps";
   else if (p.phase == "warmup") line << "warm-up " << p.done + 1 << '/' << p.total;
   else line << "round " << std::min(p.done + 1, p.total) << '/' << p.total;
   const bool finished = p.phase == "timing" && p.done == p.total;

@@ -24,6 +24,7 @@
 #include "accelkit/runtime.hpp"
 #include "accelkit/step_runner.hpp"
 #include "accelkit/sdk/support/aten_fused_adamw.hpp"
+#include "accelkit/sdk/torch_compat_memory.hpp"
 #include "bench_common.hpp"
 #include "bench_models.hpp"
 #include "accelkit/device_sync.hpp"
@@ -245,9 +246,9 @@ struct Bandwidth {
   double inplace_gbps = 0;  // x.mul_(1): read and write the same lines (AdamW's own pattern)
 };
 
-// The fastest of 7 after a warm-up, the two patterns interleaved: a floor is the best the
+// The fastest of `runs` after a warm-up, the two patterns interleaved: a floor is the best the
 // machine reached (a median on a shared machine would put it above steps that ran quietly).
-Bandwidth measure_bandwidth(c10::Device device, std::int64_t bytes) {
+Bandwidth measure_bandwidth(c10::Device device, std::int64_t bytes, int runs) {
   const std::int64_t n = bytes / 4;
   auto opts = at::TensorOptions().dtype(at::kFloat).device(device);
   at::Tensor src = at::empty({n}, opts).fill_(1);  // touch every page before timing
@@ -260,7 +261,7 @@ Bandwidth measure_bandwidth(c10::Device device, std::int64_t bytes) {
     synchronize(device);
     return ms_since(t0);
   };
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i <= runs; ++i) {
     const double c = time([&] { dst.copy_(src); });
     const double p = time([&] { dst.mul_(1.0); });
     if (i) {  // the first of each is warm-up
@@ -273,17 +274,17 @@ Bandwidth measure_bandwidth(c10::Device device, std::int64_t bytes) {
           moved / *std::min_element(inplace_ms.begin(), inplace_ms.end()) / 1e6};
 }
 
-// The fastest of 7 after a warm-up (see measure_bandwidth). With `beat` (a rate in TFLOP/s
+// The fastest of `runs` after a warm-up (see measure_bandwidth). With `beat` (a rate in TFLOP/s
 // already measured for another dtype): stops after the warm-up when that run alone is more
 // than 3x slower - a dtype the device only emulates (bf16 on a CPU without AVX512_BF16/AMX) can
 // take a minute per 2048^3 product and cannot be the faster one.
-double measure_matmul_tflops(c10::Device device, int n, at::ScalarType dtype, double beat = 0) {
+double measure_matmul_tflops(c10::Device device, int n, at::ScalarType dtype, int runs, double beat = 0) {
   auto opts = at::TensorOptions().dtype(at::kFloat).device(device);
   at::Tensor a = at::randn({n, n}, opts).to(dtype), b = at::randn({n, n}, opts).to(dtype);
   at::Tensor c = at::empty({n, n}, a.options());
   const double flop = 2.0 * static_cast<double>(n) * n * n;
   std::vector<double> ms;
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i <= runs; ++i) {
     synchronize(device);
     const auto t0 = Clock::now();
     at::mm_out(c, a, b);
@@ -293,6 +294,89 @@ double measure_matmul_tflops(c10::Device device, int n, at::ScalarType dtype, do
     if (i == 0 && beat > 0 && flop / t / 1e9 < beat / 3) return flop / t / 1e9;
   }
   return flop / *std::min_element(ms.begin(), ms.end()) / 1e9;
+}
+
+constexpr int kFloorRuns = 7;
+
+at::ScalarType dtype_named(const std::string& name) {
+  return name == "bf16" ? at::kBFloat16 : name == "fp16" ? at::kHalf : at::kFloat;
+}
+
+// The floor's times from its rates: matmuls at the matmul rate, AdamW's bytes at the faster of
+// the two bandwidths (AdamW reads and writes its tensors in place).
+void floor_from_rates(BenchFloor& f) {
+  f.optimizer_ms = f.optimizer_bytes / f.copy_gbps / 1e6;
+  f.optimizer_inplace_ms = f.optimizer_bytes / f.inplace_gbps / 1e6;
+  f.matmul_ms = f.step_flops > 0 ? f.step_flops / (f.matmul_tflops * 1e12) * 1e3 : 0;
+  f.floor_ms = f.matmul_ms + std::min(f.optimizer_ms, f.optimizer_inplace_ms);
+}
+
+// Machine rates at the current settings (accelkit's threads and BLAS kernels): copy bandwidth,
+// and the matmul rate of accelkit's dtype and of the other one of fp32 / bf16 - the floor takes
+// the faster, so a slow choice of dtype cannot lower the bar. `step(i)` reports progress.
+BenchFloor measure_floor(c10::Device device, bool gpu, const BenchOptions& o, const ModelSpec& spec,
+                         at::ScalarType accel_dtype, std::int64_t params, const std::function<void(int)>& step) {
+  const bool optimizer_only = spec.model == "optimizer";
+  BenchFloor f;
+  f.copy_bytes = o.floor_copy_bytes ? o.floor_copy_bytes : (gpu ? (1LL << 30) : (512LL << 20));
+  f.runs = kFloorRuns;
+  const Bandwidth bw = measure_bandwidth(device, f.copy_bytes, f.runs);
+  f.copy_gbps = bw.copy_gbps;
+  f.inplace_gbps = bw.inplace_gbps;
+  f.optimizer_bytes = 28.0 * static_cast<double>(params);  // fp32 AdamW: read p, g, m, v; write p, m, v
+  if (!optimizer_only) {
+    step(1);
+    f.matmul_n = o.floor_matmul_n ? o.floor_matmul_n : (gpu ? 8192 : 2048);
+    struct Rate { at::ScalarType dtype; double tflops; };
+    const at::ScalarType other = accel_dtype == at::kFloat ? at::kBFloat16 : at::kFloat;
+    Rate fast{accel_dtype, measure_matmul_tflops(device, f.matmul_n, accel_dtype, f.runs)};
+    Rate slow{other, measure_matmul_tflops(device, f.matmul_n, other, f.runs, fast.tflops)};
+    if (slow.tflops > fast.tflops) std::swap(fast, slow);
+    f.matmul_dtype = dtype_name(fast.dtype);
+    f.matmul_tflops = fast.tflops;
+    f.slower_matmul_dtype = dtype_name(slow.dtype);
+    f.slower_matmul_tflops = slow.tflops;
+    f.step_flops = bench_detail::training_matmul_flops(spec);
+    f.note = spec.model == "mlp"   ? "matmuls at the measured rate + AdamW bytes at the copy bandwidth"
+             : spec.model == "cnn" ? "convolution and linear FLOPs at the large-matmul rate + AdamW bytes: "
+                                     "small convolutions never reach that rate, so this floor is far below reach"
+                                   : "matmuls + AdamW bytes only; softmax, layer norm, GELU left out";
+  } else {
+    f.note = "AdamW bytes (28 per fp32 parameter) at the copy bandwidth";
+  }
+  floor_from_rates(f);
+  f.how = "the best of " + std::to_string(f.runs) + " runs before the timed steps";
+  f.measured = true;
+  return f;
+}
+
+// After the timed steps: the rates once more (a rate is the best the machine reached, so the
+// floor keeps the higher of the two measurements), and when a step of the run was still faster
+// than the floor, once more at three times the runs. A floor still above a measured step is no
+// lower bound for this run: it is left out, saying why.
+void confirm_floor(BenchFloor& f, c10::Device device, double fastest_step_ms) {
+  auto measure_again = [&](int runs) {
+    const Bandwidth bw = measure_bandwidth(device, f.copy_bytes, runs);
+    f.copy_gbps = std::max(f.copy_gbps, bw.copy_gbps);
+    f.inplace_gbps = std::max(f.inplace_gbps, bw.inplace_gbps);
+    if (f.step_flops > 0)
+      f.matmul_tflops = std::max(f.matmul_tflops, measure_matmul_tflops(device, f.matmul_n, dtype_named(f.matmul_dtype), runs));
+    floor_from_rates(f);
+  };
+  measure_again(f.runs);
+  f.how = "the best of " + std::to_string(f.runs) + " runs before and " + std::to_string(f.runs) + " after the timed steps";
+  if (f.floor_ms > fastest_step_ms) {
+    measure_again(3 * f.runs);
+    f.how += ", and " + std::to_string(3 * f.runs) + " more after a step beat the floor";
+  }
+  if (f.floor_ms > fastest_step_ms) {
+    std::ostringstream why;
+    why.precision(3);
+    why << "a step of this run took " << fastest_step_ms << " ms, less than the " << f.floor_ms
+        << " ms these rates allow even when measured again: they are not this machine's best (another load, or a "
+           "rate the step's shapes beat), so the floor is no lower bound here";
+    f.left_out = why.str();
+  }
 }
 
 std::string tolerance_why(const BenchOptions& o, const ModelSpec& spec, const Runner& accel) {
@@ -422,8 +506,20 @@ BatchDecision find_bench_batch(Runtime& rt, const ModelSpec& spec, const BenchOp
   search.start = spec.batch;
   search.max = o.batch_max > 0 ? o.batch_max : std::min<std::int64_t>(search.max, INT32_MAX);
   search.start = std::min<std::int64_t>(search.start, search.max);
+  // The bench runs ~150 steps at the answer: on a CPU, steps of at most kBenchBatchStepSeconds
+  // (or the batch_step_limit setting, if lower and not 0).
+  const double setting = *rt.context().config().batch_step_limit;
+  search.max_step_seconds = setting > 0 ? std::min(setting, kBenchBatchStepSeconds) : kBenchBatchStepSeconds;
   int trials = 0;
-  search.progress = [&](const BatchTrial&) { report(progress, spec.model, "batch", ++trials, 0); };
+  search.trial_starts = [&](std::int64_t b) {
+    report(progress, spec.model, "batch", trials, 0, "at batch " + std::to_string(b) + ": running");
+  };
+  search.progress = [&](const BatchTrial& t) {
+    std::ostringstream d;
+    d << "at batch " << t.batch << ": " << format_bytes(t.peak_bytes) << ", " << static_cast<int>(t.seconds * 1e3)
+      << " ms (" << t.note << ")";
+    report(progress, spec.model, "batch", ++trials, 0, d.str());
+  };
   return rt.find_batch_size(problem, search);
 }
 
@@ -634,6 +730,7 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
     }
     run.info.check.push_back(run.final_value(x, target));
     run.info.blas = applied_value(rt, PlanField::blas_kernels);
+    run.info.matmuls = matmul_library(rt, run.dtype);
   }
   BenchAccuracy& acc = r.accuracy;
   acc.compared = optimizer_only ? "parameters" : "loss";
@@ -681,44 +778,12 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
     throw BenchCheckError(r.error, r);
   }
 
-  // Floors: machine rates measured now, at accelkit's thread count.
+  // Floors: machine rates measured now, at accelkit's thread count (again after the timing).
   if (o.floors && !file) {
     report(progress, label, "floors", 0, 2);
     runners[1].enter();
-    BenchFloor& f = r.floor;
-    const std::int64_t copy_bytes = o.floor_copy_bytes ? o.floor_copy_bytes : (gpu ? (1LL << 30) : (512LL << 20));
-    const Bandwidth bw = measure_bandwidth(device, copy_bytes);
-    f.copy_gbps = bw.copy_gbps;
-    f.inplace_gbps = bw.inplace_gbps;
-    f.optimizer_bytes = 28.0 * static_cast<double>(params);  // fp32 AdamW: read p, g, m, v; write p, m, v
-    f.optimizer_ms = f.optimizer_bytes / f.copy_gbps / 1e6;
-    f.optimizer_inplace_ms = f.optimizer_bytes / f.inplace_gbps / 1e6;
-    if (!optimizer_only) {
-      report(progress, label, "floors", 1, 2);
-      // The rate of accelkit's own dtype and of the other one of fp32 / bf16, at accelkit's
-      // settings: the floor takes the faster, so a slow choice of dtype cannot lower the bar.
-      f.matmul_n = o.floor_matmul_n ? o.floor_matmul_n : (gpu ? 8192 : 2048);
-      struct Rate { at::ScalarType dtype; double tflops; };
-      const at::ScalarType other = accel.dtype == at::kFloat ? at::kBFloat16 : at::kFloat;
-      Rate fast{accel.dtype, measure_matmul_tflops(device, f.matmul_n, accel.dtype)};
-      Rate slow{other, measure_matmul_tflops(device, f.matmul_n, other, fast.tflops)};
-      if (slow.tflops > fast.tflops) std::swap(fast, slow);
-      f.matmul_dtype = dtype_name(fast.dtype);
-      f.matmul_tflops = fast.tflops;
-      f.slower_matmul_dtype = dtype_name(slow.dtype);
-      f.slower_matmul_tflops = slow.tflops;
-      f.step_flops = bench_detail::training_matmul_flops(spec);
-      f.matmul_ms = f.step_flops / (f.matmul_tflops * 1e12) * 1e3;
-      f.note = spec.model == "mlp"   ? "matmuls at the measured rate + AdamW bytes at the copy bandwidth"
-               : spec.model == "cnn" ? "convolution and linear FLOPs at the large-matmul rate + AdamW bytes: "
-                                       "small convolutions never reach that rate, so this floor is far below reach"
-                                     : "matmuls + AdamW bytes only; softmax, layer norm, GELU left out";
-    } else {
-      f.note = "AdamW bytes (28 per fp32 parameter) at the copy bandwidth";
-    }
-    // AdamW reads and writes its tensors in place: the faster of the two patterns bounds it.
-    f.floor_ms = f.matmul_ms + std::min(f.optimizer_ms, f.optimizer_inplace_ms);
-    f.measured = true;
+    r.floor = measure_floor(device, gpu, o, spec, accel.dtype, params,
+                            [&](int i) { report(progress, label, "floors", i, 2); });
   }
 
   // Warm-up, then alternate: one timed step of each variant per round.
@@ -726,11 +791,22 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
     report(progress, label, "warmup", w, o.warmup);
     for (Runner& run : runners) run.step(x, target);
   }
-  // Each variant's step peak: one untimed step inside a MemoryScope.
+  // Each variant's step peak: one untimed step, measured by the device's allocator (a GPU's) or,
+  // on the host, as the tensor bytes the step allocates (LibTorch's memory reporting, as the
+  // batch finder counts them): the process's resident set does not move for memory the
+  // allocator reuses, so its peak over the start reads 0.
+  const bool host_memory = device.type() == c10::DeviceType::CPU;
   std::vector<std::optional<std::uint64_t>> step_peaks(runners.size());
   for (std::size_t i = 0; i < runners.size(); ++i) {
-    runners[i].enter();
+    if (runners[i].enter()) runners[i].step(x, target);
     synchronize(device);
+    if (host_memory) {
+      compat::TensorMemoryMeter meter(c10::DeviceType::CPU);
+      runners[i].step(x, target);
+      step_peaks[i] = static_cast<std::uint64_t>(std::max<std::int64_t>(0, meter.peak()));
+      r.memory_source = "tensor bytes the step allocates (LibTorch's memory reporting)";
+      continue;
+    }
     MemoryScope scope(rt.device_handle(), "step");
     runners[i].step(x, target);
     synchronize(device);
@@ -791,6 +867,12 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
   r.speedup = r.baseline.time.median_ms / r.accelkit.time.median_ms;
   r.speedup_min = r.baseline.time.min_ms / r.accelkit.time.min_ms;
   if (r.floor.measured) {
+    report(progress, label, "floors again", 0, 1);
+    runners[1].enter();
+    double fastest = r.accelkit.time.min_ms;
+    for (const BenchVariant* v : {&r.baseline, r.tuned ? &*r.tuned : nullptr, r.eager ? &*r.eager : nullptr})
+      if (v) fastest = std::min(fastest, v->time.min_ms);
+    confirm_floor(r.floor, device, fastest);
     r.floor.measured_over_floor = r.accelkit.time.median_ms / r.floor.floor_ms;
     r.floor.floor_over_measured = r.floor.floor_ms / r.accelkit.time.median_ms;
   }

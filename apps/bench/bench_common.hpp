@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <spdlog/spdlog.h>
 
@@ -104,14 +105,26 @@ inline bool enter_variant(PlanSwitch& plans, const std::string& who, const Preci
 }
 
 // A value as the device's Precision reads it back after apply ("" when it reads none such).
-inline std::string applied_value(const Runtime& rt, PlanField field) {
+// The device's read-back value of `field` (or, with a key, of that key); "" when it has none.
+inline std::string applied_value(const Runtime& rt, PlanField field, const std::string& key = {}) {
   auto precision = rt.device_handle()->precision();
   if (!precision.ok() || !precision.value()) return {};
   auto values = precision.value()->read_back();
   if (!values.ok()) return {};
   for (const auto& v : values.value())
-    if (v.field == field) return v.value;
+    if (key.empty() ? v.field == field : v.key == key) return v.value;
   return {};
+}
+
+// What runs a variant's matmuls (BenchVariant::matmuls): bf16 ones on a CPU with native bf16 go
+// to oneDNN where LibTorch has it (its CPU bf16 GEMM path); the rest to the host BLAS the device
+// reads back ("MKL", "OpenBLAS SkylakeX"). "" for a device that reads back no host BLAS.
+inline std::string matmul_library(const Runtime& rt, at::ScalarType dtype) {
+  const std::string blas = applied_value(rt, PlanField::other, "blas");
+  if (blas.empty()) return {};
+  if (dtype == at::kBFloat16 && at::hasMKLDNN() && rt.device_handle()->info().capabilities.has(Capability::bf16))
+    return "oneDNN (bf16)";
+  return blas;
 }
 
 inline int physical_cores(const Runtime& rt) {
@@ -160,8 +173,9 @@ inline void trace_steps(BenchResult& r, const BenchOptions& o, c10::Device devic
   r.trace_steps = std::to_string(o.trace_steps) + " accelkit steps after the timed ones";
 }
 
-inline void report(const BenchProgressFn& progress, const std::string& model, const char* phase, int done, int total) {
-  if (progress) progress(BenchProgress{model, phase, done, total});
+inline void report(const BenchProgressFn& progress, const std::string& model, const char* phase, int done, int total,
+                   std::string detail = {}) {
+  if (progress) progress(BenchProgress{model, phase, done, total, std::move(detail)});
 }
 
 }  // namespace accelkit::bench_detail

@@ -119,6 +119,7 @@ void variant(Writer& w, const char* key, const BenchVariant& v) {
       .field("threads", v.threads)
       .field("dtype", v.dtype)
       .field("blas", v.blas)
+      .field("matmuls", v.matmuls)
       .field("loss_scaling", v.loss_scaling)
       .field("optimizer", v.optimizer)
       .field("step_mode", v.step_mode)
@@ -268,6 +269,8 @@ std::string bench_json(const BenchResult& r, int indent) {
         .field("measured_over_floor", f.measured_over_floor)
         .field("floor_over_measured", f.floor_over_measured)
         .field("note", f.note)
+        .field("how", f.how)
+        .field("left_out", f.left_out)  // not empty: floor_ms is no lower bound for this run
         .close();
   } else {
     w.null("floor");

@@ -12,7 +12,7 @@ void machine_before(BenchMachine& m, const BenchOptions& o, const std::string& l
   if (o.wait_quiet_s > 0) {
     const int total = static_cast<int>(std::ceil(o.wait_quiet_s));
     m.waited = wait_for_quiet(o.wait_quiet_s, 0.25, [&](double waited, double) {
-      if (progress) progress(BenchProgress{label, "quiet", std::min(total, static_cast<int>(waited)), total});
+      if (progress) progress(BenchProgress{label, "quiet", std::min(total, static_cast<int>(waited)), total, {}});
     });
   }
   m.other_cores_before = other_cores_now(0.3);

@@ -123,4 +123,17 @@ const char* to_string(BlasKind kind) noexcept {
   return "other";
 }
 
+std::string blas_in_use(const BlasInfo& blas, const std::string& openblas_kernels) {
+  switch (blas.kind) {
+    case BlasKind::not_found: return "";
+    case BlasKind::reference: return "reference BLAS";
+    case BlasKind::openblas: return openblas_kernels.empty() ? "OpenBLAS" : "OpenBLAS " + openblas_kernels;
+    case BlasKind::blis: return "BLIS";
+    case BlasKind::mkl: return "MKL";
+    case BlasKind::atlas: return "ATLAS";
+    case BlasKind::other: break;
+  }
+  return blas.name.empty() ? "other" : blas.name;
+}
+
 }  // namespace accelkit::cpu

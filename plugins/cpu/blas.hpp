@@ -25,4 +25,9 @@ BlasInfo detect_blas();
 
 const char* to_string(BlasKind kind) noexcept;
 
+// What runs fp32 matmuls, for people: "MKL", "OpenBLAS SkylakeX" (with the kernel set in force,
+// `openblas_kernels`, when OpenBLAS selects its kernels at run time), "BLIS", "reference BLAS";
+// "" when no BLAS was found.
+std::string blas_in_use(const BlasInfo& blas, const std::string& openblas_kernels);
+
 }  // namespace accelkit::cpu

@@ -46,7 +46,7 @@ Status CpuPrecision::apply(const PrecisionPlan& plan) noexcept {
 }
 
 Result<std::vector<AppliedValue>> CpuPrecision::read_back() noexcept {
-  return guarded("cpu precision read_back", [] {
+  return guarded("cpu precision read_back", [this] {
     const std::string blas = openblas_current_kernels();
     return std::vector<AppliedValue>{
         {"num_threads", std::to_string(at::get_num_threads()), PlanField::threads},
@@ -54,6 +54,8 @@ Result<std::vector<AppliedValue>> CpuPrecision::read_back() noexcept {
         {"autocast_cpu_enabled", compat::autocast_enabled(at::kCPU) ? "true" : "false", PlanField::autocast},
         {"autocast_cpu_dtype", c10::toString(compat::autocast_dtype(at::kCPU)), PlanField::autocast_dtype},
         {"blas_kernels", blas.empty() ? "none (no OpenBLAS)" : blas, PlanField::blas_kernels},
+        // What runs fp32 matmuls ("MKL", "OpenBLAS SkylakeX"): the library, with the kernels above.
+        {"blas", blas_in_use(probe_.blas, blas)},
         {"kernel_calls.max_pool2d_with_indices", std::to_string(operator_kernel_calls("max_pool2d_with_indices"))},
         {"kernel_calls.max_pool2d_with_indices_backward",
          std::to_string(operator_kernel_calls("max_pool2d_with_indices_backward"))},

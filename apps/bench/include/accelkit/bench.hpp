@@ -53,7 +53,8 @@ struct BenchOptions {
   int batch = 0;              // 0 = the model's default for the device type
   // The largest batch that fits the device's memory (Runtime::find_batch_size, starting from
   // the model's default), at most batch_max (0 = the finder's default); built-in training
-  // models only.
+  // models only. On a CPU its step is bounded to kBenchBatchStepSeconds as well (or the
+  // batch_step_limit setting, if lower): the bench runs ~150 steps at it.
   bool batch_auto = false;
   int batch_max = 0;
   int width = 0;              // 0 = default: mlp D, transformer d_model, optimizer 4 x [W, W]
@@ -113,6 +114,10 @@ struct BenchVariant {
   // Host BLAS kernels while it ran, as the device's Precision reads them back ("SkylakeX");
   // "" when the device reports none. The plain-LibTorch variants run the library's own.
   std::string blas;
+  // What runs the variant's matmuls, for people: the host BLAS ("MKL", "OpenBLAS SkylakeX") or,
+  // for a bf16 variant on a CPU LibTorch built with oneDNN, "oneDNN (bf16)"; "" on a device
+  // with no host BLAS.
+  std::string matmuls;
   bool loss_scaling = false;
   std::string optimizer;    // implementation, "torch::optim::AdamW" or the plugin's
   // How the step ran: "graph" (captured and replayed through Runtime::capture_step; the phases
@@ -161,6 +166,12 @@ struct BenchFloor {
   double measured_over_floor = 0;  // accelkit median / floor (>= 1)
   double floor_over_measured = 0;  // floor / accelkit median (<= 1)
   std::string note;              // what the floor leaves out
+  std::int64_t copy_bytes = 0;   // per buffer of the bandwidth runs
+  int runs = 0;                  // timed runs per rate, each time the rates are measured
+  std::string how;               // how the rates were measured ("the best of 7 runs before and 7 after ...")
+  // Not empty: a step of the run was faster than the floor even after the rates were measured
+  // again; the floor is then no lower bound and is not shown (the rates still are). Why.
+  std::string left_out;
 };
 
 struct BenchAccuracy {
@@ -264,11 +275,16 @@ class BenchCheckError : public std::runtime_error {
   BenchResult partial_;
 };
 
+// The step time the bench's --batch auto allows on a CPU: its ~150 steps of up to three variants
+// (step tuning, the check, warm-up and 20 timed rounds) end within minutes.
+constexpr double kBenchBatchStepSeconds = 0.25;
+
 struct BenchProgress {
   std::string model;
   std::string phase;  // "quiet" (--wait-quiet; done/total in seconds) | "batch" (--batch auto: trials) | "optimize" | "quantize" | "autotune" | "check" | "floors" | "warmup" | "timing"
   int done = 0;       // rounds done in this phase
   int total = 0;
+  std::string detail;  // "batch": the trial that starts ("batch 2048") or ended ("batch 2048: 1.2 GiB, 340 ms")
 };
 using BenchProgressFn = std::function<void(const BenchProgress&)>;
 
