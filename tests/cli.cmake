@@ -18,3 +18,10 @@ target_compile_definitions(${cli_test_target} PRIVATE
 target_include_directories(${cli_test_target} PRIVATE
   "${CMAKE_CURRENT_SOURCE_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}/fixtures/plugins")
 add_dependencies(${cli_test_target} accelkit accelkit-plugin-cpu accelkit_fixture_plugins)
+
+# The accelkit executable refuses another LibTorch found first, naming both versions.
+add_library(accelkit-fixture-fake-c10 SHARED fixtures/launcher/fake_c10.c)
+set_target_properties(accelkit-fixture-fake-c10 PROPERTIES LIBRARY_OUTPUT_DIRECTORY "${CMAKE_CURRENT_BINARY_DIR}/fixture-launcher")
+add_test(NAME launcher_test
+  COMMAND "${CMAKE_CURRENT_SOURCE_DIR}/launcher_test.sh" "$<TARGET_FILE:accelkit>" "${ACCELKIT_TORCH_VERSION}"
+          "$<TARGET_SONAME_FILE_NAME:c10>" "$<TARGET_FILE:accelkit-fixture-fake-c10>")

@@ -96,11 +96,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   link_map* map = nullptr;
+  std::string other;  // a LibTorch of the same version found elsewhere: named if the CLI fails to load
   if (dlinfo(c10, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name && *map->l_name) {
     const std::string found = real_path(map->l_name);
     const std::string version = torch_version_at(found);
     const bool same_file = found == real_path(ACCELKIT_TORCH_C10);
     if (version.empty() ? !same_file : !same_release(version, ACCELKIT_TORCH_VERSION)) return refuse(found, version);
+    if (!same_file) other = found;
   }
 
   // The CLI module: installed in <libdir>/accelkit, in the build tree in lib/accelkit.
@@ -123,6 +125,10 @@ int main(int argc, char** argv) {
     if (!cli) {
       const char* why = dlerror();
       std::fprintf(stderr, "accelkit: cannot load %s: %s\n", path.c_str(), why ? why : "unknown error");
+      if (!other.empty())
+        std::fprintf(stderr, "  the LibTorch found (%s) says it is %s, as the build's (%s), but is another file%s\n",
+                     other.c_str(), ACCELKIT_TORCH_VERSION, ACCELKIT_TORCH_C10,
+                     std::getenv("LD_LIBRARY_PATH") ? "; LD_LIBRARY_PATH is searched first" : "");
       return 1;
     }
     using Entry = int (*)(int, char**);
