@@ -69,9 +69,11 @@ void render_floor(std::ostream& out, const BenchResult& r) {
   const BenchFloor& f = r.floor;
   if (!f.measured) return;
   const bool in_place = f.optimizer_inplace_ms <= f.optimizer_ms;
+  const std::string slower_size =
+      f.slower_matmul_n && f.slower_matmul_n != f.matmul_n ? " on " + std::to_string(f.slower_matmul_n) + "^3" : "";
   const std::string rates =
       (f.step_flops > 0 ? f.matmul_dtype + " " + std::to_string(f.matmul_n) + "^3 mm " + flop_rate(f.matmul_tflops) +
-                              " (" + f.slower_matmul_dtype + ": " + flop_rate(f.slower_matmul_tflops) + "), "
+                              " (" + f.slower_matmul_dtype + ": " + flop_rate(f.slower_matmul_tflops) + slower_size + "), "
                         : std::string()) +
       "copy " + fixed(f.copy_gbps, 1) + " GB/s, in place " + fixed(f.inplace_gbps, 1) + " GB/s";
   if (!f.left_out.empty()) {
@@ -82,7 +84,7 @@ void render_floor(std::ostream& out, const BenchResult& r) {
   if (f.step_flops > 0)
     out << "  matmuls    " << fixed(f.step_flops / 1e9, 1) << " GFLOP at " << flop_rate(f.matmul_tflops) << " ("
         << f.matmul_dtype << ' ' << f.matmul_n << "^3 mm, the faster of fp32 and bf16; " << f.slower_matmul_dtype << ": "
-        << flop_rate(f.slower_matmul_tflops) << ")  = " << fixed(f.matmul_ms, 1) << " ms\n";
+        << flop_rate(f.slower_matmul_tflops) << slower_size << ")  = " << fixed(f.matmul_ms, 1) << " ms\n";
   out << "  optimizer  " << fixed(f.optimizer_bytes / 1e6, 0) << " MB at "
       << fixed(in_place ? f.inplace_gbps : f.copy_gbps, 1) << " GB/s (" << (in_place ? "in place" : "copy")
       << ", the faster)  = " << fixed(std::min(f.optimizer_ms, f.optimizer_inplace_ms), 1) << " ms   ["

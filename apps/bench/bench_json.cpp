@@ -260,6 +260,7 @@ std::string bench_json(const BenchResult& r, int indent) {
         .field("matmul_tflops", f.matmul_tflops)
         .field("slower_matmul_dtype", f.slower_matmul_dtype)
         .field("slower_matmul_tflops", f.slower_matmul_tflops)
+        .field("slower_matmul_n", f.slower_matmul_n)
         .field("step_flops", f.step_flops)
         .field("optimizer_bytes", f.optimizer_bytes)
         .field("matmul_ms", f.matmul_ms)

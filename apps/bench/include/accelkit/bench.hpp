@@ -156,6 +156,7 @@ struct BenchFloor {
   double matmul_tflops = 0;      // n^3 at::mm, 2 n^3 / s / 1e12
   std::string slower_matmul_dtype;  // the other one, for the record
   double slower_matmul_tflops = 0;
+  int slower_matmul_n = 0;          // its n: matmul_n, or matmul_n / 4 when it was 3x slower there
   double step_flops = 0;         // matmul FLOPs per training step (0 for optimizer)
   double optimizer_bytes = 0;    // AdamW bytes per step: 28 per fp32 param
   double matmul_ms = 0;          // step_flops at the matmul rate
