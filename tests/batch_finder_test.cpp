@@ -183,6 +183,7 @@ TEST_CASE("fit_on_host: a step that grows faster than its line is shrunk to the 
   MESSAGE(d.why);
   CHECK(d.largest == 2048);
   CHECK(d.why.find("the fit overshot") != std::string::npos);
+  CHECK(d.why.find("a step at 5000 took 1.50 s and 5.9 MiB (over the limit), so the batch shrank to 2048") != std::string::npos);
 }
 
 TEST_CASE("fit_on_host: a smallest batch already over the limit is the answer, saying so") {

@@ -197,7 +197,7 @@ BatchDecision fit_on_host(const std::function<BatchTrial(std::int64_t)>& step,
   // budget leaves covers an extrapolation that was short; one that was, shrinks the batch by
   // what it missed and is measured again. A step up to a quarter over the time limit passes
   // (a step's time is noisy; the limit is a scale, not a contract).
-  std::string confirmed = "not confirmed";
+  std::string confirmed = "not confirmed", shrunk;
   for (int round = 0; round < 3 && d.largest > b2; ++round) {
     const BatchTrial check = run(d.largest, "at the fitted answer");
     const bool memory_ok = check.peak_bytes <= budget;
@@ -207,6 +207,9 @@ BatchDecision fit_on_host(const std::function<BatchTrial(std::int64_t)>& step,
       confirmed = "confirmed by a step at it (" + seconds_text(check.seconds) + ")";
       break;
     }
+    shrunk += "a step at " + std::to_string(d.largest) + " took " + seconds_text(check.seconds) + " and " +
+              format_bytes(check.peak_bytes) + (memory_ok ? "" : " (over the budget)") +
+              (time_ok ? "" : " (over the limit)") + ", so ";
     double scale = 0.95;
     if (!memory_ok) {
       const double fixed = std::max(0.0, std::min(step_fixed, fb_fixed));
@@ -215,6 +218,7 @@ BatchDecision fit_on_host(const std::function<BatchTrial(std::int64_t)>& step,
     if (!time_ok) scale = std::min(scale, limit / check.seconds);
     d.largest = std::max(b2, static_cast<std::int64_t>(std::floor(static_cast<double>(d.largest) * scale)));
     d.memory_at_largest = 0;
+    shrunk += "the batch shrank to " + std::to_string(d.largest) + "; ";
   }
   if (d.memory_at_largest == 0) {  // the last shrink was not measured: b2 was, and fits
     d.largest = b2;
@@ -237,7 +241,7 @@ BatchDecision fit_on_host(const std::function<BatchTrial(std::int64_t)>& step,
                                  std::to_string(by_time) + ", memory would allow " + std::to_string(by_memory)
                            : ", within batch_step_limit (" + seconds_text(limit) + ") up to the memory's bound");
   }
-  d.why += "; " + confirmed;
+  d.why += "; " + shrunk + confirmed;
   return d;
 }
 
