@@ -104,8 +104,8 @@ inline bool enter_variant(PlanSwitch& plans, const std::string& who, const Preci
   return by_plan || by_threads;
 }
 
-// A value as the device's Precision reads it back after apply ("" when it reads none such).
-// The device's read-back value of `field` (or, with a key, of that key); "" when it has none.
+// A value as the device's Precision reads it back after apply: that of `field` or, with a key,
+// of that key ("" when it reads none such).
 inline std::string applied_value(const Runtime& rt, PlanField field, const std::string& key = {}) {
   auto precision = rt.device_handle()->precision();
   if (!precision.ok() || !precision.value()) return {};

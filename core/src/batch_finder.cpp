@@ -127,104 +127,139 @@ std::string seconds_text(double s) {
 
 }  // namespace
 
-BatchDecision fit_on_host(const std::function<BatchTrial(std::int64_t)>& step,
-                          const std::function<std::uint64_t(std::int64_t)>& backward_peak,
-                          const BatchSearchOptions& o, std::uint64_t budget, double limit) {
-  if (o.min < 1 || o.max < o.min) throw std::invalid_argument("find_batch_size: need 1 <= min <= max");
+namespace {
+
+// The host fit's state: its trials and the two measured points the lines go through.
+struct HostFit {
+  HostFit(const std::function<BatchTrial(std::int64_t)>& step_fn,
+          const std::function<std::uint64_t(std::int64_t)>& backward_peak_fn, const BatchSearchOptions& options,
+          std::uint64_t budget_bytes, double limit_s)
+      : step(step_fn), backward_peak(backward_peak_fn), o(options), budget(budget_bytes), limit(limit_s) {}
+
+  const std::function<BatchTrial(std::int64_t)>& step;
+  const std::function<std::uint64_t(std::int64_t)>& backward_peak;
+  const BatchSearchOptions& o;
+  std::uint64_t budget;
+  double limit;  // seconds; 0: none
   BatchDecision d;
-  d.method = "fit";
-  auto run = [&](std::int64_t b, const char* note, bool record = true) {
+  std::int64_t b1 = 0, b2 = 0;
+  BatchTrial t1, t2;
+
+  bool timed() const { return limit > 0; }
+
+  BatchTrial run(std::int64_t b, const char* note, bool record = true) {
     if (o.trial_starts) o.trial_starts(b);
     BatchTrial t = step(b);
     t.note = note;
     if (record) d.trials.push_back(t);
     if (o.progress) o.progress(t);
     return t;
-  };
-  const bool timed = limit > 0;
-  const std::int64_t b1 = o.min;
-  (void)run(b1, "warm-up", false);  // the optimizer's state, the allocator's first pages
-  const BatchTrial t1 = run(b1, "measured");
-  if (timed && t1.seconds > limit) {  // no smaller batch to go to
-    d.largest = b1;
-    d.memory_at_largest = t1.peak_bytes;
-    d.why = "a step at the smallest batch, " + std::to_string(b1) + ", already takes " + seconds_text(t1.seconds) +
+  }
+
+  // Larger batches (x8, then x4) from b1 until the step's memory grows by 16 MiB, passes a
+  // quarter of the budget, or its time nears the limit. A step's time grows about linearly with
+  // the batch: none is run that would pass the limit (the first growth is made smaller instead,
+  // for a second point to fit the lines on).
+  void grow() {
+    b2 = b1;
+    t2 = t1;
+    while (b2 < o.max) {
+      std::int64_t next = std::min<std::int64_t>(o.max, std::max<std::int64_t>(b2 * (b2 == b1 ? 8 : 4), 8));
+      if (timed() && t2.seconds > 0 && t2.seconds * static_cast<double>(next) / static_cast<double>(b2) > limit) {
+        if (b2 != b1) break;
+        next = std::min(next, static_cast<std::int64_t>(std::floor(static_cast<double>(b1) * 0.5 * limit / t1.seconds)));
+        if (next <= b1) break;
+      }
+      b2 = next;
+      t2 = run(b2, "measured");
+      if (t2.peak_bytes >= t1.peak_bytes + (std::uint64_t{16} << 20) ||
+          backward_peak(b2) >= backward_peak(b1) + (std::uint64_t{16} << 20) || t2.peak_bytes > budget / 4 ||
+          (timed() && t2.seconds > limit / 4))
+        break;
+    }
+  }
+
+  // The lines are extrapolated: a step at the answer says what it really takes. The margin the
+  // budget leaves covers an extrapolation that was short; one that was, shrinks the batch by
+  // what it missed and is measured again. A step up to a quarter over the time limit passes (a
+  // step's time is noisy; the limit is a scale, not a contract). Returns what happened, for the
+  // decision's text.
+  std::string confirm(double memory_fixed) {
+    std::string confirmed = "not confirmed", shrunk;
+    for (int round = 0; round < 3 && d.largest > b2; ++round) {
+      const BatchTrial check = run(d.largest, "at the fitted answer");
+      const bool memory_ok = check.peak_bytes <= budget;
+      const bool time_ok = !timed() || check.seconds <= 1.25 * limit;
+      if (memory_ok && time_ok) {
+        d.memory_at_largest = check.peak_bytes;
+        confirmed = "confirmed by a step at it (" + seconds_text(check.seconds) + ")";
+        break;
+      }
+      shrunk += "a step at " + std::to_string(d.largest) + " took " + seconds_text(check.seconds) + " and " +
+                format_bytes(check.peak_bytes) + (memory_ok ? "" : " (over the budget)") +
+                (time_ok ? "" : " (over the limit)") + ", so ";
+      double scale = 0.95;
+      if (!memory_ok)
+        scale = std::min(scale, (static_cast<double>(budget) - memory_fixed) /
+                                    (static_cast<double>(check.peak_bytes) - memory_fixed));
+      if (!time_ok) scale = std::min(scale, limit / check.seconds);
+      d.largest = std::max(b2, static_cast<std::int64_t>(std::floor(static_cast<double>(d.largest) * scale)));
+      d.memory_at_largest = 0;
+      shrunk += "the batch shrank to " + std::to_string(d.largest) + "; ";
+    }
+    if (d.memory_at_largest == 0) {  // the last shrink was not measured: b2 was, and fits
+      d.largest = b2;
+      d.memory_at_largest = t2.peak_bytes;
+      confirmed = "the fit overshot; the largest measured batch";
+    }
+    return shrunk + confirmed;
+  }
+};
+
+}  // namespace
+
+BatchDecision fit_on_host(const std::function<BatchTrial(std::int64_t)>& step,
+                          const std::function<std::uint64_t(std::int64_t)>& backward_peak,
+                          const BatchSearchOptions& o, std::uint64_t budget, double limit) {
+  if (o.min < 1 || o.max < o.min) throw std::invalid_argument("find_batch_size: need 1 <= min <= max");
+  HostFit h(step, backward_peak, o, budget, limit);
+  BatchDecision& d = h.d;
+  d.method = "fit";
+  h.b1 = o.min;
+  (void)h.run(h.b1, "warm-up", false);  // the optimizer's state, the allocator's first pages
+  h.t1 = h.run(h.b1, "measured");
+  if (h.timed() && h.t1.seconds > limit) {  // no smaller batch to go to
+    d.largest = h.b1;
+    d.memory_at_largest = h.t1.peak_bytes;
+    d.why = "a step at the smallest batch, " + std::to_string(h.b1) + ", already takes " + seconds_text(h.t1.seconds) +
             ", more than batch_step_limit (" + seconds_text(limit) + ")";
     return d;
   }
-  std::int64_t b2 = b1;
-  BatchTrial t2 = t1;
-  while (b2 < o.max) {
-    std::int64_t next = std::min<std::int64_t>(o.max, std::max<std::int64_t>(b2 * (b2 == b1 ? 8 : 4), 8));
-    // A step's time grows about linearly with the batch: none is run that would pass the limit
-    // (the first growth is made smaller instead, for a second point to fit the lines on).
-    if (timed && t2.seconds > 0 && t2.seconds * static_cast<double>(next) / static_cast<double>(b2) > limit) {
-      if (b2 != b1) break;
-      next = std::min(next, static_cast<std::int64_t>(std::floor(static_cast<double>(b1) * 0.5 * limit / t1.seconds)));
-      if (next <= b1) break;
-    }
-    b2 = next;
-    t2 = run(b2, "measured");
-    if (t2.peak_bytes >= t1.peak_bytes + (std::uint64_t{16} << 20) ||
-        backward_peak(b2) >= backward_peak(b1) + (std::uint64_t{16} << 20) || t2.peak_bytes > budget / 4 ||
-        (timed && t2.seconds > limit / 4))
-      break;
-  }
+  h.grow();
   // The step's memory is the larger of two lines in the batch: forward + backward (activations
   // on top of the gradients) and the optimizer's step (its state on top of what backward left).
   // At small batches the optimizer's line dominates the step's peak while activations grow
   // faster: each line is fitted from its own peaks, and the batch must fit under both.
-  const double x1 = static_cast<double>(b1), x2 = static_cast<double>(b2);
-  const auto [step_fixed, step_slope] = line_through(x1, static_cast<double>(t1.peak_bytes), x2, static_cast<double>(t2.peak_bytes));
+  const double x1 = static_cast<double>(h.b1), x2 = static_cast<double>(h.b2);
+  const auto [step_fixed, step_slope] =
+      line_through(x1, static_cast<double>(h.t1.peak_bytes), x2, static_cast<double>(h.t2.peak_bytes));
   const auto [fb_fixed, fb_slope] =
-      line_through(x1, static_cast<double>(backward_peak(b1)), x2, static_cast<double>(backward_peak(b2)));
+      line_through(x1, static_cast<double>(backward_peak(h.b1)), x2, static_cast<double>(backward_peak(h.b2)));
   const std::int64_t by_memory = std::min(fit(step_fixed, step_slope, budget, o), fit(fb_fixed, fb_slope, budget, o));
   // The time line; where noise made it flat, time proportional to the batch (which overstates
   // it, so the answer errs small).
   std::int64_t by_time = o.max;
-  auto [time_fixed, time_slope] = line_through(x1, t1.seconds, x2, t2.seconds);
-  if (timed && (b2 == b1 || time_slope <= 0)) time_fixed = 0, time_slope = t2.seconds / x2;
-  if (timed && time_slope > 0) {
+  auto [time_fixed, time_slope] = line_through(x1, h.t1.seconds, x2, h.t2.seconds);
+  if (h.timed() && (h.b2 == h.b1 || time_slope <= 0)) time_fixed = 0, time_slope = h.t2.seconds / x2;
+  if (h.timed() && time_slope > 0) {
     const double largest = std::floor((limit - std::max(0.0, time_fixed)) / time_slope);
-    by_time = std::clamp<std::int64_t>(static_cast<std::int64_t>(std::min(largest, 1e15)), b1, o.max);
+    by_time = std::clamp<std::int64_t>(static_cast<std::int64_t>(std::min(largest, 1e15)), h.b1, o.max);
   }
-  const bool time_decides = by_time < by_memory;
   d.largest = std::min(by_memory, by_time);
   const double at = static_cast<double>(d.largest);
   d.memory_at_largest = static_cast<std::uint64_t>(
       std::max(std::max(0.0, step_fixed) + step_slope * at, std::max(0.0, fb_fixed) + fb_slope * at));
-  // The lines are extrapolated: a step at the answer says what it really takes. The margin the
-  // budget leaves covers an extrapolation that was short; one that was, shrinks the batch by
-  // what it missed and is measured again. A step up to a quarter over the time limit passes
-  // (a step's time is noisy; the limit is a scale, not a contract).
-  std::string confirmed = "not confirmed", shrunk;
-  for (int round = 0; round < 3 && d.largest > b2; ++round) {
-    const BatchTrial check = run(d.largest, "at the fitted answer");
-    const bool memory_ok = check.peak_bytes <= budget;
-    const bool time_ok = !timed || check.seconds <= 1.25 * limit;
-    if (memory_ok && time_ok) {
-      d.memory_at_largest = check.peak_bytes;
-      confirmed = "confirmed by a step at it (" + seconds_text(check.seconds) + ")";
-      break;
-    }
-    shrunk += "a step at " + std::to_string(d.largest) + " took " + seconds_text(check.seconds) + " and " +
-              format_bytes(check.peak_bytes) + (memory_ok ? "" : " (over the budget)") +
-              (time_ok ? "" : " (over the limit)") + ", so ";
-    double scale = 0.95;
-    if (!memory_ok) {
-      const double fixed = std::max(0.0, std::min(step_fixed, fb_fixed));
-      scale = std::min(scale, (static_cast<double>(budget) - fixed) / (static_cast<double>(check.peak_bytes) - fixed));
-    }
-    if (!time_ok) scale = std::min(scale, limit / check.seconds);
-    d.largest = std::max(b2, static_cast<std::int64_t>(std::floor(static_cast<double>(d.largest) * scale)));
-    d.memory_at_largest = 0;
-    shrunk += "the batch shrank to " + std::to_string(d.largest) + "; ";
-  }
-  if (d.memory_at_largest == 0) {  // the last shrink was not measured: b2 was, and fits
-    d.largest = b2;
-    d.memory_at_largest = t2.peak_bytes;
-    confirmed = "the fit overshot; the largest measured batch";
-  }
+  const std::string confirmed = h.confirm(std::max(0.0, std::min(step_fixed, fb_fixed)));
   char line[400];
   std::snprintf(line, sizeof line,
                 "forward+backward %s per sample over %s, the optimizer's step %s per sample over %s; measured at "
@@ -232,16 +267,16 @@ BatchDecision fit_on_host(const std::function<BatchTrial(std::int64_t)>& step,
                 format_bytes(static_cast<std::uint64_t>(fb_slope)).c_str(),
                 format_bytes(static_cast<std::uint64_t>(std::max(0.0, fb_fixed))).c_str(),
                 format_bytes(static_cast<std::uint64_t>(step_slope)).c_str(),
-                format_bytes(static_cast<std::uint64_t>(std::max(0.0, step_fixed))).c_str(), static_cast<long long>(b1),
-                static_cast<long long>(b2));
+                format_bytes(static_cast<std::uint64_t>(std::max(0.0, step_fixed))).c_str(),
+                static_cast<long long>(h.b1), static_cast<long long>(h.b2));
   d.why = line;
-  if (timed) {
-    d.why += "; a step takes " + seconds_text(t2.seconds) + " at batch " + std::to_string(b2) +
-             (time_decides ? ": batch_step_limit (" + seconds_text(limit) + " a step) bounds the batch at " +
-                                 std::to_string(by_time) + ", memory would allow " + std::to_string(by_memory)
-                           : ", within batch_step_limit (" + seconds_text(limit) + ") up to the memory's bound");
+  if (h.timed()) {
+    d.why += "; a step takes " + seconds_text(h.t2.seconds) + " at batch " + std::to_string(h.b2) +
+             (by_time < by_memory ? ": batch_step_limit (" + seconds_text(limit) + " a step) bounds the batch at " +
+                                        std::to_string(by_time) + ", memory would allow " + std::to_string(by_memory)
+                                  : ", within batch_step_limit (" + seconds_text(limit) + ") up to the memory's bound");
   }
-  d.why += "; " + shrunk + confirmed;
+  d.why += "; " + confirmed;
   return d;
 }
 
