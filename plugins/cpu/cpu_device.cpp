@@ -8,26 +8,18 @@
 namespace accelkit::cpu {
 
 CpuDevice::CpuDevice(CpuProbe probe, DeviceInfo info)
-    : probe_(std::move(probe)), info_(std::move(info)) {}
+    : CachedDevice("cpu", std::move(info)), probe_(std::move(probe)) {}
 
-Result<std::shared_ptr<Precision>> CpuDevice::precision() noexcept {
-  return guarded("cpu precision", [&] {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!precision_) precision_ = std::make_shared<CpuPrecision>(probe_);
-    return precision_;
-  });
+Result<std::shared_ptr<Precision>> CpuDevice::make_precision() {
+  return std::shared_ptr<Precision>(std::make_shared<CpuPrecision>(probe_));
 }
 
 Result<std::shared_ptr<Optimizer>> CpuDevice::optimizer() noexcept {
   return guarded("cpu optimizer", [&]() -> std::shared_ptr<Optimizer> { return std::make_shared<CpuOptimizer>(); });
 }
 
-Result<std::shared_ptr<Monitor>> CpuDevice::monitor() noexcept {
-  return guarded("cpu monitor", [&]() -> std::shared_ptr<Monitor> {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!monitor_) monitor_ = std::make_shared<CpuMonitor>();
-    return monitor_;
-  });
+Result<std::shared_ptr<Monitor>> CpuDevice::make_monitor() {
+  return std::shared_ptr<Monitor>(std::make_shared<CpuMonitor>());
 }
 
 Result<MemoryStats> CpuDevice::memory() noexcept {

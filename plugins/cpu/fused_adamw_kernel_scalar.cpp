@@ -47,30 +47,13 @@ inline float update(float p, float g, float& m, float& v, float& vmax, const Ada
   return p + (c.neg_step_size * m) / den;
 }
 
-template <bool Amsgrad, typename P, typename Load, typename Store>
+// Master: the update reads and writes the float master copy and stores its bfloat16 rounding
+// into the param (which it does not read).
+template <bool Amsgrad, bool Master, typename P, typename Load, typename Store>
 void run(const AdamWSpan& s, int64_t begin, int64_t end, Load load, Store store) {
   // Distinct buffers and local constants: the compiler may vectorise the loop for the target.
   P* __restrict p = static_cast<P*>(s.param);
   const P* __restrict g = static_cast<const P*>(s.grad);
-  float* __restrict m = s.exp_avg;
-  float* __restrict v = s.exp_avg_sq;
-  float* __restrict vmax = s.max_exp_avg_sq;
-  const AdamWConstants c = s.c;
-#pragma omp simd
-  for (int64_t i = begin; i < end; ++i) {
-    float mi = m[i], vi = v[i], xi = Amsgrad ? vmax[i] : 0.0f;
-    p[i] = store(update<Amsgrad>(load(p[i]), load(g[i]), mi, vi, xi, c));
-    m[i] = mi;
-    v[i] = vi;
-    if constexpr (Amsgrad) vmax[i] = xi;
-  }
-}
-
-// bfloat16 params with a float master copy: the update runs on the master.
-template <bool Amsgrad>
-void run_master(const AdamWSpan& s, int64_t begin, int64_t end) {
-  uint16_t* __restrict p = static_cast<uint16_t*>(s.param);
-  const uint16_t* __restrict g = static_cast<const uint16_t*>(s.grad);
   float* __restrict m = s.exp_avg;
   float* __restrict v = s.exp_avg_sq;
   float* __restrict vmax = s.max_exp_avg_sq;
@@ -79,9 +62,9 @@ void run_master(const AdamWSpan& s, int64_t begin, int64_t end) {
 #pragma omp simd
   for (int64_t i = begin; i < end; ++i) {
     float mi = m[i], vi = v[i], xi = Amsgrad ? vmax[i] : 0.0f;
-    const float r = update<Amsgrad>(w[i], bf16_to_float(g[i]), mi, vi, xi, c);
-    w[i] = r;
-    p[i] = float_to_bf16(r);
+    const float r = update<Amsgrad>(Master ? w[i] : load(p[i]), load(g[i]), mi, vi, xi, c);
+    if constexpr (Master) w[i] = r;
+    p[i] = store(r);
     m[i] = mi;
     v[i] = vi;
     if constexpr (Amsgrad) vmax[i] = xi;
@@ -91,11 +74,11 @@ void run_master(const AdamWSpan& s, int64_t begin, int64_t end) {
 template <bool Amsgrad>
 void run(const AdamWSpan& s, int64_t begin, int64_t end) {
   if (s.master)
-    run_master<Amsgrad>(s, begin, end);
+    run<Amsgrad, true, uint16_t>(s, begin, end, bf16_to_float, float_to_bf16);
   else if (s.bf16)
-    run<Amsgrad, uint16_t>(s, begin, end, bf16_to_float, float_to_bf16);
+    run<Amsgrad, false, uint16_t>(s, begin, end, bf16_to_float, float_to_bf16);
   else
-    run<Amsgrad, float>(s, begin, end, [](float x) { return x; }, [](float x) { return x; });
+    run<Amsgrad, false, float>(s, begin, end, [](float x) { return x; }, [](float x) { return x; });
 }
 
 }  // namespace

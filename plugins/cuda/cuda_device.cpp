@@ -28,20 +28,16 @@ void ensure_allocator(int ordinal) {
 #endif
 
 CudaDevice::CudaDevice(GpuFacts gpu, DeviceInfo info, std::string nvml_note)
-    : gpu_(std::move(gpu)), info_(std::move(info)), nvml_note_(std::move(nvml_note)) {}
+    : CachedDevice("cuda", std::move(info)), gpu_(std::move(gpu)), nvml_note_(std::move(nvml_note)) {}
 
-Result<std::shared_ptr<Precision>> CudaDevice::precision() noexcept {
-  return guarded("cuda precision", [&] {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!precision_) precision_ = std::make_shared<CudaPrecision>(ComputeCapability{gpu_.cc_major, gpu_.cc_minor});
-    return precision_;
-  });
+Result<std::shared_ptr<Precision>> CudaDevice::make_precision() {
+  return std::shared_ptr<Precision>(std::make_shared<CudaPrecision>(ComputeCapability{gpu_.cc_major, gpu_.cc_minor}));
 }
 
 Result<std::shared_ptr<Optimizer>> CudaDevice::optimizer() noexcept {
   return guarded("cuda optimizer", [&]() -> Result<std::shared_ptr<Optimizer>> {
 #ifdef ACCELKIT_CUDA_TORCH_GLUE
-    if (info_.capabilities.has(Capability::fused_adamw))
+    if (info().capabilities.has(Capability::fused_adamw))
       return std::shared_ptr<Optimizer>(std::make_shared<CudaOptimizer>(gpu_.ordinal));
     return Status(StatusCode::not_supported, "the fused AdamW kernel was not built for SM " +
                                                  std::to_string(gpu_.cc_major) + "." + std::to_string(gpu_.cc_minor) +
@@ -53,12 +49,8 @@ Result<std::shared_ptr<Optimizer>> CudaDevice::optimizer() noexcept {
   });
 }
 
-Result<std::shared_ptr<Monitor>> CudaDevice::monitor() noexcept {
-  return guarded("cuda monitor", [&]() -> std::shared_ptr<Monitor> {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!monitor_) monitor_ = std::make_shared<NvmlMonitor>(process_nvml(), gpu_.nvml, nvml_note_);
-    return monitor_;
-  });
+Result<std::shared_ptr<Monitor>> CudaDevice::make_monitor() {
+  return std::shared_ptr<Monitor>(std::make_shared<NvmlMonitor>(process_nvml(), gpu_.nvml, nvml_note_));
 }
 
 Result<MemoryStats> CudaDevice::memory() noexcept {
@@ -75,7 +67,7 @@ Result<MemoryStats> CudaDevice::memory() noexcept {
     }
     if (!s.total && gpu_.memory_bytes > 0) s.total = gpu_.memory_bytes;
 #ifdef ACCELKIT_CUDA_TORCH_GLUE
-    if (info_.capabilities.has(Capability::memory_stats)) {
+    if (info().capabilities.has(Capability::memory_stats)) {
       ensure_allocator(gpu_.ordinal);
       const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(gpu_.ordinal));
       // Index 0 of each StatArray is StatType::AGGREGATE (both pools) in every LibTorch.
@@ -83,7 +75,7 @@ Result<MemoryStats> CudaDevice::memory() noexcept {
       s.peak = static_cast<std::uint64_t>(stats.allocated_bytes[0].peak);
       s.reserved = static_cast<std::uint64_t>(stats.reserved_bytes[0].current);
       s.source = "LibTorch's CUDA caching allocator (allocated, peak, reserved)" + nvml_part;
-      s.note = "this process's tensors on " + info_.id + "; reserved is what the allocator's cache holds";
+      s.note = "this process's tensors on " + info().id + "; reserved is what the allocator's cache holds";
       return s;
     }
 #endif
@@ -95,7 +87,7 @@ Result<MemoryStats> CudaDevice::memory() noexcept {
 
 Status CudaDevice::reset_peak_memory() noexcept {
 #ifdef ACCELKIT_CUDA_TORCH_GLUE
-  if (info_.capabilities.has(Capability::memory_stats)) {
+  if (info().capabilities.has(Capability::memory_stats)) {
     try {
       ensure_allocator(gpu_.ordinal);
       c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(gpu_.ordinal));
@@ -110,7 +102,7 @@ Status CudaDevice::reset_peak_memory() noexcept {
 
 Status CudaDevice::empty_cache() noexcept {
 #ifdef ACCELKIT_CUDA_TORCH_GLUE
-  if (info_.capabilities.has(Capability::memory_stats)) {
+  if (info().capabilities.has(Capability::memory_stats)) {
     try {
       c10::cuda::CUDACachingAllocator::emptyCache();
       return Status();
@@ -126,8 +118,8 @@ Result<std::shared_ptr<CapturedStep>> CudaDevice::capture_step(torch::optim::Opt
                                                                std::function<void()> step, int warmup) noexcept {
   return guarded("cuda capture_step", [&]() -> Result<std::shared_ptr<CapturedStep>> {
 #ifdef ACCELKIT_CUDA_TORCH_GLUE
-    if (!info_.capabilities.has(Capability::graph_capture))
-      return Status(StatusCode::not_supported, "LibTorch in this process has no CUDA, so " + info_.id + " captures nothing");
+    if (!info().capabilities.has(Capability::graph_capture))
+      return Status(StatusCode::not_supported, "LibTorch in this process has no CUDA, so " + info().id + " captures nothing");
     return std::shared_ptr<CapturedStep>(
         std::make_shared<CudaCapturedStep>(gpu_.ordinal, optimizer, std::move(step), warmup));
 #else

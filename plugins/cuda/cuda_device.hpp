@@ -4,23 +4,20 @@
 
 #include <functional>
 #include <memory>
-#include <mutex>
+#include <string>
 
-#include <accelkit/sdk/device.hpp>
+#include <accelkit/sdk/support/cached_device.hpp>
 
 #include "cuda_probe.hpp"
 
 namespace accelkit::cuda {
 
-class CudaDevice final : public Device {
+class CudaDevice final : public support::CachedDevice {
  public:
   // `nvml_note` says why telemetry is n/a when NVML is unavailable.
   CudaDevice(GpuFacts gpu, DeviceInfo info, std::string nvml_note);
 
-  const DeviceInfo& info() const noexcept override { return info_; }
-  Result<std::shared_ptr<Precision>> precision() noexcept override;
   Result<std::shared_ptr<Optimizer>> optimizer() noexcept override;
-  Result<std::shared_ptr<Monitor>> monitor() noexcept override;
   // LibTorch's caching allocator on this GPU (in use, peak, reserved; where LibTorch has CUDA)
   // and NVML's total and free memory.
   Result<MemoryStats> memory() noexcept override;
@@ -34,12 +31,11 @@ class CudaDevice final : public Device {
   Result<std::shared_ptr<c10d::ProcessGroup>> process_group(const CollectiveRequest& request) noexcept override;
 
  private:
+  Result<std::shared_ptr<Precision>> make_precision() override;
+  Result<std::shared_ptr<Monitor>> make_monitor() override;
+
   GpuFacts gpu_;
-  DeviceInfo info_;
   std::string nvml_note_;
-  std::mutex mutex_;
-  std::shared_ptr<Precision> precision_;
-  std::shared_ptr<Monitor> monitor_;
 };
 
 }  // namespace accelkit::cuda

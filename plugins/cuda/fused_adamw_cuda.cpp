@@ -43,6 +43,51 @@ AdamWDtype kernel_dtype(at::ScalarType t) {
   }
 }
 
+// One launch list per (device index, dtype, master weights) within a group: the group's
+// constants are shared.
+using Batches = std::map<std::tuple<int, int, bool>, std::vector<AdamWTensorArgs>>;
+
+// The kernel's arguments for one prepared parameter: its work buffer, gradient, state and this
+// step's host bias corrections. The caller adds the master copy and the device step.
+AdamWTensorArgs tensor_args(const support::PreparedParam& prep, const AdamWOptions& o) {
+  auto& st = *prep.state;
+  AdamWTensorArgs a{};
+  a.param = prep.work.data_ptr();
+  a.grad = prep.grad.data_ptr();
+  a.exp_avg = st.exp_avg().data_ptr<float>();
+  a.exp_avg_sq = st.exp_avg_sq().data_ptr<float>();
+  a.max_exp_avg_sq = o.amsgrad() ? st.max_exp_avg_sq().data_ptr<float>() : nullptr;
+  a.numel = prep.work.numel();
+  a.neg_step_size = static_cast<float>(-o.lr() / prep.bc1);
+  a.sqrt_bias_correction2 = static_cast<float>(std::sqrt(prep.bc2));
+  return a;
+}
+
+// The parameter's float step counter on its device (capturable mode), started from the host's
+// count before this step on first use.
+at::Tensor& device_step_counter(std::unordered_map<const void*, at::Tensor>& counters, const at::Tensor& p,
+                                int64_t host_step) {
+  auto it = counters.find(p.unsafeGetTensorImpl());
+  if (it == counters.end())
+    it = counters
+             .emplace(p.unsafeGetTensorImpl(),
+                      at::full({}, static_cast<double>(host_step - 1), p.options().dtype(at::kFloat)))
+             .first;
+  return it->second;
+}
+
+// One kernel launch list per batch, each on the current stream of its device.
+void launch_batches(const Batches& batches, const AdamWGroupConstants& c) {
+  for (const auto& [where, tensors] : batches) {
+    const auto device_index = static_cast<c10::DeviceIndex>(std::get<0>(where));
+    c10::cuda::CUDAGuard guard(device_index);
+    const int err = launch_fused_adamw(kernel_dtype(static_cast<at::ScalarType>(std::get<1>(where))), c,
+                                       tensors.data(), tensors.size(),
+                                       at::cuda::getCurrentCUDAStream(device_index).stream());
+    TORCH_CHECK(err == 0, "FusedAdamWCuda: kernel launch failed: ", fused_adamw_error_string(err));
+  }
+}
+
 }  // namespace
 
 FusedAdamWCuda::FusedAdamWCuda(std::vector<torch::optim::OptimizerParamGroup> param_groups, AdamWOptions defaults,
@@ -97,17 +142,13 @@ torch::Tensor FusedAdamWCuda::step(LossClosure closure) {
     loss = closure();
   }
 
-  // One launch list per (device, dtype, master weights) within a group: the group's constants are shared.
-  struct Batch {
-    std::vector<AdamWTensorArgs> tensors;
-  };
   std::vector<at::Tensor> keep;                              // converted grads the launches read
   std::vector<std::pair<at::Tensor, at::Tensor>> copy_back;  // (param, dense work copy)
   std::unordered_set<const void*> seen;
 
   for (auto& group : param_groups_) {
     const auto& o = static_cast<const AdamWOptions&>(group.options());
-    std::map<std::tuple<int, int, bool>, Batch> batches;  // (device index, dtype, master)
+    Batches batches;
     std::vector<at::Tensor> steps_to_advance;
 
     for (auto& p : group.params()) {
@@ -120,55 +161,30 @@ torch::Tensor FusedAdamWCuda::step(LossClosure closure) {
       const auto dtype = p.scalar_type();
       const bool fused = dtype == at::kFloat || dtype == at::kBFloat16 || dtype == at::kHalf;
       support::PreparedParam prep = support::prepare_adamw_param(state_, p, o, maximize_, fused, "FusedAdamWCuda");
-      auto& st = *prep.state;
 
       const float* device_step = nullptr;
       if (capturable_ && fused) {
-        auto ds = device_steps_.find(p.unsafeGetTensorImpl());
-        if (ds == device_steps_.end())
-          ds = device_steps_
-                   .emplace(p.unsafeGetTensorImpl(),
-                            at::full({}, static_cast<double>(st.step() - 1), p.options().dtype(at::kFloat)))
-                   .first;
-        steps_to_advance.push_back(ds->second);
-        device_step = ds->second.data_ptr<float>();
+        at::Tensor& counter = device_step_counter(device_steps_, p, prep.state->step());
+        steps_to_advance.push_back(counter);
+        device_step = counter.data_ptr<float>();
       }
       if (!prep.run_kernel) continue;
-      at::Tensor pw = prep.work;
-      if (prep.copy_back) copy_back.emplace_back(p, pw);
+      if (prep.copy_back) copy_back.emplace_back(p, prep.work);
       keep.push_back(prep.grad);
-      const double bc1 = prep.bc1, bc2 = prep.bc2;
 
-      AdamWTensorArgs a{};
-      a.param = pw.data_ptr();
+      AdamWTensorArgs a = tensor_args(prep, o);
       const bool master = master_weights_ && dtype == at::kBFloat16;
       if (master) {  // the kernel updates the master and writes its bf16 rounding into the param
-        a.param = masters_.for_step(p, pw, "FusedAdamWCuda").data_ptr<float>();
-        a.model_param = pw.data_ptr();
+        a.param = masters_.for_step(p, prep.work, "FusedAdamWCuda").data_ptr<float>();
+        a.model_param = prep.work.data_ptr();
       }
-      a.grad = prep.grad.data_ptr();
-      a.exp_avg = st.exp_avg().data_ptr<float>();
-      a.exp_avg_sq = st.exp_avg_sq().data_ptr<float>();
-      a.max_exp_avg_sq = o.amsgrad() ? st.max_exp_avg_sq().data_ptr<float>() : nullptr;
-      a.numel = p.numel();
-      a.neg_step_size = static_cast<float>(-o.lr() / bc1);
-      a.sqrt_bias_correction2 = static_cast<float>(std::sqrt(bc2));
       a.step = device_step;
-      batches[{p.get_device(), static_cast<int>(dtype), master}].tensors.push_back(a);
+      batches[{p.get_device(), static_cast<int>(dtype), master}].push_back(a);
     }
 
     // Device steps advance before the update reads them (same stream, so ordered).
     if (!steps_to_advance.empty()) at::_foreach_add_(steps_to_advance, 1.0);
-
-    const AdamWGroupConstants c = group_constants(o, maximize_);
-    for (auto& [where, batch] : batches) {
-      const auto device_index = static_cast<c10::DeviceIndex>(std::get<0>(where));
-      c10::cuda::CUDAGuard guard(device_index);
-      const int err = launch_fused_adamw(kernel_dtype(static_cast<at::ScalarType>(std::get<1>(where))), c,
-                                         batch.tensors.data(), batch.tensors.size(),
-                                         at::cuda::getCurrentCUDAStream(device_index).stream());
-      TORCH_CHECK(err == 0, "FusedAdamWCuda: kernel launch failed: ", fused_adamw_error_string(err));
-    }
+    launch_batches(batches, group_constants(o, maximize_));
   }
   for (auto& [dst, src] : copy_back) dst.copy_(src);
   return loss;

@@ -39,48 +39,41 @@ class RocmPrecision final : public Precision {
 
 RocmDevice::RocmDevice(RocmGpu gpu, DeviceInfo info, int torch_index, std::vector<std::string> activation,
                        std::string unusable)
-    : gpu_(std::move(gpu)),
-      info_(std::move(info)),
+    : CachedDevice("rocm", std::move(info)),
+      gpu_(std::move(gpu)),
       torch_index_(torch_index),
       activation_(std::move(activation)),
       unusable_(std::move(unusable)) {}
 
-Result<std::shared_ptr<Precision>> RocmDevice::precision() noexcept {
-  return guarded("rocm precision", [&]() -> Result<std::shared_ptr<Precision>> {
-    if (!unusable_.empty()) return Status(StatusCode::unavailable, info_.id + ": " + unusable_);
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!precision_) precision_ = std::make_shared<RocmPrecision>(gpu_.rules, info_.id + " " + info_.name, activation_);
-    return Result<std::shared_ptr<Precision>>(precision_);
-  });
+Result<std::shared_ptr<Precision>> RocmDevice::make_precision() {
+  if (!unusable_.empty()) return Status(StatusCode::unavailable, info().id + ": " + unusable_);
+  return std::shared_ptr<Precision>(
+      std::make_shared<RocmPrecision>(gpu_.rules, info().id + " " + info().name, activation_));
 }
 
 Result<std::shared_ptr<Optimizer>> RocmDevice::optimizer() noexcept {
   return Status(StatusCode::not_supported, "the rocm plugin has no optimizer of its own; torch::optim::AdamW is used");
 }
 
-Result<std::shared_ptr<Monitor>> RocmDevice::monitor() noexcept {
-  return guarded("rocm monitor", [&]() -> Result<std::shared_ptr<Monitor>> {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!gpu_.card)
-      return Status(StatusCode::unavailable, info_.id + " has no amdgpu sysfs directory to read sensors from");
-    if (!monitor_) monitor_ = std::make_shared<RocmMonitor>(*gpu_.card);
-    return monitor_;
-  });
+Result<std::shared_ptr<Monitor>> RocmDevice::make_monitor() {
+  if (!gpu_.card)
+    return Status(StatusCode::unavailable, info().id + " has no amdgpu sysfs directory to read sensors from");
+  return std::shared_ptr<Monitor>(std::make_shared<RocmMonitor>(*gpu_.card));
 }
 
 Result<MemoryStats> RocmDevice::memory() noexcept {
   return guarded("rocm memory", [&]() -> Result<MemoryStats> {
-    if (!unusable_.empty()) return rocm_memory(info_.id, gpu_.card, std::nullopt, unusable_);
+    if (!unusable_.empty()) return rocm_memory(info().id, gpu_.card, std::nullopt, unusable_);
     const Result<AllocatorFigures> allocator = hip_allocator_figures(torch_index_);
-    if (!allocator.ok()) return rocm_memory(info_.id, gpu_.card, std::nullopt, allocator.status().message());
-    return rocm_memory(info_.id, gpu_.card, allocator.value(), "");
+    if (!allocator.ok()) return rocm_memory(info().id, gpu_.card, std::nullopt, allocator.status().message());
+    return rocm_memory(info().id, gpu_.card, allocator.value(), "");
   });
 }
 
 Status RocmDevice::reset_peak_memory() noexcept {
   return guarded("rocm reset_peak_memory", [&]() -> Status {
     if (!unusable_.empty())
-      return Status(StatusCode::not_supported, info_.id + ": " + unusable_ + ": no allocator peak to reset");
+      return Status(StatusCode::not_supported, info().id + ": " + unusable_ + ": no allocator peak to reset");
     return hip_reset_peak_stats(torch_index_);
   });
 }
@@ -88,7 +81,7 @@ Status RocmDevice::reset_peak_memory() noexcept {
 Status RocmDevice::empty_cache() noexcept {
   return guarded("rocm empty_cache", [&]() -> Status {
     if (!unusable_.empty())
-      return Status(StatusCode::not_supported, info_.id + ": " + unusable_ + ": no allocator cache to empty");
+      return Status(StatusCode::not_supported, info().id + ": " + unusable_ + ": no allocator cache to empty");
     return hip_empty_cache();
   });
 }

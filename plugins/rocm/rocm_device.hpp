@@ -2,17 +2,16 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
-#include <accelkit/sdk/device.hpp>
+#include <accelkit/sdk/support/cached_device.hpp>
 
 #include "rocm_probe.hpp"
 
 namespace accelkit::rocm {
 
-class RocmDevice final : public Device {
+class RocmDevice final : public support::CachedDevice {
  public:
   // `torch_index`: its LibTorch (CUDA-type) index, -1 when LibTorch cannot use it.
   // `activation`: what opening did (environment, memory fraction), shown in the plan.
@@ -20,10 +19,7 @@ class RocmDevice final : public Device {
   // and reports the card's VRAM.
   RocmDevice(RocmGpu gpu, DeviceInfo info, int torch_index, std::vector<std::string> activation, std::string unusable);
 
-  const DeviceInfo& info() const noexcept override { return info_; }
-  Result<std::shared_ptr<Precision>> precision() noexcept override;
   Result<std::shared_ptr<Optimizer>> optimizer() noexcept override;
-  Result<std::shared_ptr<Monitor>> monitor() noexcept override;
   // device_memory.hpp: LibTorch's HIP caching allocator (on a GPU LibTorch drives, where the
   // plugin was built against c10_hip) and the card's VRAM from amdgpu sysfs. Without the
   // allocator, reset_peak_memory() and empty_cache() are not supported and say why.
@@ -32,14 +28,14 @@ class RocmDevice final : public Device {
   Status empty_cache() noexcept override;
 
  private:
+  // Why it has none: LibTorch cannot use the GPU (precision), no amdgpu sysfs directory (monitor).
+  Result<std::shared_ptr<Precision>> make_precision() override;
+  Result<std::shared_ptr<Monitor>> make_monitor() override;
+
   RocmGpu gpu_;
-  DeviceInfo info_;
   int torch_index_;
   std::vector<std::string> activation_;
   std::string unusable_;
-  std::mutex mutex_;
-  std::shared_ptr<Precision> precision_;
-  std::shared_ptr<Monitor> monitor_;
 };
 
 }  // namespace accelkit::rocm

@@ -77,7 +77,7 @@ inline std::optional<Capability> capability_from_string(std::string_view s) noex
 //   "route.<op>"     = "cpu"     <op> is an operation class name ("fft", "sort", "scatter",
 //                                ... see accelkit::OpClass in the core); "cpu" is the only target
 //   "route.<op>.why" = one line  shown by `accelkit report` ("rocFFT is unreliable on gfx1010")
-// The core reads these through device_for(OpClass); a config's [routing] table overrides them.
+// The core reads these through Runtime::route(OpClass); a config's [routing] table overrides them.
 inline constexpr const char* kRoutePrefix = "route.";
 inline constexpr const char* kRouteReasonSuffix = ".why";
 

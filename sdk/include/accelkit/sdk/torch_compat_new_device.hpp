@@ -1,5 +1,5 @@
 // LibTorch's PrivateUse1 device type across versions, for the host's new-device registration
-// (core/src/new_device.cpp). Apart from torch_compat.hpp because only that code needs these
+// (core/new_device/src/new_device.cpp). Apart from torch_compat.hpp because only that code needs these
 // headers.
 //   Allocator:  allocate() const with no copy_data before 2.3; non-const allocate() and a pure
 //               copy_data() from 2.3. DeviceAllocator below hides the difference.

@@ -1,4 +1,4 @@
-// LibTorch's profiler as accelkit::Trace (core/src/trace.cpp) drives it: one session records
+// LibTorch's profiler as accelkit::Trace (core/memory/src/trace.cpp) drives it: one session records
 // the operations of the thread that starts it (and the threads LibTorch hands its work to),
 // then writes a Chrome trace with LibTorch's own writer and returns the ranges and allocations
 // it recorded. Apart from torch_compat.hpp because only the trace needs the profiler's headers.
