@@ -5,7 +5,7 @@
 //   hand-tuned  what a LibTorch user tunes by hand: intra-op threads = the machine's cores
 //   accelkit    the program ported with the README's API and the default settings:
 //               Runtime::start, prepare, make_sgd, forward under rt->autocast(), the loss in
-//               fp32 outside it, prefetch_loader(loader, rt->prefetch_options())
+//               fp32 outside it, prefetch_loader(loader, prefetch_options(*rt))
 // The images are MNIST's idx files written here (no network): each class a pattern of strokes
 // under noise, so the network learns and the test accuracy after the last epoch can be
 // compared. The accelkit run starts with an empty cache: its first epoch includes the steps
@@ -26,6 +26,7 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include "accelkit/prefetch.hpp"
 #include "accelkit/runtime.hpp"
 #include "bench_timing.hpp"
 #include "mnist_example.hpp"
@@ -108,7 +109,7 @@ int main(int argc, char** argv) {
   auto accelkit_epoch = [&](Variant& v) {
     rt->apply_precision(rt->precision());
     const auto t0 = Clock::now();
-    auto batches_in = accelkit::prefetch_loader(*loader, rt->prefetch_options());
+    auto batches_in = accelkit::prefetch_loader(*loader, accelkit::prefetch_options(*rt));
     while (auto batch = batches_in.next()) {
       accelkit::zero_grad(*sgd2.optimizer);
       at::Tensor out;

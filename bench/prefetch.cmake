@@ -1,14 +1,14 @@
 # accelkit_bench_prefetch: accelkit::Prefetcher vs producing each batch in the step.
 add_executable(accelkit_bench_prefetch "${CMAKE_CURRENT_LIST_DIR}/prefetch_bench.cpp")
 target_link_libraries(accelkit_bench_prefetch PRIVATE accelkit_torch)
-target_include_directories(accelkit_bench_prefetch PRIVATE "${PROJECT_SOURCE_DIR}/core/include")
+target_include_directories(accelkit_bench_prefetch PRIVATE "${PROJECT_SOURCE_DIR}/core/data/include")
 accelkit_warnings(accelkit_bench_prefetch)
 set_target_properties(accelkit_bench_prefetch PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/bench")
 
 # accelkit_bench_mnist_prefetch: pytorch/examples' C++ MNIST loop with and without prefetch_loader.
 add_executable(accelkit_bench_mnist_prefetch "${CMAKE_CURRENT_LIST_DIR}/mnist_prefetch_bench.cpp")
 target_link_libraries(accelkit_bench_mnist_prefetch PRIVATE accelkit_torch)
-target_include_directories(accelkit_bench_mnist_prefetch PRIVATE "${PROJECT_SOURCE_DIR}/core/include")
+target_include_directories(accelkit_bench_mnist_prefetch PRIVATE "${PROJECT_SOURCE_DIR}/core/data/include")
 accelkit_warnings(accelkit_bench_mnist_prefetch)
 # LibTorch's DataLoader headers trip gcc's -Wmaybe-uninitialized (as in tests/prefetch.cmake).
 target_compile_options(accelkit_bench_mnist_prefetch PRIVATE "$<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>")

@@ -66,7 +66,7 @@ find_package(tomlplusplus REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(Threads REQUIRED)
-# LZ4 (its frame format, lz4frame.h) for the tensor cache (core/src/tensor_cache.cpp), as the
+# LZ4 (its frame format, lz4frame.h) for the tensor cache (core/data/src/tensor_cache.cpp), as the
 # target accelkit_lz4. The installed static core names it -llz4 instead (core/CMakeLists.txt).
 find_package(PkgConfig QUIET)
 if(PKG_CONFIG_FOUND)

@@ -6,12 +6,22 @@ include(CMakePackageConfigHelpers)
 set(ACCELKIT_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/accelkit")
 
 install(FILES README.md DESTINATION "${CMAKE_INSTALL_DOCDIR}" COMPONENT accelkit)
+# The README links its pages as docs/*.md: installed beside it, the links still work.
+install(DIRECTORY docs/ DESTINATION "${CMAKE_INSTALL_DOCDIR}/docs" COMPONENT accelkit
+  FILES_MATCHING PATTERN "*.md")
 install(FILES sdk/README.md DESTINATION "${CMAKE_INSTALL_DOCDIR}" RENAME SDK.md COMPONENT dev)
 
 # Headers: the plugin SDK (include/accelkit/sdk/: the contract, all a plugin includes) apart
 # from the application API (include/accelkit/*.hpp) and the generated version.hpp.
-install(DIRECTORY sdk/include/accelkit core/include/accelkit
+# The core's public headers are each room's include/accelkit/ (core/<room>/internal/ stays in the
+# build tree: what the rooms share among themselves).
+set(_accelkit_header_dirs sdk/include/accelkit core/include/accelkit)
+foreach(room IN LISTS ACCELKIT_CORE_ROOMS)
+  list(APPEND _accelkit_header_dirs core/${room}/include/accelkit)
+endforeach()
+install(DIRECTORY ${_accelkit_header_dirs}
   DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}" COMPONENT dev FILES_MATCHING PATTERN "*.h" PATTERN "*.hpp")
+unset(_accelkit_header_dirs)
 install(FILES apps/verify/include/accelkit/conformance.hpp DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/accelkit" COMPONENT dev)
 install(FILES "${PROJECT_BINARY_DIR}/core/include/accelkit/version.hpp"
   DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/accelkit" COMPONENT dev)

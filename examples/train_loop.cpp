@@ -36,7 +36,7 @@ int main(int argc, char** argv) try {
   tune.loss = [](const torch::Tensor& out, const torch::Tensor& y) { return torch::mse_loss(out, y); };
   std::tie(tune.input, tune.target) = batch();
   tune.adamw = adamw;
-  if (auto d = rt->autotune(tune); d.origin != "settings")
+  if (auto d = accelkit::autotune(*rt, tune); d.origin != "settings")
     std::cout << "auto-tune: " << d.chosen.label() << " (" << d.origin << ")\n";
   auto opt = rt->make_adamw(model->parameters(), adamw);
   std::cout << "optimizer " << opt.implementation << " (" << opt.why << ")\n";

@@ -41,7 +41,7 @@ int run(int argc, const char* const* argv) {
   if (inv.version) return print_version(inv);
   if (inv.help || inv.verb == "help") {
     std::string topic = inv.verb == "help" ? (inv.operands.empty() ? "" : inv.operands.front()) : inv.verb;
-    if (topic == "settings") {  // the schema as the README's Markdown table
+    if (topic == "settings") {  // the schema as docs/settings.md's Markdown table
       std::cout << settings_table_markdown();
       return kExitOk;
     }

@@ -141,11 +141,21 @@ po::options_description verb_options() {
   return d;
 }
 
+std::string verb_or_none(const std::string& verb) { return verb.empty() ? std::string("(no verb)") : verb; }
+
 void only_for(const po::variables_map& vm, const char* option, const std::string& verb,
               const char* allowed) {
   if (vm.count(option) && !vm[option].defaulted() && verb != allowed)
     throw UsageError(std::string("--") + option + " is an option of '" + allowed + "', not of '" +
-                     (verb.empty() ? std::string("(no verb)") : verb) + "'");
+                     verb_or_none(verb) + "'");
+}
+
+// An option two verbs take.
+void only_for_either(const po::variables_map& vm, const char* option, const std::string& verb, const char* first,
+                     const char* second) {
+  if (vm.count(option) && verb != first && verb != second)
+    throw UsageError(std::string("--") + option + " is an option of '" + first + "' and '" + second + "', not of '" +
+                     verb_or_none(verb) + "'");
 }
 
 bool flag(const po::variables_map& vm, const char* name) { return vm[name].as<bool>(); }
@@ -174,15 +184,8 @@ void parse_batch(const std::string& text, Invocation& inv) {
   inv.batch = *b;
 }
 
-}  // namespace
-
-bool is_verb(const std::string& name) {
-  for (const auto& v : kVerbs)
-    if (name == v.name) return true;
-  return false;
-}
-
-Invocation parse_command_line(int argc, const char* const* argv) {
+// The command line against every option there is, the verb and its operands positional.
+po::variables_map parse_options(int argc, const char* const* argv) {
   po::options_description hidden;
   hidden.add_options()
       ("verb", po::value<std::string>())
@@ -193,21 +196,28 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   pos.add("verb", 1).add("operands", -1);
 
   po::variables_map vm;
-  std::vector<std::string> given(argv, argv + argc);
   try {
     po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
     throw UsageError(e.what());
   }
+  return vm;
+}
 
-  Invocation inv;
-  inv.argv = std::move(given);
+void read_global_options(const po::variables_map& vm, Invocation& inv) {
   if (vm.count("verb")) inv.verb = vm["verb"].as<std::string>();
   if (vm.count("operands")) inv.operands = vm["operands"].as<std::vector<std::string>>();
   inv.help = flag(vm, "help");
   inv.version = flag(vm, "version");
   inv.json = flag(vm, "json");
+  if (vm.count("config")) inv.config = vm["config"].as<std::string>();
+  if (vm.count("plugin-path")) inv.plugin_paths = vm["plugin-path"].as<std::vector<std::string>>();
+}
+
+// The settings given as options, as (schema key, value) in the schema's order; a boolean's
+// switch gives "true" (or "false" for one that turns it off), its --no-<key> "false".
+void read_setting_options(const po::variables_map& vm, Invocation& inv) {
   for (const auto& spec : settings_schema()) {
     const std::string name = option_name(spec);
     if (name.empty()) continue;
@@ -225,8 +235,9 @@ Invocation parse_command_line(int argc, const char* const* argv) {
       inv.settings.emplace_back(spec.key, vm[name].as<std::string>());
     }
   }
-  if (vm.count("config")) inv.config = vm["config"].as<std::string>();
-  if (vm.count("plugin-path")) inv.plugin_paths = vm["plugin-path"].as<std::vector<std::string>>();
+}
+
+void read_verb_options(const po::variables_map& vm, Invocation& inv) {
   inv.verbose = flag(vm, "verbose");
   inv.rescan = flag(vm, "rescan");
   inv.apply = flag(vm, "apply");
@@ -252,22 +263,28 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   if (vm.count("warmup")) inv.warmup = vm["warmup"].as<int>();
   if (vm.count("batch")) parse_batch(vm["batch"].as<std::string>(), inv);
   if (vm.count("width")) inv.width = vm["width"].as<int>();
+}
 
-  if (inv.help || inv.version) return inv;
+// A known verb, and operands only for help (one topic).
+void check_verb(const Invocation& inv) {
   if (!inv.verb.empty() && !is_verb(inv.verb)) throw UsageError("unknown verb '" + inv.verb + "'");
   if (inv.verb != "help" && !inv.operands.empty())
     throw UsageError("unexpected argument '" + inv.operands.front() + "'");
   if (inv.verb == "help" && inv.operands.size() > 1)
     throw UsageError("unexpected argument '" + inv.operands[1] + "'");
+}
 
+// The options of plugins and report (and --input, which bench shares).
+void check_plugins_report_options(const po::variables_map& vm, const Invocation& inv) {
   only_for(vm, "verbose", inv.verb, "plugins");
   only_for(vm, "rescan", inv.verb, "plugins");
   only_for(vm, "apply", inv.verb, "report");
   only_for(vm, "measure", inv.verb, "report");
-  if (vm.count("input") && inv.verb != "bench" && inv.verb != "report")
-    throw UsageError("--input is an option of 'bench' and 'report', not of '" +
-                     (inv.verb.empty() ? std::string("(no verb)") : inv.verb) + "'");
+  only_for_either(vm, "input", inv.verb, "bench", "report");
   if (inv.measure && inv.report_model.empty()) throw UsageError("--measure needs --model FILE");
+}
+
+void check_monitor_verify_options(const po::variables_map& vm, const Invocation& inv) {
   only_for(vm, "interval", inv.verb, "monitor");
   only_for(vm, "count", inv.verb, "monitor");
   only_for(vm, "csv", inv.verb, "monitor");
@@ -278,23 +295,25 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   if (inv.verb == "verify" && inv.all)
     for (const auto& [key, value] : inv.settings)
       if (key == "device") throw UsageError("--device and --all cannot be combined");
-  if (vm.count("batch") && inv.verb != "bench" && inv.verb != "train")
-    throw UsageError("--batch is an option of 'bench' and 'train', not of '" +
-                     (inv.verb.empty() ? std::string("(no verb)") : inv.verb) + "'");
+}
+
+// The options of the verbs that run a model: bench, train, and report's --model.
+void check_bench_train_options(const po::variables_map& vm, const Invocation& inv) {
+  only_for_either(vm, "batch", inv.verb, "bench", "train");
   if (vm.count("input") && inv.verb == "report" && !inv.measure)
     throw UsageError("--input with report times the model's convolutions: it needs --model FILE --measure");
   for (const char* o : {"mode", "steps", "warmup", "width", "vs-tuned", "vs-eager", "wait-quiet", "quantize", "data-ms"})
     only_for(vm, o, inv.verb, "bench");
-  if (vm.count("trace") && inv.verb != "bench" && inv.verb != "train")
-    throw UsageError("--trace is an option of 'bench' and 'train', not of '" +
-                     (inv.verb.empty() ? std::string("(no verb)") : inv.verb) + "'");
-  if (vm.count("model") && inv.verb != "bench" && inv.verb != "report")
-    throw UsageError("--model is an option of 'bench' and 'report', not of '" +
-                     (inv.verb.empty() ? std::string("(no verb)") : inv.verb) + "'");
+  only_for_either(vm, "trace", inv.verb, "bench", "train");
+  only_for_either(vm, "model", inv.verb, "bench", "report");
   only_for(vm, "resume", inv.verb, "train");
   only_for(vm, "nproc-per-node", inv.verb, "train");
   if (vm.count("nproc-per-node") && (inv.nproc_per_node < 1 || inv.nproc_per_node > 1024))
     throw UsageError("--nproc-per-node must be from 1 to 1024");
+}
+
+// Values no verb takes.
+void check_option_values(const Invocation& inv) {
   if (inv.csv && inv.json) throw UsageError("--csv and --json cannot be combined");
   if (!(std::isfinite(inv.interval) && inv.interval > 0 && inv.interval <= 86400))
     throw UsageError("--interval must be a number of seconds in (0, 86400]");
@@ -302,6 +321,30 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   for (const auto& p : inv.plugin_paths)
     if (p.empty() || p.front() != '/')
       throw UsageError("--plugin-path needs an absolute directory, got '" + p + "'");
+}
+
+}  // namespace
+
+bool is_verb(const std::string& name) {
+  for (const auto& v : kVerbs)
+    if (name == v.name) return true;
+  return false;
+}
+
+Invocation parse_command_line(int argc, const char* const* argv) {
+  const po::variables_map vm = parse_options(argc, argv);
+  Invocation inv;
+  inv.argv.assign(argv, argv + argc);
+  read_global_options(vm, inv);
+  read_setting_options(vm, inv);
+  read_verb_options(vm, inv);
+
+  if (inv.help || inv.version) return inv;
+  check_verb(inv);
+  check_plugins_report_options(vm, inv);
+  check_monitor_verify_options(vm, inv);
+  check_bench_train_options(vm, inv);
+  check_option_values(inv);
   return inv;
 }
 

@@ -32,7 +32,7 @@ struct CacheView {
 CacheView cache_view(const Context& ctx) {
   CacheView v;
   v.enabled = *ctx.config().autotune_cache;
-  v.dir = autotune_cache_dir();
+  v.dir = decision_cache_dir();
   if (!ctx.decision().ok) return v;
   const std::string device = autotune_device_fingerprint(ctx);
   const std::string versions = autotune_versions(ctx);

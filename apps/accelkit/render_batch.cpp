@@ -26,7 +26,7 @@ struct BatchCacheView {
 
 BatchCacheView batch_cache_view(const Context& ctx) {
   BatchCacheView v;
-  v.dir = autotune_cache_dir();
+  v.dir = decision_cache_dir();
   v.enabled = *ctx.config().autotune_cache && !v.dir.empty();
   if (v.dir.empty()) return v;
   const std::string fingerprint = autotune_device_fingerprint(ctx) + "; " + autotune_versions(ctx);

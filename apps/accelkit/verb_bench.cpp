@@ -95,7 +95,9 @@ void render_floor(std::ostream& out, const BenchResult& r) {
       << "); rates: " << f.how << "\n\n";
 }
 
-void render(std::ostream& out, const BenchResult& r) {
+// What was timed, and the variants' table: phases when the step has them, the matmuls' library
+// when the device names it.
+void render_variants(std::ostream& out, const BenchResult& r) {
   out << "accelkit bench: " << r.model << " - " << r.shape << " (" << fixed(r.params / 1e6, 1) << "M params)\n"
       << "device " << r.device << " (LibTorch " << r.torch_version << "); " << r.steps << " timed steps after "
       << r.warmup << " warm-up, variants alternating every round; load average " << load_text(r.load_before)
@@ -119,6 +121,10 @@ void render(std::ostream& out, const BenchResult& r) {
   if (r.eager) add_variant(t, *r.eager, base, phases, blas);
   if (r.int8) add_variant(t, *r.int8, base, phases, blas);
   t.print(out);
+}
+
+// How accelkit's step ran, and what step tuning chose.
+void render_step_mode(std::ostream& out, const BenchResult& r) {
   out << "\naccelkit step: " << r.accelkit.step_mode << '\n';
   if (r.step_tuning) {
     const StepTuningStatus& st = *r.step_tuning;
@@ -126,6 +132,10 @@ void render(std::ostream& out, const BenchResult& r) {
       out << "step tuning: " << st.candidates[st.chosen].label() << " - " << st.why << " [" << st.source << "]\n";
     else out << "step tuning: off - " << st.why << '\n';
   }
+}
+
+// One step's peak memory over its start for each variant, or why there is none.
+void render_step_memory(std::ostream& out, const BenchResult& r) {
   if (r.baseline.step_peak_bytes) {
     // 0 is a real figure here (an in-place optimizer step allocates nothing): said in words.
     auto bytes = [](std::uint64_t b) { return b ? format_bytes(b) : std::string("nothing"); };
@@ -138,72 +148,96 @@ void render(std::ostream& out, const BenchResult& r) {
   } else if (!r.memory_source.empty()) {
     out << "memory: " << r.memory_source << '\n';
   }
-  if (r.data) {
-    const BenchData& d = *r.data;
-    const double step = r.accelkit.time.median_ms;
-    out << "data: a producer of " << fixed(d.producer_ms, 2) << " ms of CPU work per batch feeds every step (blocks of "
-        << d.block_steps << " steps); accelkit "
-        << (d.prefetch > 0 ? "prefetches " + std::to_string(d.prefetch) + " batches" : std::string("produces in the step (prefetch 0)"))
-        << ", the others produce in the step; accelkit's steps waited " << fixed(d.accelkit_wait_ms, 2)
-        << " ms each for their batch (" << fixed(step > 0 ? 100 * d.accelkit_wait_ms / step : 0, 0) << "% of a step)"
-        << (step > 0 && d.accelkit_wait_ms > 0.1 * step ? ": the input pipeline holds the training back" : "") << '\n';
-    // A CPU-bound producer on a CPU whose cores all compute the step: they share the cores.
-    if (d.prefetch > 0 && r.torch_device == "cpu" && r.accelkit.threads >= r.machine.logical_cores)
-      out << "  the producer thread shares the " << r.machine.logical_cores << " cores the step's " << r.accelkit.threads
-          << " threads compute on: a CPU-bound producer gains from prefetching only with a core of its own (--threads "
-          << std::max(1, r.machine.logical_cores - 1) << ")\n";
-  }
-  if (r.int8 && r.quantize) {
-    out << "int8 is " << fixed(*r.speedup_int8, 2) << "x the baseline";
-    if (r.tuned) out << ", " << fixed(r.tuned->time.median_ms / r.int8->time.median_ms, 2) << "x hand-tuned LibTorch";
-    out << "; its outputs vs the baseline's: " << sci(r.int8->rel_error.value_or(0)) << " relative, cosine "
-        << fixed(r.int8->cosine.value_or(0), 5) << " (lossy: shown, not judged)\n"
-        << "quantize: " << r.quantize->summary() << '\n';
-  }
+}
 
-  render_floor(out, r);
-  if (r.autotune) render_autotune(out, *r.autotune);
-  if (r.batch_finder) render_batch_decision(out, *r.batch_finder);
-  if (r.inference) {
-    const InferenceDecision& d = *r.inference;
-    out << "optimize_for_inference: " << d.chosen << " - " << d.description << " (" << d.origin
-        << (d.cache_file.empty() ? "" : " " + d.cache_file) << ")\n  why: " << d.why << '\n';
-    if (!d.trials.empty()) {
-      Table c({"candidate", "ms", "rel. error", "cosine", "result"});
-      c.right_align(1).right_align(2).right_align(3);
-      for (const auto& trial : d.trials) {
-        const bool ran = trial.median_ms > 0;
-        c.add_row({trial.candidate, ran ? fixed(trial.median_ms, 2) : "-", ran ? sci(trial.rel_error) : "-",
-                   ran ? fixed(trial.cosine, 5) : "-", trial.note});
-      }
-      c.print(out);
+// --data-ms: how long accelkit's steps waited for their batches.
+void render_data_wait(std::ostream& out, const BenchResult& r) {
+  if (!r.data) return;
+  const BenchData& d = *r.data;
+  const double step = r.accelkit.time.median_ms;
+  out << "data: a producer of " << fixed(d.producer_ms, 2) << " ms of CPU work per batch feeds every step (blocks of "
+      << d.block_steps << " steps); accelkit "
+      << (d.prefetch > 0 ? "prefetches " + std::to_string(d.prefetch) + " batches" : std::string("produces in the step (prefetch 0)"))
+      << ", the others produce in the step; accelkit's steps waited " << fixed(d.accelkit_wait_ms, 2)
+      << " ms each for their batch (" << fixed(step > 0 ? 100 * d.accelkit_wait_ms / step : 0, 0) << "% of a step)"
+      << (step > 0 && d.accelkit_wait_ms > 0.1 * step ? ": the input pipeline holds the training back" : "") << '\n';
+  // A CPU-bound producer on a CPU whose cores all compute the step: they share the cores.
+  if (d.prefetch > 0 && r.torch_device == "cpu" && r.accelkit.threads >= r.machine.logical_cores)
+    out << "  the producer thread shares the " << r.machine.logical_cores << " cores the step's " << r.accelkit.threads
+        << " threads compute on: a CPU-bound producer gains from prefetching only with a core of its own (--threads "
+        << std::max(1, r.machine.logical_cores - 1) << ")\n";
+}
+
+// --quantize: the int8 model's speed and how far its outputs are from the baseline's.
+void render_int8(std::ostream& out, const BenchResult& r) {
+  if (!r.int8 || !r.quantize) return;
+  out << "int8 is " << fixed(*r.speedup_int8, 2) << "x the baseline";
+  if (r.tuned) out << ", " << fixed(r.tuned->time.median_ms / r.int8->time.median_ms, 2) << "x hand-tuned LibTorch";
+  out << "; its outputs vs the baseline's: " << sci(r.int8->rel_error.value_or(0)) << " relative, cosine "
+      << fixed(r.int8->cosine.value_or(0), 5) << " (lossy: shown, not judged)\n"
+      << "quantize: " << r.quantize->summary() << '\n';
+}
+
+// What optimize_for_inference chose, and each candidate it tried.
+void render_inference(std::ostream& out, const InferenceDecision& d) {
+  out << "optimize_for_inference: " << d.chosen << " - " << d.description << " (" << d.origin
+      << (d.cache_file.empty() ? "" : " " + d.cache_file) << ")\n  why: " << d.why << '\n';
+  if (!d.trials.empty()) {
+    Table c({"candidate", "ms", "rel. error", "cosine", "result"});
+    c.right_align(1).right_align(2).right_align(3);
+    for (const auto& trial : d.trials) {
+      const bool ran = trial.median_ms > 0;
+      c.add_row({trial.candidate, ran ? fixed(trial.median_ms, 2) : "-", ran ? sci(trial.rel_error) : "-",
+                 ran ? fixed(trial.cosine, 5) : "-", trial.note});
     }
-    out << '\n';
+    c.print(out);
   }
-  if (!r.fallbacks.empty()) {
-    std::uint64_t total = 0;
-    for (const auto& fallback : r.fallbacks) total += fallback.second;
-    out << "fallback to the CPU (operators " << r.device << " does not run itself; " << total << " calls):\n ";
-    std::size_t shown = 0;
-    for (const auto& [op, n] : r.fallbacks) {
-      if (shown++ == 12) {
-        out << " ... " << (r.fallbacks.size() - 12) << " more";
-        break;
-      }
-      out << ' ' << op << " x" << n;
+  out << '\n';
+}
+
+// The operators the device left to the CPU, the first 12 with their calls.
+void render_fallbacks(std::ostream& out, const BenchResult& r) {
+  if (r.fallbacks.empty()) return;
+  std::uint64_t total = 0;
+  for (const auto& fallback : r.fallbacks) total += fallback.second;
+  out << "fallback to the CPU (operators " << r.device << " does not run itself; " << total << " calls):\n ";
+  std::size_t shown = 0;
+  for (const auto& [op, n] : r.fallbacks) {
+    if (shown++ == 12) {
+      out << " ... " << (r.fallbacks.size() - 12) << " more";
+      break;
     }
-    out << "\n\n";
+    out << ' ' << op << " x" << n;
   }
-  render_decisions(out, r.decisions);
-  render_check(out, r);
+  out << "\n\n";
+}
+
+// The machine's warnings, then the verdict: accelkit against the baseline and the others.
+void render_verdict(std::ostream& out, const BenchResult& r) {
   if (!r.machine.waited.empty()) out << "\nwarning: --wait-quiet: " << r.machine.waited << '\n';
   if (r.machine.busy) out << "\nwarning: " << r.machine.note << '\n';
-  // The verdict, last.
   out << "\naccelkit is " << fixed(r.speedup, 2) << "x the baseline";
   if (r.speedup_vs_tuned) out << ", " << fixed(*r.speedup_vs_tuned, 2) << "x hand-tuned LibTorch";
   if (r.speedup_vs_eager)
     out << ", " << fixed(*r.speedup_vs_eager, 2) << "x its own step run eagerly (" << r.accelkit.step_mode << ")";
   out << " (medians; fastest steps: " << fixed(r.speedup_min, 2) << "x the baseline)\n";
+}
+
+void render(std::ostream& out, const BenchResult& r) {
+  render_variants(out, r);
+  render_step_mode(out, r);
+  render_step_memory(out, r);
+  render_data_wait(out, r);
+  render_int8(out, r);
+  render_floor(out, r);
+  if (r.autotune) render_autotune(out, *r.autotune);
+  if (r.batch_finder) render_batch_decision(out, *r.batch_finder);
+  if (r.inference) render_inference(out, *r.inference);
+  render_fallbacks(out, r);
+  render_decisions(out, r.decisions);
+  render_check(out, r);
+  // The verdict, last.
+  render_verdict(out, r);
 }
 
 void show_progress(const BenchProgress& p) {

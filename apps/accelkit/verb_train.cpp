@@ -25,6 +25,7 @@
 #include <sstream>
 #include <string>
 
+#include "accelkit/autotune.hpp"
 #include "accelkit/checkpoint.hpp"
 #include "accelkit/distributed.hpp"
 #include "accelkit/sdk/device.hpp"
@@ -260,15 +261,9 @@ class QuietRank {
   std::streambuf* err_ = nullptr;
 };
 
-int train(const Invocation& inv) {
-  const bool json = inv.json;
-  std::optional<StepTrace> trace;  // --trace: refuses a path it cannot write before anything runs
-  if (!inv.trace.empty()) trace.emplace(inv.trace);
-  auto rt = Runtime::start(inv.context_options());
-  // Under a launcher (torchrun, srun, mpirun, --nproc-per-node): one rank of a data-parallel run.
-  std::shared_ptr<dist::ProcessGroup> group = dist::init(*rt);
-  QuietRank quiet(!group->is_main());
-  TrainConfig config = train_config_from(rt->context().settings());
+// [train] from the settings with --batch on top; with --batch auto, says that the finder runs.
+TrainConfig requested_train_config(const Invocation& inv, const Runtime& rt) {
+  TrainConfig config = train_config_from(rt.context().settings());
   if (inv.batch > 0) {
     config.batch_size = inv.batch;
     config.batch_size_set = true;
@@ -279,48 +274,153 @@ int train(const Invocation& inv) {
   config.batch_auto = inv.batch_auto;
   config.batch_max = inv.batch_max;
   if (config.batch_auto)
-    std::cerr << "accelkit train: finding the largest batch that fits " << rt->device_handle()->info().id
+    std::cerr << "accelkit train: finding the largest batch that fits " << rt.device_handle()->info().id
               << (config.batch_max > 0 ? " (at most " + std::to_string(config.batch_max) + ")" : std::string()) << "...\n";
-  Trainer trainer(
-      *rt, config,
-      [json](const BatchTrial& t) {
-        if (!json) std::cerr << "  " << batch_trial_line(t) << '\n';
-      },
-      group);
-  config = trainer.config();
-  const DeviceInfo& device = rt->device_handle()->info();
-  Thermometer thermometer(rt->device_handle());
-  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  return config;
+}
 
+// The run as it starts: a JSON line with --json, one line on stderr, then the decisions taken
+// (auto-tuning, the batch finder's, the runtime's) on stderr without --json.
+void announce_training(const Runtime& rt, const Trainer& trainer, const dist::ProcessGroup& group, bool json) {
+  const TrainConfig& config = trainer.config();
+  const DeviceInfo& device = rt.device_handle()->info();
   const std::string model = "MLP " + std::to_string(config.depth) + "x" + std::to_string(config.width) + " -> " +
                             std::to_string(config.outputs);
   if (json) {
     std::cout << Json{{"event", "start"}, {"device", device.id}, {"device_name", device.name},
-                      {"precision", to_string(rt->precision().dtype)}, {"autocast", rt->precision().autocast},
+                      {"precision", to_string(rt.precision().dtype)}, {"autocast", rt.precision().autocast},
                       {"steps", config.steps}, {"batch_size", config.batch_size},
                       {"micro_batches", config.micro_batches}, {"model", model},
                       {"checkpoint_dir", config.checkpoint_dir},
                       {"batch_finder", trainer.batch_decision() ? batch_decision_json(*trainer.batch_decision()) : Json(nullptr)},
-                      {"autotune", rt->tune_decision() ? autotune_json(*rt->tune_decision()) : Json(nullptr)},
-                      {"decisions", decisions_json(rt->context().decisions())}}
+                      {"autotune", last_tune_decision(rt) ? autotune_json(*last_tune_decision(rt)) : Json(nullptr)},
+                      {"decisions", decisions_json(rt.context().decisions())}}
                      .dump()
               << std::endl;
   }
   std::cerr << "accelkit train: " << device.id << " (" << device.name << "), " << model << ", batch "
             << config.batch_size
-            << (group->world_size() > 1 ? " over " + std::to_string(group->world_size()) + " ranks (" +
-                                              group->launch().launcher + ", " + group->backend() + ")"
-                                        : std::string())
+            << (group.world_size() > 1 ? " over " + std::to_string(group.world_size()) + " ranks (" +
+                                             group.launch().launcher + ", " + group.backend() + ")"
+                                       : std::string())
             << (config.micro_batches > 1 ? " in " + std::to_string(config.micro_batches) + " micro-batches" : "")
             << ", " << config.steps << " steps, " << checkpoint_plan(config) << '\n';
 
-  if (const auto& tuned = rt->tune_decision(); tuned && !json) render_autotune(std::cerr, *tuned);
+  if (const auto& tuned = last_tune_decision(rt); tuned && !json) render_autotune(std::cerr, *tuned);
   if (const auto& sized = trainer.batch_decision(); sized && !json) render_batch_decision(std::cerr, *sized);
-  if (!json) render_decisions(std::cerr, rt->context().decisions());
+  if (!json) render_decisions(std::cerr, rt.context().decisions());
+}
+
+// Trains under the stop signals, the progress shown and the steps traced as they go.
+TrainResult run_trainer(Trainer& trainer, bool resume, Guard& guard, Progress& progress,
+                        std::optional<StepTrace>& trace) {
+  TrainOptions train_options;
+  train_options.guard = guard.enabled() ? &guard : nullptr;
+  train_options.resume = resume;
+  train_options.stop = &g_train_stop;
+  train_options.on_start = [&trace, steps = trainer.config().steps](const TrainResult& r) {
+    if (r.resumed_from) std::cerr << "resumed from " << *r.resumed_from << " (step " << r.start_step << ")\n";
+    std::cerr << "using " << r.optimizer << ", " << r.precision << '\n';
+    if (trace) trace->on_start(r.start_step, steps);
+  };
+  train_options.on_step = [&progress, &trace](const TrainProgress& p) {
+    progress.update(p);
+    if (trace) trace->after_step(p.step, p.steps);
+  };
+  TrainResult result;
+  {
+    TrainSignals signals;
+    try {
+      result = trainer.run(train_options);
+    } catch (...) {
+      progress.finish();
+      throw;
+    }
+  }
+  progress.finish();
+  return result;
+}
+
+// The run's end as a JSON line (--json).
+Json train_end_event(const TrainResult& result, int steps, const std::optional<std::string>& saved,
+                     double data_wait_per_step, double data_produce_per_step) {
+  return Json{{"event", "end"}, {"step", result.end_step}, {"steps", steps},
+              {"start_step", result.start_step}, {"interrupted", result.interrupted},
+              {"guard_stopped", result.guard_stopped},
+              {"interrupted_ranks", result.interrupted_ranks},
+              {"guard_stopped_ranks", result.guard_stopped_ranks},
+              {"resumed_from", result.resumed_from ? Json(*result.resumed_from) : Json(nullptr)},
+              {"initial_loss", result.losses.empty() ? Json(nullptr) : Json(result.losses.front())},
+              {"final_loss", result.losses.empty() ? Json(nullptr) : Json(result.losses.back())},
+              {"checkpoint", saved ? Json(*saved) : Json(nullptr)}, {"optimizer", result.optimizer},
+              {"precision", result.precision},
+              {"metrics", result.metrics_path.empty() ? Json(nullptr) : Json(result.metrics_path)},
+              {"report", result.report_path.empty() ? Json(nullptr) : Json(result.report_path)},
+              {"data", {{"prefetch", result.prefetch},
+                        {"wait_ms_per_step", data_wait_per_step},
+                        {"produce_ms_per_step", data_produce_per_step}}}};
+}
+
+// How the run ended, and its exit code: stopped by the guard (4), by a signal (128 + it), or
+// done, with the report's place and the input pipeline's wait.
+int report_train_end(const TrainResult& result, int steps, bool json) {
+  const std::optional<std::string> saved = result.saved.empty() ? std::nullopt : std::optional(result.saved.back());
+  const int signal = g_train_signal;
+  const auto trained = static_cast<double>(std::max<std::int64_t>(1, result.end_step - result.start_step));
+  const double data_wait_per_step = result.data_wait_ms / trained;
+  const double data_produce_per_step = result.data_produce_ms / trained;
+  if (json)
+    std::cout << train_end_event(result, steps, saved, data_wait_per_step, data_produce_per_step).dump() << std::endl;
+  if (result.guard_stopped) {
+    std::cerr << "stopped by the thermal guard" << ranks_text(result.guard_stopped_ranks) << " at step "
+              << result.end_step << " of " << steps << "; "
+              << (saved ? "checkpoint saved to " + *saved + "; continue with --resume once the device has cooled"
+                        : std::string("checkpoints are off, nothing saved"))
+              << '\n';
+    return kExitGuardStop;
+  }
+  if (result.interrupted) {
+    std::cerr << "interrupted" << ranks_text(result.interrupted_ranks) << " at step " << result.end_step << " of "
+              << steps << "; "
+              << (saved ? "checkpoint saved to " + *saved + "; continue with --resume"
+                        : std::string("checkpoints are off, nothing saved"))
+              << '\n';
+    return 128 + (signal > 0 ? signal : SIGINT);
+  }
+  if (!result.losses.empty())
+    std::cerr << "done: step " << result.end_step << "/" << steps << ", loss " << loss_text(result.losses.back())
+              << " (from " << loss_text(result.losses.front()) << ")"
+              << (saved ? ", checkpoint " + *saved : std::string()) << '\n';
+  if (!json && !result.report_path.empty())
+    std::cerr << "report: " << result.report_path << " (open it in a browser; per-step figures in " << result.metrics_path
+              << ")\n";
+  if (!json && result.end_step > result.start_step)
+    std::cerr << data_line(result.prefetch, data_wait_per_step, data_produce_per_step, result.train_ms / trained)
+              << '\n';
+  return kExitOk;
+}
+
+int train(const Invocation& inv) {
+  const bool json = inv.json;
+  std::optional<StepTrace> trace;  // --trace: refuses a path it cannot write before anything runs
+  if (!inv.trace.empty()) trace.emplace(inv.trace);
+  auto rt = Runtime::start(inv.context_options());
+  // Under a launcher (torchrun, srun, mpirun, --nproc-per-node): one rank of a data-parallel run.
+  std::shared_ptr<dist::ProcessGroup> group = dist::init(*rt);
+  QuietRank quiet(!group->is_main());
+  Trainer trainer(
+      *rt, requested_train_config(inv, *rt),
+      [json](const BatchTrial& t) {
+        if (!json) std::cerr << "  " << batch_trial_line(t) << '\n';
+      },
+      group);
+  Thermometer thermometer(rt->device_handle());
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  announce_training(*rt, trainer, *group, json);
 
   Progress progress(tty, json, thermometer);
   // The guard's events as they happen: a line on stderr (after the bar's line), a JSON line.
-  std::unique_ptr<Guard> guard = rt->guard([&progress, json](const GuardEvent& e) {
+  std::unique_ptr<Guard> guard = accelkit::make_guard(*rt, [&progress, json](const GuardEvent& e) {
     progress.finish();
     std::cerr << "accelkit train: " << e.text << '\n';
     if (json)
@@ -333,83 +433,9 @@ int train(const Invocation& inv) {
   });
   thermometer.use(guard.get());
   if (!json) std::cerr << guard->describe() << '\n';
-  TrainOptions train_options;
-  train_options.guard = guard->enabled() ? guard.get() : nullptr;
-  train_options.resume = inv.resume;
-  train_options.stop = &g_train_stop;
-  TrainResult result;
-  train_options.on_start = [&trace, steps = config.steps](const TrainResult& r) {
-    if (r.resumed_from) std::cerr << "resumed from " << *r.resumed_from << " (step " << r.start_step << ")\n";
-    std::cerr << "using " << r.optimizer << ", " << r.precision << '\n';
-    if (trace) trace->on_start(r.start_step, steps);
-  };
-  train_options.on_step = [&progress, &trace](const TrainProgress& p) {
-    progress.update(p);
-    if (trace) trace->after_step(p.step, p.steps);
-  };
-  {
-    TrainSignals signals;
-    try {
-      result = trainer.run(train_options);
-    } catch (...) {
-      progress.finish();
-      throw;
-    }
-  }
-  progress.finish();
+  const TrainResult result = run_trainer(trainer, inv.resume, *guard, progress, trace);
   if (trace) trace->report(std::cerr, json);
-
-  const std::optional<std::string> saved = result.saved.empty() ? std::nullopt : std::optional(result.saved.back());
-  const int signal = g_train_signal;
-  const auto trained = static_cast<double>(std::max<std::int64_t>(1, result.end_step - result.start_step));
-  const double data_wait_per_step = result.data_wait_ms / trained;
-  const double data_produce_per_step = result.data_produce_ms / trained;
-  if (json) {
-    std::cout << Json{{"event", "end"}, {"step", result.end_step}, {"steps", config.steps},
-                      {"start_step", result.start_step}, {"interrupted", result.interrupted},
-                      {"guard_stopped", result.guard_stopped},
-                      {"interrupted_ranks", result.interrupted_ranks},
-                      {"guard_stopped_ranks", result.guard_stopped_ranks},
-                      {"resumed_from", result.resumed_from ? Json(*result.resumed_from) : Json(nullptr)},
-                      {"initial_loss", result.losses.empty() ? Json(nullptr) : Json(result.losses.front())},
-                      {"final_loss", result.losses.empty() ? Json(nullptr) : Json(result.losses.back())},
-                      {"checkpoint", saved ? Json(*saved) : Json(nullptr)}, {"optimizer", result.optimizer},
-                      {"precision", result.precision},
-                      {"metrics", result.metrics_path.empty() ? Json(nullptr) : Json(result.metrics_path)},
-                      {"report", result.report_path.empty() ? Json(nullptr) : Json(result.report_path)},
-                      {"data", {{"prefetch", result.prefetch},
-                                {"wait_ms_per_step", data_wait_per_step},
-                                {"produce_ms_per_step", data_produce_per_step}}}}
-                     .dump()
-              << std::endl;
-  }
-  if (result.guard_stopped) {
-    std::cerr << "stopped by the thermal guard" << ranks_text(result.guard_stopped_ranks) << " at step "
-              << result.end_step << " of " << config.steps << "; "
-              << (saved ? "checkpoint saved to " + *saved + "; continue with --resume once the device has cooled"
-                        : std::string("checkpoints are off, nothing saved"))
-              << '\n';
-    return kExitGuardStop;
-  }
-  if (result.interrupted) {
-    std::cerr << "interrupted" << ranks_text(result.interrupted_ranks) << " at step " << result.end_step << " of "
-              << config.steps << "; "
-              << (saved ? "checkpoint saved to " + *saved + "; continue with --resume"
-                        : std::string("checkpoints are off, nothing saved"))
-              << '\n';
-    return 128 + (signal > 0 ? signal : SIGINT);
-  }
-  if (!result.losses.empty())
-    std::cerr << "done: step " << result.end_step << "/" << config.steps << ", loss " << loss_text(result.losses.back())
-              << " (from " << loss_text(result.losses.front()) << ")"
-              << (saved ? ", checkpoint " + *saved : std::string()) << '\n';
-  if (!json && !result.report_path.empty())
-    std::cerr << "report: " << result.report_path << " (open it in a browser; per-step figures in " << result.metrics_path
-              << ")\n";
-  if (!json && result.end_step > result.start_step)
-    std::cerr << data_line(result.prefetch, data_wait_per_step, data_produce_per_step, result.train_ms / trained)
-              << '\n';
-  return kExitOk;
+  return report_train_end(result, trainer.config().steps, json);
 }
 
 }  // namespace

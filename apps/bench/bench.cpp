@@ -16,13 +16,12 @@
 #include <ATen/Parallel.h>
 #include <torch/nn/module.h>
 #include <torch/optim/adamw.h>
-#include <torch/version.h>
 
 #include <spdlog/spdlog.h>
 
 #include "accelkit/sdk/device.hpp"
 #include "accelkit/runtime.hpp"
-#include "accelkit/step_runner.hpp"
+#include "accelkit/step_capture.hpp"
 #include "accelkit/sdk/support/aten_fused_adamw.hpp"
 #include "accelkit/sdk/torch_compat_memory.hpp"
 #include "bench_common.hpp"
@@ -119,7 +118,7 @@ struct Runner {
   bool channels_last = false;        // 4-D weights and the input in channels-last (NHWC) layout
   // accelkit with compile != off: the step through Runtime::capture_step, on the static x and
   // target; it writes its loss into graph_loss. Made once the runners no longer move.
-  std::unique_ptr<StepRunner> graph;
+  std::unique_ptr<StepCapture> graph;
   at::Tensor graph_loss;
   double* graph_phases = nullptr;  // phases for the step function while it runs eagerly
   std::string step_mode = "eager: plain LibTorch";
@@ -424,7 +423,7 @@ BenchData time_with_data(Runtime& rt, const BenchOptions& o, std::vector<Runner>
                          const BenchProgressFn& progress, const std::string& label, std::mt19937_64& rng) {
   const c10::Device device = x.device();
   const at::Tensor x_host = x.to(at::kCPU);
-  const PrefetchOptions prefetch = rt.prefetch_options();
+  const PrefetchOptions prefetch = prefetch_options(rt);
   // CPU work standing in for decoding: square roots until the time is spent, then a fresh batch.
   auto produce = [&]() -> at::Tensor {
     const auto until = Clock::now() + std::chrono::duration<double, std::milli>(o.data_ms);
@@ -531,54 +530,85 @@ BatchDecision find_bench_batch(Runtime& rt, const ModelSpec& spec, const BenchOp
       << " ms (" << t.note << ")";
     report(progress, spec.model, "batch", ++trials, 0, d.str());
   };
-  return rt.find_batch_size(problem, search);
+  return accelkit::find_batch_size(rt, problem, search);
 }
 
-}  // namespace
-
-BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn& progress) {
-  validate(o);
-  const bool file = !bench_detail::is_builtin_model(o.model);
-  if (file) bench_detail::check_model_file(o.model);
-  if (file && bench_mode(o) == "infer") return bench_detail::run_infer_bench(rt, o, progress);
-  const c10::Device device = rt.device();
-  // GPU-sized defaults on a GPU; a CPU, an NPU or a reference device keeps the CPU's.
+// GPU-sized defaults on a GPU; a CPU, an NPU or a reference device keeps the CPU's.
+bool gpu_sized(const Runtime& rt) {
   const DeviceKind kind = rt.device_handle()->info().kind;
-  const bool gpu = kind == DeviceKind::discrete_gpu || kind == DeviceKind::integrated_gpu;
+  return kind == DeviceKind::discrete_gpu || kind == DeviceKind::integrated_gpu;
+}
+
+// The model that trains: a built-in one at the options' batch and width, or a model file with
+// the shapes of its --input options.
+ModelSpec train_spec(const BenchOptions& o, bool gpu) {
+  const bool file = !bench_detail::is_builtin_model(o.model);
   ModelSpec spec = bench_detail::make_spec(file ? "file" : o.model, o.batch, o.width, gpu);
   if (file) {
     spec.file = o.model;
     for (const auto& in : o.inputs) spec.inputs.push_back(bench_detail::parse_input(in));
   }
-  const bool optimizer_only = spec.model == "optimizer";
-  std::optional<BatchDecision> sized;
-  if (o.batch_auto) {
-    sized = find_bench_batch(rt, spec, o, progress);
-    spec.batch = static_cast<int>(sized->batch);
+  return spec;
+}
+
+// `accelkit bench` in training mode: the variants (one Runner each) from identical weights and
+// data, the accuracy check, the floors, the timed steps, the result. run() calls the phases in
+// order; each member below does one of them.
+class TrainBench {
+ public:
+  TrainBench(Runtime& runtime, const BenchOptions& options, const BenchProgressFn& progress_fn)
+      : rt(runtime),
+        o(options),
+        progress(progress_fn),
+        device(rt.device()),
+        file(!bench_detail::is_builtin_model(o.model)),
+        gpu(gpu_sized(rt)),
+        spec(train_spec(o, gpu)),
+        optimizer_only(spec.model == "optimizer"),
+        label(file ? o.model : spec.model) {}
+
+  BenchResult run() {
+    start_result();
+    make_data();
+    if (!optimizer_only && !file && *rt.context().config().autotune) tune_on_model();
+    r.decisions = rt.context().decisions();
+    add_runners();
+    choose_accelkit_step_mode();
+    run_check_steps();
+    judge_accuracy();
+    refuse_failed_check();
+    // Floors: machine rates measured now, at accelkit's thread count (again after the timing).
+    if (o.floors && !file) measure_floors();
+    // Warm-up, then alternate: one timed step of each variant per round.
+    warm_up();
+    measure_step_peaks();
+    time_steps();
+    if (!o.trace.empty()) trace_steps(r, o, device, [&] { runners[1].step(x, target); });
+    summarize();
+    return std::move(r);
   }
 
-  const int baseline_threads = o.baseline_threads > 0 ? o.baseline_threads : at::intraop_default_num_threads();
-
-  const std::string label = file ? o.model : spec.model;  // in progress and results
-  BenchResult r;
-  r.model = label;
-  r.shape = bench_detail::describe(spec);
-  r.device = rt.device_handle()->info().id;
-  r.torch_device = device.str();
-  r.torch_version = TORCH_VERSION;
-  r.batch = spec.batch;
-  r.width = spec.width;
-  r.steps = o.steps;
-  r.warmup = o.warmup;
-  r.batch_finder = std::move(sized);
-  r.load_before = load_average();
-  machine_before(r.machine, o, label, progress);
-  new_device::reset_fallback_counts();
+ private:
+  // With --batch auto, the batch the finder chose; then what the result says before anything
+  // runs, and the machine's load.
+  void start_result() {
+    std::optional<BatchDecision> sized;
+    if (o.batch_auto) {
+      sized = find_bench_batch(rt, spec, o, progress);
+      spec.batch = static_cast<int>(sized->batch);
+    }
+    r.shape = bench_detail::describe(spec);
+    r.batch = spec.batch;
+    r.width = spec.width;
+    r.batch_finder = std::move(sized);
+    begin_result(r, rt, o, label, progress);
+    new_device::reset_fallback_counts();
+  }
 
   // Data: identical for every variant. The target is a fixed random teacher's output, so the
   // loss depends on the whole model output (not on the target's own variance).
-  at::Tensor x, target;
-  if (!optimizer_only) {
+  void make_data() {
+    if (optimizer_only) return;
     at::manual_seed(o.seed + 1);
     x = bench_detail::make_input(spec, device);
     Net teacher = bench_detail::make_net(spec, o.seed + 2);
@@ -597,7 +627,7 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
   }
 
   // Profile auto: tune on this very model and data (from the cache when it has the answer).
-  if (!optimizer_only && !file && *rt.context().config().autotune) {
+  void tune_on_model() {
     Net net = bench_detail::make_net(spec, o.seed);
     rt.prepare(*net.module);
     TuneProblem problem;
@@ -609,24 +639,12 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
     problem.target = target;
     TuneOptions tune;
     tune.progress = [&](const TuneProgress& tp) { report(progress, label, "autotune", tp.done, tp.total); };
-    r.autotune = rt.autotune(problem, tune);
+    r.autotune = accelkit::autotune(rt, problem, tune);
   }
-  r.decisions = rt.context().decisions();
-  const int accel_threads = rt.precision().threads > 0 ? rt.precision().threads : at::get_num_threads();
-  PlanSwitch plans(rt);
-  // The plain-LibTorch variants: the device's settings as LibTorch has them unconfigured - no
-  // TF32, the BLAS library's own kernels - at their thread counts (autocast comes from Runner).
-  const AdamWConfig adamw;
-  // Hand-tuned LibTorch uses LibTorch's own fused AdamW where it has one for this device.
-  const bool tuned_fused = support::AtenFusedAdamW::available(device.type());
-  // A hand-tuner also turns TF32 on where the device has it (the fp32 matmuls left outside autocast).
-  const bool tuned_tf32 = rt.device_handle()->info().capabilities.has(Capability::tf32);
-  // The bench's loop runs every forward of the accelkit variant's model under autocast, so
-  // master_weights = auto gives it bf16 weights - once the step tuner has kept a bf16 autocast
-  // configuration. Its probe trains fp32 weights: bf16 ones would leave the tuner only the
-  // autocast candidates, and fp32 is the faster choice for some models (small CNNs here).
-  ForwardOwner accel_forwards = ForwardOwner::program;
-  auto make_runner = [&](const std::string& name, int threads, bool autocast, at::ScalarType dtype, bool accelkit) {
+
+  // One variant's runner: its own copy of the model (or of the optimizer model's parameters)
+  // and its optimizer, with the variant's settings.
+  Runner make_runner(const std::string& name, int threads, bool autocast, at::ScalarType dtype, bool accelkit) {
     Runner run;
     run.device = device;
     run.autocast = autocast && dtype != at::kFloat && !optimizer_only;  // the optimizer model has no forward
@@ -643,7 +661,7 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
     run.info.name = name;
     run.info.threads = threads;
     run.info.dtype = dtype_name(run.dtype);
-    run.plans = &plans;
+    run.plans = &*plans;
     run.plan = accelkit ? rt.precision() : plain_plan(threads);
     if (name == "tuned") run.plan.tf32 = tuned_tf32;
     if (name == "tuned" && spec.model == "cnn") {
@@ -672,39 +690,66 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
       run.info.optimizer = "torch::optim::AdamW";
     }
     return run;
-  };
+  }
 
-  std::vector<Runner> runners;
-  runners.push_back(make_runner("baseline", baseline_threads, false, at::kFloat, false));
-  runners.back().info.description = "plain LibTorch: fp32, LibTorch's default threads, torch::optim::AdamW";
+  // The variants, in this order: the plain-LibTorch baseline, accelkit, then (as the options
+  // ask) the hand-tuned and the eager ones.
+  void add_runners() {
+    baseline_threads = o.baseline_threads > 0 ? o.baseline_threads : at::intraop_default_num_threads();
+    accel_threads = rt.precision().threads > 0 ? rt.precision().threads : at::get_num_threads();
+    plans.emplace(rt);
+    tuned_fused = support::AtenFusedAdamW::available(device.type());
+    tuned_tf32 = rt.device_handle()->info().capabilities.has(Capability::tf32);
+    runners.push_back(make_runner("baseline", baseline_threads, false, at::kFloat, false));
+    runners.back().info.description = "plain LibTorch: fp32, LibTorch's default threads, torch::optim::AdamW";
+    const StepConfig accel_step = tuned_step();
+    r.step_tuning = rt.step_tuning();
+    if (accel_step.autocast && accel_step.dtype == at::kBFloat16) accel_forwards = ForwardOwner::accelkit;
+    runners.push_back(make_runner("accelkit", accel_step.threads, accel_step.autocast, accel_step.dtype, true));
+    runners.back().plan.threads = accel_step.threads;
+    runners.back().plan.autocast = accel_step.autocast;
+    runners.back().info.description = "accelkit: the negotiated precision plan, threads and optimizer";
+    if (o.vs_tuned) add_tuned_runner();
+    tuned_i = o.vs_tuned ? 2 : 0;
+    eager_i = o.vs_eager ? runners.size() : 0;
+    if (o.vs_eager) {
+      runners.push_back(make_runner("eager", accel_step.threads, accel_step.autocast, accel_step.dtype, true));
+      runners.back().plan.threads = accel_step.threads;
+      runners.back().info.description = "accelkit's settings, the step run eagerly (no graph capture)";
+      runners.back().step_mode = "eager: --vs-eager's reference";
+    }
+    std::int64_t count = 0;
+    for (const auto& p : runners.front().params) count += p.numel();
+    r.params = count;
+  }
+
   // Step tuning (on by default): the accelkit configuration is what the step tuner keeps after
   // observing steps of this model - run here on a copy of it, so that the variants compared
   // below still start from identical weights - or what its cache holds.
-  StepConfig accel_step{rt.precision().autocast, rt.autocast_dtype(), accel_threads};
-  if (!optimizer_only && rt.step_tuning().state == StepTuningStatus::State::observing) {
-    Runner probe = make_runner("accelkit", accel_threads, rt.precision().autocast, rt.autocast_dtype(), true);
-    probe.step_tuned = &rt;
-    constexpr int kMaxTuningSteps = 400;
-    for (int s = 0; s < kMaxTuningSteps && rt.step_tuning().state == StepTuningStatus::State::observing; ++s) {
-      if (s % 10 == 0) report(progress, label, "step tuning", s, 0);
-      probe.step(x, target);
-      synchronize(device);
+  StepConfig tuned_step() {
+    StepConfig accel_step{rt.precision().autocast, rt.autocast_dtype(), accel_threads};
+    if (!optimizer_only && rt.step_tuning().state == StepTuningStatus::State::observing) {
+      Runner probe = make_runner("accelkit", accel_threads, rt.precision().autocast, rt.autocast_dtype(), true);
+      probe.step_tuned = &rt;
+      constexpr int kMaxTuningSteps = 400;
+      for (int s = 0; s < kMaxTuningSteps && rt.step_tuning().state == StepTuningStatus::State::observing; ++s) {
+        if (s % 10 == 0) report(progress, label, "step tuning", s, 0);
+        probe.step(x, target);
+        synchronize(device);
+      }
     }
+    if (rt.step_tuning().state == StepTuningStatus::State::decided) {
+      const StepTuningStatus& st = rt.step_tuning();
+      const StepConfig& c = st.candidates[st.chosen];
+      accel_step = {c.autocast, c.autocast ? c.dtype : at::kFloat, c.threads > 0 ? c.threads : accel_threads};
+    }
+    return accel_step;
   }
-  if (rt.step_tuning().state == StepTuningStatus::State::decided) {
-    const StepTuningStatus& st = rt.step_tuning();
-    const StepConfig& c = st.candidates[st.chosen];
-    accel_step = {c.autocast, c.autocast ? c.dtype : at::kFloat, c.threads > 0 ? c.threads : accel_threads};
-  }
-  r.step_tuning = rt.step_tuning();
-  if (accel_step.autocast && accel_step.dtype == at::kBFloat16) accel_forwards = ForwardOwner::accelkit;
-  runners.push_back(make_runner("accelkit", accel_step.threads, accel_step.autocast, accel_step.dtype, true));
-  runners.back().plan.threads = accel_step.threads;
-  runners.back().plan.autocast = accel_step.autocast;
-  runners.back().info.description = "accelkit: the negotiated precision plan, threads and optimizer";
-  if (o.vs_tuned) {
-    // bf16 autocast where the device computes bf16 natively (on a CPU without AVX512_BF16 or
-    // AMX it is emulated and slower than fp32: a hand-tuner would not pick it).
+
+  // Hand-tuned LibTorch: all physical cores, bf16 autocast where the device computes bf16
+  // natively (on a CPU without AVX512_BF16 or AMX it is emulated and slower than fp32: a
+  // hand-tuner would not pick it), TF32 and the fused AdamW where the device has them.
+  void add_tuned_runner() {
     const bool bf16 = rt.device_handle()->info().capabilities.has(Capability::bf16);
     runners.push_back(make_runner("tuned", physical_cores(rt), bf16, bf16 ? at::kBFloat16 : at::kFloat, false));
     runners.back().info.description = std::string("hand-tuned LibTorch: threads = physical cores, ") +
@@ -712,130 +757,154 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
                                       (tuned_tf32 ? "TF32, " : "") +
                                       (tuned_fused ? "at::_fused_adamw_" : "torch::optim::AdamW");
   }
-  const std::size_t tuned_i = o.vs_tuned ? 2 : 0;
-  const std::size_t eager_i = o.vs_eager ? runners.size() : 0;
-  if (o.vs_eager) {
-    runners.push_back(make_runner("eager", accel_step.threads, accel_step.autocast, accel_step.dtype, true));
-    runners.back().plan.threads = accel_step.threads;
-    runners.back().info.description = "accelkit's settings, the step run eagerly (no graph capture)";
-    runners.back().step_mode = "eager: --vs-eager's reference";
-  }
+
   // The accelkit step as the `compile` setting and the device allow (graph capture needs a
   // forward: the optimizer model stays a bare step). x and target are static: fine for a graph.
-  const Setting<CompileMode>& compile = rt.context().config().compile;
-  if (optimizer_only) runners[1].step_mode = "eager: the optimizer model has no forward to capture";
-  else if (*compile == CompileMode::off)
-    runners[1].step_mode = "eager: compile = off (from " + compile.from() + ")";
-  else runners[1].capture(rt, x, target);
-  std::int64_t params = 0;
-  for (const auto& p : runners.front().params) params += p.numel();
-  r.params = params;
+  void choose_accelkit_step_mode() {
+    const Setting<CompileMode>& compile = rt.context().config().compile;
+    if (optimizer_only) runners[1].step_mode = "eager: the optimizer model has no forward to capture";
+    else if (*compile == CompileMode::off)
+      runners[1].step_mode = "eager: compile = off (from " + compile.from() + ")";
+    else runners[1].capture(rt, x, target);
+  }
 
   // Accuracy check: a few steps from identical weights and data, before anything is timed.
-  for (std::size_t i = 0; i < runners.size(); ++i) {
-    report(progress, label, "check", static_cast<int>(i), static_cast<int>(runners.size()));
-    Runner& run = runners[i];
-    for (int s = 0; s < o.check_steps; ++s) {
-      at::Tensor l = run.step(x, target);
-      if (!optimizer_only) run.info.check.push_back(l.item<double>());
+  void run_check_steps() {
+    for (std::size_t i = 0; i < runners.size(); ++i) {
+      report(progress, label, "check", static_cast<int>(i), static_cast<int>(runners.size()));
+      Runner& run = runners[i];
+      for (int s = 0; s < o.check_steps; ++s) {
+        at::Tensor l = run.step(x, target);
+        if (!optimizer_only) run.info.check.push_back(l.item<double>());
+      }
+      run.info.check.push_back(run.final_value(x, target));
+      run.info.blas = applied_value(rt, PlanField::blas_kernels);
+      run.info.matmuls = matmul_library(rt, run.dtype);
     }
-    run.info.check.push_back(run.final_value(x, target));
-    run.info.blas = applied_value(rt, PlanField::blas_kernels);
-    run.info.matmuls = matmul_library(rt, run.dtype);
   }
-  BenchAccuracy& acc = r.accuracy;
-  acc.compared = optimizer_only ? "parameters" : "loss";
-  acc.steps = o.check_steps;
-  const Runner& accel = runners[1];
-  const bool tf32_only = !optimizer_only && accel.dtype == at::kFloat && accel.plan.tf32;
-  acc.tolerance = o.tolerance > 0 ? o.tolerance
-                  : optimizer_only ? 1e-5
-                  : tf32_only      ? 5e-3
-                  : accel.dtype == at::kFloat ? 1e-4
-                                              : 2e-2;
-  acc.why = tolerance_why(o, spec, accel);
-  auto diff_to_baseline = [&](const Runner& run) {
+
+  // The worst relative difference of a variant's check values (or parameters) from the
+  // baseline's.
+  double diff_to_baseline(const Runner& run) const {
     if (optimizer_only) return params_rel_diff(run.params, runners[0].params);
     double worst = 0;
     for (std::size_t s = 0; s < run.info.check.size(); ++s)
       worst = std::max(worst, rel_diff(run.info.check[s], runners[0].info.check[s]));
     return worst;
-  };
-  acc.rel_diff = diff_to_baseline(accel);
-  if (o.vs_tuned) acc.tuned_rel_diff = diff_to_baseline(runners[tuned_i]);
-  acc.ok = acc.rel_diff <= acc.tolerance;
-  for (Runner& run : runners)
-    run.info.step_mode = run.graph ? run.graph->mode() : run.step_mode;
-  r.baseline = runners[0].info;
-  r.accelkit = runners[1].info;
-  if (o.vs_tuned) r.tuned = runners[tuned_i].info;
-  if (o.vs_eager) r.eager = runners[eager_i].info;
-  for (const Runner& run : runners) {
-    for (std::size_t s = 0; s < run.info.check.size(); ++s) {
-      if (std::isfinite(run.info.check[s])) continue;
+  }
+
+  // accelkit against the baseline, within a tolerance that follows the precision it runs in;
+  // the variants as they ran into the result.
+  void judge_accuracy() {
+    BenchAccuracy& acc = r.accuracy;
+    acc.compared = optimizer_only ? "parameters" : "loss";
+    acc.steps = o.check_steps;
+    const Runner& accel = runners[1];
+    const bool tf32_only = !optimizer_only && accel.dtype == at::kFloat && accel.plan.tf32;
+    acc.tolerance = o.tolerance > 0 ? o.tolerance
+                    : optimizer_only ? 1e-5
+                    : tf32_only      ? 5e-3
+                    : accel.dtype == at::kFloat ? 1e-4
+                                                : 2e-2;
+    acc.why = tolerance_why(o, spec, accel);
+    acc.rel_diff = diff_to_baseline(accel);
+    if (o.vs_tuned) acc.tuned_rel_diff = diff_to_baseline(runners[tuned_i]);
+    acc.ok = acc.rel_diff <= acc.tolerance;
+    for (Runner& run : runners)
+      run.info.step_mode = run.graph ? run.graph->mode() : run.step_mode;
+    r.baseline = runners[0].info;
+    r.accelkit = runners[1].info;
+    if (o.vs_tuned) r.tuned = runners[tuned_i].info;
+    if (o.vs_eager) r.eager = runners[eager_i].info;
+  }
+
+  // BenchCheckError (the result so far with it) for a check value that is not finite, or for
+  // accelkit outside the tolerance.
+  void refuse_failed_check() {
+    const BenchAccuracy& acc = r.accuracy;
+    for (const Runner& run : runners) {
+      for (std::size_t s = 0; s < run.info.check.size(); ++s) {
+        if (std::isfinite(run.info.check[s])) continue;
+        std::ostringstream msg;
+        msg << "accuracy check: " << run.info.name << "'s " << (optimizer_only ? "parameter norm" : "loss")
+            << (s + 1 == run.info.check.size() ? " after the last step" : " at step " + std::to_string(s + 1))
+            << " is " << run.info.check[s] << " (" << spec.model << ", " << run.info.dtype << ")";
+        r.error = msg.str();
+        throw BenchCheckError(r.error, r);
+      }
+    }
+    if (!acc.ok) {
       std::ostringstream msg;
-      msg << "accuracy check: " << run.info.name << "'s " << (optimizer_only ? "parameter norm" : "loss")
-          << (s + 1 == run.info.check.size() ? " after the last step" : " at step " + std::to_string(s + 1))
-          << " is " << run.info.check[s] << " (" << spec.model << ", " << run.info.dtype << ")";
+      msg << "accuracy check: accelkit's " << acc.compared << " differs from the fp32 baseline's by " << acc.rel_diff
+          << " relative after " << acc.steps << " steps (tolerance " << acc.tolerance << ")";
       r.error = msg.str();
       throw BenchCheckError(r.error, r);
     }
   }
-  if (!acc.ok) {
-    std::ostringstream msg;
-    msg << "accuracy check: accelkit's " << acc.compared << " differs from the fp32 baseline's by " << acc.rel_diff
-        << " relative after " << acc.steps << " steps (tolerance " << acc.tolerance << ")";
-    r.error = msg.str();
-    throw BenchCheckError(r.error, r);
-  }
 
-  // Floors: machine rates measured now, at accelkit's thread count (again after the timing).
-  if (o.floors && !file) {
+  void measure_floors() {
     report(progress, label, "floors", 0, 2);
     runners[1].enter();
-    r.floor = measure_floor(device, gpu, o, spec, accel.dtype, params,
+    r.floor = measure_floor(device, gpu, o, spec, runners[1].dtype, r.params,
                             [&](int i) { report(progress, label, "floors", i, 2); });
   }
 
-  // Warm-up, then alternate: one timed step of each variant per round.
-  for (int w = 0; w < o.warmup; ++w) {
-    report(progress, label, "warmup", w, o.warmup);
-    for (Runner& run : runners) run.step(x, target);
+  void warm_up() {
+    for (int w = 0; w < o.warmup; ++w) {
+      report(progress, label, "warmup", w, o.warmup);
+      for (Runner& run : runners) run.step(x, target);
+    }
   }
+
   // Each variant's step peak: one untimed step, measured by the device's allocator (a GPU's) or,
   // on the host, as the tensor bytes the step allocates (LibTorch's memory reporting, as the
   // batch finder counts them): the process's resident set does not move for memory the
   // allocator reuses, so its peak over the start reads 0.
-  const bool host_memory = device.type() == c10::DeviceType::CPU;
-  std::vector<std::optional<std::uint64_t>> step_peaks(runners.size());
-  for (std::size_t i = 0; i < runners.size(); ++i) {
-    if (runners[i].enter()) runners[i].step(x, target);
-    synchronize(device);
-    if (host_memory) {
-      compat::TensorMemoryMeter meter(c10::DeviceType::CPU);
+  void measure_step_peaks() {
+    const bool host_memory = device.type() == c10::DeviceType::CPU;
+    step_peaks.resize(runners.size());
+    for (std::size_t i = 0; i < runners.size(); ++i) {
+      if (runners[i].enter()) runners[i].step(x, target);
+      synchronize(device);
+      if (host_memory) {
+        compat::TensorMemoryMeter meter(c10::DeviceType::CPU);
+        runners[i].step(x, target);
+        step_peaks[i] = static_cast<std::uint64_t>(std::max<std::int64_t>(0, meter.peak()));
+        r.memory_source = "tensor bytes the step allocates (LibTorch's memory reporting)";
+        continue;
+      }
+      MemoryScope scope(rt.device_handle(), "step");
       runners[i].step(x, target);
-      step_peaks[i] = static_cast<std::uint64_t>(std::max<std::int64_t>(0, meter.peak()));
-      r.memory_source = "tensor bytes the step allocates (LibTorch's memory reporting)";
-      continue;
+      synchronize(device);
+      const MemoryReport m = scope.stop();
+      if (m.measured) step_peaks[i] = m.peak_over_start();
+      r.memory_source = m.measured ? m.source : "not measured: " + m.note;
     }
-    MemoryScope scope(rt.device_handle(), "step");
-    runners[i].step(x, target);
-    synchronize(device);
-    const MemoryReport m = scope.stop();
-    if (m.measured) step_peaks[i] = m.peak_over_start();
-    r.memory_source = m.measured ? m.source : "not measured: " + m.note;
   }
-  std::vector<std::vector<double>> samples(runners.size());
-  std::vector<std::array<std::vector<double>, 3>> phases(runners.size());
-  std::vector<std::size_t> order(runners.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::mt19937_64 rng(o.seed);
-  const std::optional<CpuSample> timing_start = sample_cpu();
-  if (o.data_ms > 0) {
-    r.data = time_with_data(rt, o, runners, x, target, samples, progress, label, rng);
-    for (std::size_t i = 0; i < runners.size(); ++i)
-      for (auto& p : phases[i]) p.assign(1, 0.0);  // blocks are timed whole: no phases
-  } else {
+
+  // The timed steps (with --data-ms, fed by a producer: time_with_data), then what else ran
+  // on the machine meanwhile.
+  void time_steps() {
+    samples.resize(runners.size());
+    phases.resize(runners.size());
+    std::mt19937_64 rng(o.seed);
+    const std::optional<CpuSample> timing_start = sample_cpu();
+    if (o.data_ms > 0) {
+      r.data = time_with_data(rt, o, runners, x, target, samples, progress, label, rng);
+      for (std::size_t i = 0; i < runners.size(); ++i)
+        for (auto& p : phases[i]) p.assign(1, 0.0);  // blocks are timed whole: no phases
+    } else {
+      time_rounds(rng);
+    }
+    int most_threads = 0;
+    for (const Runner& run : runners) most_threads = std::max(most_threads, run.info.threads);
+    machine_after(r.machine, timing_start, most_threads);
+  }
+
+  // o.steps rounds of one timed step of each variant.
+  void time_rounds(std::mt19937_64& rng) {
+    std::vector<std::size_t> order(runners.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
     for (int round = 0; round < o.steps; ++round) {
       report(progress, label, "timing", round, o.steps);
       // A fresh (seeded) order every round, so no variant always runs right after another one
@@ -849,12 +918,9 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
     }
     report(progress, label, "timing", o.steps, o.steps);
   }
-  int most_threads = 0;
-  for (const Runner& run : runners) most_threads = std::max(most_threads, run.info.threads);
-  machine_after(r.machine, timing_start, most_threads);
-  if (!o.trace.empty()) trace_steps(r, o, device, [&] { runners[1].step(x, target); });
 
-  auto finish = [&](BenchVariant& v, std::size_t i) {
+  // Runner i's times, phases and step peak into its variant in the result.
+  void finish_variant(BenchVariant& v, std::size_t i) {
     if (runners[i].graph) v.step_mode = runners[i].graph->mode();  // a fallback while timing shows
     v.time = stats_of(samples[i]);
     v.forward_ms = median_of(phases[i][0]);
@@ -864,20 +930,29 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
     if (v.step_peak_bytes && v.step_mode == "graph")
       v.step_peak_note = "a replay of the captured step: its working memory is the graph's private pool, held since the "
                          "recording, not counted here";
-  };
-  finish(r.baseline, 0);
-  finish(r.accelkit, 1);
-  if (o.vs_tuned) {
-    finish(*r.tuned, tuned_i);
-    r.speedup_vs_tuned = r.tuned->time.median_ms / r.accelkit.time.median_ms;
   }
-  if (o.vs_eager) {
-    finish(*r.eager, eager_i);
-    r.speedup_vs_eager = r.eager->time.median_ms / r.accelkit.time.median_ms;
+
+  // The variants' figures, the speedups, the floor confirmed, the machine's load after.
+  void summarize() {
+    finish_variant(r.baseline, 0);
+    finish_variant(r.accelkit, 1);
+    if (o.vs_tuned) {
+      finish_variant(*r.tuned, tuned_i);
+      r.speedup_vs_tuned = r.tuned->time.median_ms / r.accelkit.time.median_ms;
+    }
+    if (o.vs_eager) {
+      finish_variant(*r.eager, eager_i);
+      r.speedup_vs_eager = r.eager->time.median_ms / r.accelkit.time.median_ms;
+    }
+    r.speedup = r.baseline.time.median_ms / r.accelkit.time.median_ms;
+    r.speedup_min = r.baseline.time.min_ms / r.accelkit.time.min_ms;
+    if (r.floor.measured) confirm_floors();
+    r.load_after = load_average();
+    for (const auto& f : new_device::fallback_counts()) r.fallbacks.emplace_back(f.op, f.calls);
   }
-  r.speedup = r.baseline.time.median_ms / r.accelkit.time.median_ms;
-  r.speedup_min = r.baseline.time.min_ms / r.accelkit.time.min_ms;
-  if (r.floor.measured) {
+
+  // The floor measured again after the timing, against the fastest step of any variant.
+  void confirm_floors() {
     report(progress, label, "floors again", 0, 1);
     runners[1].enter();
     double fastest = r.accelkit.time.min_ms;
@@ -887,9 +962,49 @@ BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn&
     r.floor.measured_over_floor = r.accelkit.time.median_ms / r.floor.floor_ms;
     r.floor.floor_over_measured = r.floor.floor_ms / r.accelkit.time.median_ms;
   }
-  r.load_after = load_average();
-  for (const auto& f : new_device::fallback_counts()) r.fallbacks.emplace_back(f.op, f.calls);
-  return r;
+
+  Runtime& rt;
+  const BenchOptions& o;
+  const BenchProgressFn& progress;
+  const c10::Device device;
+  const bool file;  // a model file (TorchScript), not a built-in model
+  const bool gpu;
+  ModelSpec spec;
+  const bool optimizer_only;
+  const std::string label;  // in progress and results
+  BenchResult r;
+  at::Tensor x, target;  // the data every variant trains on (none for the optimizer model)
+  int baseline_threads = 0;
+  int accel_threads = 0;
+  // The plain-LibTorch variants: the device's settings as LibTorch has them unconfigured - no
+  // TF32, the BLAS library's own kernels - at their thread counts (autocast comes from Runner).
+  std::optional<PlanSwitch> plans;
+  const AdamWConfig adamw{};
+  // Hand-tuned LibTorch uses LibTorch's own fused AdamW where it has one for this device.
+  bool tuned_fused = false;
+  // A hand-tuner also turns TF32 on where the device has it (the fp32 matmuls left outside autocast).
+  bool tuned_tf32 = false;
+  // The bench's loop runs every forward of the accelkit variant's model under autocast, so
+  // master_weights = auto gives it bf16 weights - once the step tuner has kept a bf16 autocast
+  // configuration. Its probe trains fp32 weights: bf16 ones would leave the tuner only the
+  // autocast candidates, and fp32 is the faster choice for some models (small CNNs here).
+  ForwardOwner accel_forwards = ForwardOwner::program;
+  std::vector<Runner> runners;  // baseline, accelkit, then tuned and eager as asked
+  std::size_t tuned_i = 0;
+  std::size_t eager_i = 0;
+  std::vector<std::optional<std::uint64_t>> step_peaks;
+  std::vector<std::vector<double>> samples;
+  std::vector<std::array<std::vector<double>, 3>> phases;
+};
+
+}  // namespace
+
+BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn& progress) {
+  validate(o);
+  const bool file = !bench_detail::is_builtin_model(o.model);
+  if (file) bench_detail::check_model_file(o.model);
+  if (file && bench_mode(o) == "infer") return bench_detail::run_infer_bench(rt, o, progress);
+  return TrainBench(rt, o, progress).run();
 }
 
 }  // namespace accelkit

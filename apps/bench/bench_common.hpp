@@ -12,12 +12,13 @@
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <spdlog/spdlog.h>
+#include <torch/version.h>
 
 #include "accelkit/bench.hpp"
 #include "accelkit/device_sync.hpp"
 #include "accelkit/runtime.hpp"
 #include "bench_models.hpp"
-#include "machine_load.hpp"
+#include "load_report.hpp"
 
 namespace accelkit::bench_detail {
 
@@ -171,6 +172,20 @@ inline void trace_steps(BenchResult& r, const BenchOptions& o, c10::Device devic
   synchronize(device);
   r.trace = trace.stop();
   r.trace_steps = std::to_string(o.trace_steps) + " accelkit steps after the timed ones";
+}
+
+// What a result says before anything runs: the model as `label`, the device, LibTorch, the run's
+// length; then the machine's load and the other work on it (machine_before may wait for quiet).
+inline void begin_result(BenchResult& r, const Runtime& rt, const BenchOptions& o, const std::string& label,
+                         const BenchProgressFn& progress) {
+  r.model = label;
+  r.device = rt.device_handle()->info().id;
+  r.torch_device = rt.device().str();
+  r.torch_version = TORCH_VERSION;
+  r.steps = o.steps;
+  r.warmup = o.warmup;
+  r.load_before = load_average();
+  machine_before(r.machine, o, label, progress);
 }
 
 inline void report(const BenchProgressFn& progress, const std::string& model, const char* phase, int done, int total,

@@ -21,7 +21,6 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/serialization/import.h>
-#include <torch/version.h>
 
 #include "accelkit/model_file.hpp"
 #include "bench_common.hpp"
@@ -72,6 +71,274 @@ struct Variant {
   std::vector<double> samples;
 };
 
+// The hand-tuned variant's run: a frozen copy of `module` and the inputs; with channels_last,
+// its 4-D weights and the 4-D inputs in channels-last layout.
+std::function<std::vector<at::Tensor>()> frozen_run(const torch::jit::Module& module,
+                                                    const std::vector<at::Tensor>& inputs, bool channels_last) {
+  auto tuned = std::make_shared<torch::jit::Module>(module.deepcopy());
+  if (channels_last) {
+    at::NoGradGuard no_grad;
+    for (at::Tensor p : tuned->parameters())
+      if (p.dim() == 4) p.set_data(p.data().contiguous(at::MemoryFormat::ChannelsLast));
+  }
+  *tuned = torch::jit::freeze(*tuned);
+  std::vector<c10::IValue> tuned_args;
+  for (const auto& x : inputs)
+    tuned_args.emplace_back(channels_last && x.dim() == 4 ? x.contiguous(at::MemoryFormat::ChannelsLast) : x);
+  return std::function<std::vector<at::Tensor>()>([tuned, tuned_args] {
+    at::NoGradGuard no_grad;
+    return flatten_outputs(tuned->forward(tuned_args));
+  });
+}
+
+// `accelkit bench --model FILE` in inference mode: the variants made from the loaded module,
+// their outputs checked against the baseline's, then timed. run() calls the phases in order;
+// each member below does one of them.
+class InferBench {
+ public:
+  InferBench(Runtime& runtime, const BenchOptions& options, const BenchProgressFn& progress_fn)
+      : rt(runtime), o(options), progress(progress_fn), device(rt.device()) {}
+
+  BenchResult run() {
+    start_result();
+    load_module();
+    plans.emplace(rt);
+    add_baseline();
+    add_accelkit();
+    if (!o.quantize.empty()) add_int8();
+    if (o.vs_tuned) add_tuned();
+    // Accuracy: every variant's outputs against the baseline's, before anything is timed.
+    set_tolerance();
+    check_outputs();
+    time_variants();
+    if (!o.trace.empty()) trace_accelkit();
+    summarize();
+    return std::move(r);
+  }
+
+ private:
+  void start_result() {
+    r.mode = "infer";
+    begin_result(r, rt, o, o.model, progress);
+    spec = make_spec("file", 0, 0, !device.is_cpu());
+    spec.file = o.model;
+    for (const auto& in : o.inputs) spec.inputs.push_back(parse_input(in));
+    r.shape = describe(spec);
+  }
+
+  // The inputs (seeded) and the module as loaded, in eval mode.
+  void load_module() {
+    at::manual_seed(o.seed + 1);
+    for (const auto& in : spec.inputs) inputs.push_back(make_tensor(in, device));
+    args.assign(inputs.begin(), inputs.end());
+    module = torch::jit::load(o.model, device);
+    module.eval();
+    for (const at::Tensor& p : module.parameters()) r.params += p.numel();
+    // fp32 whatever the negotiated plan set on this thread: plain LibTorch has no autocast.
+    fp32.emplace(device.type(), false, compat::autocast_dtype(device.type()));
+  }
+
+  // The baseline: the module as loaded; its outputs are the reference of the accuracy check.
+  void add_baseline() {
+    const int baseline_threads = o.baseline_threads > 0 ? o.baseline_threads : at::intraop_default_num_threads();
+    auto plain = [this] {
+      at::NoGradGuard no_grad;
+      return flatten_outputs(module.forward(args));
+    };
+    variants.push_back({variant_info("baseline", "plain LibTorch: the module as loaded, no autograd, default threads, fp32",
+                                      baseline_threads, "fp32"),
+                        plain_plan(baseline_threads), plain, {}});
+    plans->to("baseline", variants.back().plan);
+    try {
+      reference = plain();
+    } catch (const std::exception& e) {
+      refused(o, e);
+    }
+  }
+
+  void add_accelkit() {
+    report(progress, o.model, "optimize", 0, 1);
+    plans->to("accelkit", rt.precision());
+    InferenceOptions io;
+    io.progress = [&](int done, int total, const std::string&) { report(progress, o.model, "optimize", done, total); };
+    std::shared_ptr<OptimizedModule> fast = accelkit::optimize_for_inference(rt, module, inputs, io);
+    r.inference = fast->decision();
+    reduced = r.inference->chosen.rfind("bf16", 0) == 0;
+    accel_threads = rt.precision().threads > 0 ? rt.precision().threads : at::get_num_threads();
+    variants.push_back({variant_info("accelkit", "accelkit: Runtime::optimize_for_inference - " + r.inference->description,
+                                      accel_threads, reduced ? "bf16" : "fp32"),
+                        rt.precision(), [fast, fast_inputs = inputs] { return fast->run(fast_inputs); }, {}});
+  }
+
+  void add_int8() {
+    report(progress, o.model, "quantize", 0, 1);
+    QuantizeOptions qo;
+    if (o.quantize == "int8-static") qo.conv = QuantDtype::int8;
+    QuantizedModule q = accelkit::quantize(rt, module, qo, inputs);
+    r.quantize = q.report;
+    auto qm = std::make_shared<torch::jit::Module>(std::move(q.module));
+    variants.push_back({variant_info("int8",
+                                      "accelkit int8: Runtime::quantize - " +
+                                          (qo.conv == QuantDtype::int8
+                                               ? std::string("static int8 convolutions and Linear layers")
+                                               : std::string("dynamic int8 Linear")) +
+                                          " on LibTorch's " + r.quantize->engine + " engine (" +
+                                          std::to_string(r.quantize->converted) + " layers), fp32 elsewhere",
+                                      accel_threads, "int8"),
+                        rt.precision(),
+                        [qm, q_args = args, q_device = device] {
+                          at::NoGradGuard no_grad;
+                          compat::AutocastGuard off(q_device.type(), false, compat::autocast_dtype(q_device.type()));
+                          return flatten_outputs(qm->forward(q_args));
+                        },
+                        {}});
+  }
+
+  void add_tuned() {
+    // Frozen without autocast: the accelkit plan just turned it on for this thread, and
+    // freezing would bake its casts into the graph.
+    plans->to("tuned", plain_plan(physical_cores(rt)));
+    const bool four_d = std::any_of(inputs.begin(), inputs.end(), [](const at::Tensor& x) { return x.dim() == 4; });
+    // Channels-last where the inputs are images, as a careful user would try it - and drop it,
+    // as they would, when the model refuses it (a .view() on the activations does).
+    std::string layout = four_d ? ", channels-last" : "";
+    std::function<std::vector<at::Tensor>()> tuned_run = frozen_run(module, inputs, four_d);
+    if (four_d) {
+      try {
+        tuned_run();
+      } catch (const std::exception& e) {
+        layout = " (channels-last refused by the model: " + torch_error_summary(e.what()).substr(0, 160) + ")";
+        tuned_run = frozen_run(module, inputs, false);
+      }
+    }
+    variants.push_back({variant_info("tuned", "hand-tuned LibTorch: frozen, all physical cores, fp32" + layout,
+                                      physical_cores(rt), "fp32"),
+                        plain_plan(physical_cores(rt)), tuned_run, {}});
+  }
+
+  // The tolerance follows the precision the chosen candidate runs in.
+  void set_tolerance() {
+    BenchAccuracy& acc = r.accuracy;
+    acc.compared = "outputs";
+    acc.steps = 1;
+    // TF32 (a GPU's fp32 matmuls on tensor cores) keeps fp32's range with 10 mantissa bits.
+    const bool tf32 = !reduced && rt.precision().tf32;
+    acc.tolerance = reduced ? 5e-2 : tf32 ? 5e-3 : 1e-4;
+    acc.why = reduced ? "accelkit runs the model in bf16 (8 significant bits, unit roundoff 2^-9 ~ 2e-3, through every "
+                        "layer): the outputs must keep a cosine similarity >= 0.999 with fp32's and a relative error "
+                        "<= 5e-2; a wrong kernel or cast moves them far more"
+              : tf32 ? "accelkit's fp32 matmuls and convolutions run in TF32 (unit roundoff 2^-11 ~ 5e-4 per product, "
+                       "sums in fp32): 5e-3 = 10x that; a wrong kernel or cast moves the outputs far more"
+                     : "both fp32: only the order of floating-point sums differs (fused or folded kernels)";
+  }
+
+  std::vector<at::Tensor> run_variant(Variant& v) {
+    enter_variant(*plans, v.info.name, v.plan, v.info.threads);
+    return v.run();
+  }
+
+  // Each variant's outputs against the reference; BenchCheckError when accelkit's are off.
+  void check_outputs() {
+    BenchAccuracy& acc = r.accuracy;
+    for (std::size_t i = 1; i < variants.size(); ++i) {
+      report(progress, o.model, "check", static_cast<int>(i), static_cast<int>(variants.size()));
+      const OutputError e = compare_outputs(run_variant(variants[i]), reference);
+      const double rel = e.rel_error, cos = e.cosine;
+      variants[i].info.rel_error = rel;
+      variants[i].info.cosine = cos;
+      if (variants[i].info.name == "accelkit") {
+        acc.rel_diff = rel;
+        acc.cosine = cos;
+      } else if (variants[i].info.name == "tuned") {
+        acc.tuned_rel_diff = rel;
+      }
+    }
+    acc.ok = acc.rel_diff <= acc.tolerance && (!reduced || acc.cosine.value_or(0) >= 0.999);
+    if (!acc.ok) {
+      std::ostringstream msg;
+      msg << "accuracy check: accelkit's outputs differ from the baseline's by " << acc.rel_diff
+          << " relative, cosine " << acc.cosine.value_or(0) << " (tolerance " << acc.tolerance << ")";
+      r.error = msg.str();
+      r.baseline = variants[0].info;
+      r.accelkit = variants[1].info;
+      throw BenchCheckError(r.error, r);
+    }
+  }
+
+  // Warm-up, then alternate in a fresh seeded order every round; then what else ran on the
+  // machine meanwhile.
+  void time_variants() {
+    for (int w = 0; w < o.warmup; ++w) {
+      report(progress, o.model, "warmup", w, o.warmup);
+      for (Variant& v : variants) run_variant(v);
+    }
+    std::vector<std::size_t> order(variants.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::mt19937_64 rng(o.seed);
+    const std::optional<CpuSample> timing_start = sample_cpu();
+    for (int round = 0; round < o.steps; ++round) {
+      report(progress, o.model, "timing", round, o.steps);
+      std::shuffle(order.begin(), order.end(), rng);
+      for (std::size_t i : order) {
+        Variant& v = variants[i];
+        // Untimed first where the thread count changed: the first run at a new count runs slow.
+        if (enter_variant(*plans, v.info.name, v.plan, v.info.threads)) v.run();
+        synchronize(device);
+        const auto t0 = Clock::now();
+        v.run();
+        synchronize(device);
+        v.samples.push_back(ms_since(t0));
+      }
+    }
+    report(progress, o.model, "timing", o.steps, o.steps);
+    int most_threads = 0;
+    for (const Variant& v : variants) most_threads = std::max(most_threads, v.info.threads);
+    machine_after(r.machine, timing_start, most_threads);
+  }
+
+  void trace_accelkit() {
+    Variant& ours = variants[1];
+    enter_variant(*plans, ours.info.name, ours.plan, ours.info.threads);
+    trace_steps(r, o, device, [&ours] { ours.run(); });
+  }
+
+  // The variants' times and the speedups into the result.
+  void summarize() {
+    for (Variant& v : variants) {
+      v.info.time = stats_of(v.samples);
+      v.info.forward_ms = v.info.time.median_ms;
+    }
+    r.baseline = variants[0].info;
+    r.accelkit = variants[1].info;
+    for (const Variant& v : variants) {
+      if (v.info.name == "tuned") r.tuned = v.info;
+      if (v.info.name == "int8") r.int8 = v.info;
+    }
+    if (r.tuned) r.speedup_vs_tuned = r.tuned->time.median_ms / r.accelkit.time.median_ms;
+    if (r.int8) r.speedup_int8 = r.baseline.time.median_ms / r.int8->time.median_ms;
+    r.speedup = r.baseline.time.median_ms / r.accelkit.time.median_ms;
+    r.speedup_min = r.baseline.time.min_ms / r.accelkit.time.min_ms;
+    r.decisions = rt.context().decisions();
+    r.load_after = load_average();
+  }
+
+  Runtime& rt;
+  const BenchOptions& o;
+  const BenchProgressFn& progress;
+  const c10::Device device;
+  BenchResult r;
+  ModelSpec spec;
+  std::vector<at::Tensor> inputs;
+  std::vector<c10::IValue> args;  // the inputs as the module's forward takes them
+  torch::jit::Module module;
+  std::optional<compat::AutocastGuard> fp32;  // from load_module() on
+  std::optional<PlanSwitch> plans;
+  std::vector<Variant> variants;  // baseline, accelkit, then int8 and tuned as asked
+  std::vector<at::Tensor> reference;  // the baseline's outputs
+  bool reduced = false;  // accelkit's chosen candidate runs in bf16
+  int accel_threads = 0;
+};
+
 }  // namespace
 
 at::Tensor forward_or_explain(const Net& net, const at::Tensor& x, const BenchOptions& o) {
@@ -85,212 +352,7 @@ at::Tensor forward_or_explain(const Net& net, const at::Tensor& x, const BenchOp
 }
 
 BenchResult run_infer_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn& progress) {
-  const c10::Device device = rt.device();
-  BenchResult r;
-  r.model = o.model;
-  r.mode = "infer";
-  r.device = rt.device_handle()->info().id;
-  r.torch_device = device.str();
-  r.torch_version = TORCH_VERSION;
-  r.steps = o.steps;
-  r.warmup = o.warmup;
-  r.load_before = load_average();
-  machine_before(r.machine, o, o.model, progress);
-  ModelSpec spec = make_spec("file", 0, 0, !device.is_cpu());
-  spec.file = o.model;
-  for (const auto& in : o.inputs) spec.inputs.push_back(parse_input(in));
-  r.shape = describe(spec);
-
-  at::manual_seed(o.seed + 1);
-  std::vector<at::Tensor> inputs;
-  for (const auto& in : spec.inputs) inputs.push_back(make_tensor(in, device));
-  const std::vector<c10::IValue> args(inputs.begin(), inputs.end());
-  torch::jit::Module module = torch::jit::load(o.model, device);
-  module.eval();
-  for (const at::Tensor& p : module.parameters()) r.params += p.numel();
-  // fp32 whatever the negotiated plan set on this thread: plain LibTorch has no autocast.
-  compat::AutocastGuard fp32(device.type(), false, compat::autocast_dtype(device.type()));
-
-  PlanSwitch plans(rt);
-  const int baseline_threads = o.baseline_threads > 0 ? o.baseline_threads : at::intraop_default_num_threads();
-  std::vector<Variant> variants;
-  auto plain = [&module, &args] {
-    at::NoGradGuard no_grad;
-    return flatten_outputs(module.forward(args));
-  };
-  variants.push_back({variant_info("baseline", "plain LibTorch: the module as loaded, no autograd, default threads, fp32",
-                                    baseline_threads, "fp32"),
-                      plain_plan(baseline_threads), plain, {}});
-  plans.to("baseline", variants.back().plan);
-  std::vector<at::Tensor> reference;
-  try {
-    reference = plain();
-  } catch (const std::exception& e) {
-    refused(o, e);
-  }
-
-  report(progress, o.model, "optimize", 0, 1);
-  plans.to("accelkit", rt.precision());
-  InferenceOptions io;
-  io.progress = [&](int done, int total, const std::string&) { report(progress, o.model, "optimize", done, total); };
-  std::shared_ptr<OptimizedModule> fast = rt.optimize_for_inference(module, inputs, io);
-  r.inference = fast->decision();
-  const bool reduced = r.inference->chosen.rfind("bf16", 0) == 0;
-  const int accel_threads = rt.precision().threads > 0 ? rt.precision().threads : at::get_num_threads();
-  variants.push_back({variant_info("accelkit", "accelkit: Runtime::optimize_for_inference - " + r.inference->description,
-                                    accel_threads, reduced ? "bf16" : "fp32"),
-                      rt.precision(), [fast, inputs] { return fast->run(inputs); }, {}});
-  if (!o.quantize.empty()) {
-    report(progress, o.model, "quantize", 0, 1);
-    QuantizeOptions qo;
-    if (o.quantize == "int8-static") qo.conv = QuantDtype::int8;
-    QuantizedModule q = rt.quantize(module, qo, inputs);
-    r.quantize = q.report;
-    auto qm = std::make_shared<torch::jit::Module>(std::move(q.module));
-    variants.push_back({variant_info("int8",
-                                      "accelkit int8: Runtime::quantize - " +
-                                          (qo.conv == QuantDtype::int8
-                                               ? std::string("static int8 convolutions and Linear layers")
-                                               : std::string("dynamic int8 Linear")) +
-                                          " on LibTorch's " + r.quantize->engine + " engine (" +
-                                          std::to_string(r.quantize->converted) + " layers), fp32 elsewhere",
-                                      accel_threads, "int8"),
-                        rt.precision(),
-                        [qm, args, device] {
-                          at::NoGradGuard no_grad;
-                          compat::AutocastGuard off(device.type(), false, compat::autocast_dtype(device.type()));
-                          return flatten_outputs(qm->forward(args));
-                        },
-                        {}});
-  }
-  if (o.vs_tuned) {
-    // Frozen without autocast: the accelkit plan just turned it on for this thread, and
-    // freezing would bake its casts into the graph.
-    plans.to("tuned", plain_plan(physical_cores(rt)));
-    const bool four_d = std::any_of(inputs.begin(), inputs.end(), [](const at::Tensor& x) { return x.dim() == 4; });
-    // Channels-last where the inputs are images, as a careful user would try it - and drop it,
-    // as they would, when the model refuses it (a .view() on the activations does).
-    auto make_tuned = [&](bool channels_last) {
-      auto tuned = std::make_shared<torch::jit::Module>(module.deepcopy());
-      if (channels_last) {
-        at::NoGradGuard no_grad;
-        for (at::Tensor p : tuned->parameters())
-          if (p.dim() == 4) p.set_data(p.data().contiguous(at::MemoryFormat::ChannelsLast));
-      }
-      *tuned = torch::jit::freeze(*tuned);
-      std::vector<c10::IValue> tuned_args;
-      for (const auto& x : inputs)
-        tuned_args.emplace_back(channels_last && x.dim() == 4 ? x.contiguous(at::MemoryFormat::ChannelsLast) : x);
-      return std::function<std::vector<at::Tensor>()>([tuned, tuned_args] {
-        at::NoGradGuard no_grad;
-        return flatten_outputs(tuned->forward(tuned_args));
-      });
-    };
-    std::string layout = four_d ? ", channels-last" : "";
-    std::function<std::vector<at::Tensor>()> tuned_run = make_tuned(four_d);
-    if (four_d) {
-      try {
-        tuned_run();
-      } catch (const std::exception& e) {
-        layout = " (channels-last refused by the model: " + torch_error_summary(e.what()).substr(0, 160) + ")";
-        tuned_run = make_tuned(false);
-      }
-    }
-    variants.push_back({variant_info("tuned", "hand-tuned LibTorch: frozen, all physical cores, fp32" + layout,
-                                      physical_cores(rt), "fp32"),
-                        plain_plan(physical_cores(rt)), tuned_run, {}});
-  }
-
-  // Accuracy: every variant's outputs against the baseline's, before anything is timed.
-  BenchAccuracy& acc = r.accuracy;
-  acc.compared = "outputs";
-  acc.steps = 1;
-  // TF32 (a GPU's fp32 matmuls on tensor cores) keeps fp32's range with 10 mantissa bits.
-  const bool tf32 = !reduced && rt.precision().tf32;
-  acc.tolerance = reduced ? 5e-2 : tf32 ? 5e-3 : 1e-4;
-  acc.why = reduced ? "accelkit runs the model in bf16 (8 significant bits, unit roundoff 2^-9 ~ 2e-3, through every "
-                      "layer): the outputs must keep a cosine similarity >= 0.999 with fp32's and a relative error "
-                      "<= 5e-2; a wrong kernel or cast moves them far more"
-            : tf32 ? "accelkit's fp32 matmuls and convolutions run in TF32 (unit roundoff 2^-11 ~ 5e-4 per product, "
-                     "sums in fp32): 5e-3 = 10x that; a wrong kernel or cast moves the outputs far more"
-                   : "both fp32: only the order of floating-point sums differs (fused or folded kernels)";
-  auto run_variant = [&](Variant& v) {
-    enter_variant(plans, v.info.name, v.plan, v.info.threads);
-    return v.run();
-  };
-  for (std::size_t i = 1; i < variants.size(); ++i) {
-    report(progress, o.model, "check", static_cast<int>(i), static_cast<int>(variants.size()));
-    const OutputError e = compare_outputs(run_variant(variants[i]), reference);
-    const double rel = e.rel_error, cos = e.cosine;
-    variants[i].info.rel_error = rel;
-    variants[i].info.cosine = cos;
-    if (variants[i].info.name == "accelkit") {
-      acc.rel_diff = rel;
-      acc.cosine = cos;
-    } else if (variants[i].info.name == "tuned") {
-      acc.tuned_rel_diff = rel;
-    }
-  }
-  acc.ok = acc.rel_diff <= acc.tolerance && (!reduced || acc.cosine.value_or(0) >= 0.999);
-  if (!acc.ok) {
-    std::ostringstream msg;
-    msg << "accuracy check: accelkit's outputs differ from the baseline's by " << acc.rel_diff
-        << " relative, cosine " << acc.cosine.value_or(0) << " (tolerance " << acc.tolerance << ")";
-    r.error = msg.str();
-    r.baseline = variants[0].info;
-    r.accelkit = variants[1].info;
-    throw BenchCheckError(r.error, r);
-  }
-
-  // Warm-up, then alternate in a fresh seeded order every round.
-  for (int w = 0; w < o.warmup; ++w) {
-    report(progress, o.model, "warmup", w, o.warmup);
-    for (Variant& v : variants) run_variant(v);
-  }
-  std::vector<std::size_t> order(variants.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::mt19937_64 rng(o.seed);
-  const std::optional<CpuSample> timing_start = sample_cpu();
-  for (int round = 0; round < o.steps; ++round) {
-    report(progress, o.model, "timing", round, o.steps);
-    std::shuffle(order.begin(), order.end(), rng);
-    for (std::size_t i : order) {
-      Variant& v = variants[i];
-      // Untimed first where the thread count changed: the first run at a new count runs slow.
-      if (enter_variant(plans, v.info.name, v.plan, v.info.threads)) v.run();
-      synchronize(device);
-      const auto t0 = Clock::now();
-      v.run();
-      synchronize(device);
-      v.samples.push_back(ms_since(t0));
-    }
-  }
-  report(progress, o.model, "timing", o.steps, o.steps);
-  int most_threads = 0;
-  for (const Variant& v : variants) most_threads = std::max(most_threads, v.info.threads);
-  machine_after(r.machine, timing_start, most_threads);
-  if (!o.trace.empty()) {
-    Variant& ours = variants[1];
-    enter_variant(plans, ours.info.name, ours.plan, ours.info.threads);
-    trace_steps(r, o, device, [&ours] { ours.run(); });
-  }
-  for (Variant& v : variants) {
-    v.info.time = stats_of(v.samples);
-    v.info.forward_ms = v.info.time.median_ms;
-  }
-  r.baseline = variants[0].info;
-  r.accelkit = variants[1].info;
-  for (const Variant& v : variants) {
-    if (v.info.name == "tuned") r.tuned = v.info;
-    if (v.info.name == "int8") r.int8 = v.info;
-  }
-  if (r.tuned) r.speedup_vs_tuned = r.tuned->time.median_ms / r.accelkit.time.median_ms;
-  if (r.int8) r.speedup_int8 = r.baseline.time.median_ms / r.int8->time.median_ms;
-  r.speedup = r.baseline.time.median_ms / r.accelkit.time.median_ms;
-  r.speedup_min = r.baseline.time.min_ms / r.accelkit.time.min_ms;
-  r.decisions = rt.context().decisions();
-  r.load_after = load_average();
-  return r;
+  return InferBench(rt, o, progress).run();
 }
 
 }  // namespace accelkit::bench_detail

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 
 #include "accelkit/bench.hpp"
@@ -42,6 +43,13 @@ class Writer {
   }
   Writer& null(const char* key) { return raw(key, "null"); }
   Writer& element(double v) { return field(nullptr, v); }
+  // A field only where the value is present (no key at all otherwise).
+  Writer& field_if(const char* key, const std::optional<double>& v) { return v ? field(key, *v) : *this; }
+  // The value, or null where it is not known.
+  template <typename T>
+  Writer& field_or_null(const char* key, const T& v, bool known) {
+    return known ? field(key, v) : null(key);
+  }
 
   std::string str() const { return out_.str(); }
 
@@ -123,11 +131,10 @@ void variant(Writer& w, const char* key, const BenchVariant& v) {
       .field("loss_scaling", v.loss_scaling)
       .field("optimizer", v.optimizer)
       .field("step_mode", v.step_mode)
-      .field("description", v.description);
-  if (v.rel_error) w.field("rel_error", *v.rel_error);
-  if (v.cosine) w.field("cosine", *v.cosine);
-  if (v.step_peak_bytes) w.field("step_peak_bytes", static_cast<std::int64_t>(*v.step_peak_bytes));
-  else w.null("step_peak_bytes");
+      .field("description", v.description)
+      .field_if("rel_error", v.rel_error)
+      .field_if("cosine", v.cosine)
+      .field_or_null("step_peak_bytes", static_cast<std::int64_t>(v.step_peak_bytes.value_or(0)), v.step_peak_bytes.has_value());
   if (!v.step_peak_note.empty()) w.field("step_peak_note", v.step_peak_note);
   w.open_array("samples_ms");
   for (double s : v.time.samples_ms) w.element(s);
@@ -219,12 +226,9 @@ void trace(Writer& w, const TraceSummary& s, const std::string& steps) {
   w.close().close();
 }
 
-}  // namespace
-
-std::string bench_json(const BenchResult& r, int indent) {
-  Writer w(indent);
-  w.open()
-      .field("model", r.model)
+// What ran where: the model and its shape, the device, LibTorch, the run's length.
+void run_facts(Writer& w, const BenchResult& r) {
+  w.field("model", r.model)
       .field("mode", r.mode)
       .field("shape", r.shape)
       .field("device", r.device)
@@ -235,127 +239,138 @@ std::string bench_json(const BenchResult& r, int indent) {
       .field("params", r.params)
       .field("steps", r.steps)
       .field("warmup", r.warmup);
+}
+
+// The variants side by side, the speedups between them, and the operators that fell back.
+void comparison(Writer& w, const BenchResult& r) {
   variant(w, "baseline", r.baseline);
   variant(w, "accelkit", r.accelkit);
   if (r.tuned) variant(w, "tuned", *r.tuned);
   if (r.eager) variant(w, "eager", *r.eager);
   if (r.int8) variant(w, "int8", *r.int8);
-  w.field("speedup", r.speedup);
-  w.field("speedup_min", r.speedup_min);
-  if (r.speedup_vs_tuned) w.field("speedup_vs_tuned", *r.speedup_vs_tuned);
-  if (r.speedup_vs_eager) w.field("speedup_vs_eager", *r.speedup_vs_eager);
+  w.field("speedup", r.speedup)
+      .field("speedup_min", r.speedup_min)
+      .field_if("speedup_vs_tuned", r.speedup_vs_tuned)
+      .field_if("speedup_vs_eager", r.speedup_vs_eager);
   if (!r.fallbacks.empty()) {
     w.open("fallbacks");
     for (const auto& [op, n] : r.fallbacks) w.field(op.c_str(), static_cast<std::int64_t>(n));
     w.close();
   }
+}
 
-  const BenchFloor& f = r.floor;
-  if (f.measured) {
-    w.open("floor")
-        .field("copy_gbps", f.copy_gbps)
-        .field("inplace_gbps", f.inplace_gbps)
-        .field("matmul_dtype", f.matmul_dtype)
-        .field("matmul_n", f.matmul_n)
-        .field("matmul_tflops", f.matmul_tflops)
-        .field("slower_matmul_dtype", f.slower_matmul_dtype)
-        .field("slower_matmul_tflops", f.slower_matmul_tflops)
-        .field("slower_matmul_n", f.slower_matmul_n)
-        .field("step_flops", f.step_flops)
-        .field("optimizer_bytes", f.optimizer_bytes)
-        .field("matmul_ms", f.matmul_ms)
-        .field("optimizer_ms", f.optimizer_ms)
-        .field("optimizer_inplace_ms", f.optimizer_inplace_ms)
-        .field("floor_ms", f.floor_ms)
-        .field("measured_over_floor", f.measured_over_floor)
-        .field("floor_over_measured", f.floor_over_measured)
-        .field("note", f.note)
-        .field("how", f.how)
-        .field("left_out", f.left_out)  // not empty: floor_ms is no lower bound for this run
-        .close();
-  } else {
-    w.null("floor");
-  }
+void machine_floor(Writer& w, const BenchFloor& f) {
+  w.open("floor")
+      .field("copy_gbps", f.copy_gbps)
+      .field("inplace_gbps", f.inplace_gbps)
+      .field("matmul_dtype", f.matmul_dtype)
+      .field("matmul_n", f.matmul_n)
+      .field("matmul_tflops", f.matmul_tflops)
+      .field("slower_matmul_dtype", f.slower_matmul_dtype)
+      .field("slower_matmul_tflops", f.slower_matmul_tflops)
+      .field("slower_matmul_n", f.slower_matmul_n)
+      .field("step_flops", f.step_flops)
+      .field("optimizer_bytes", f.optimizer_bytes)
+      .field("matmul_ms", f.matmul_ms)
+      .field("optimizer_ms", f.optimizer_ms)
+      .field("optimizer_inplace_ms", f.optimizer_inplace_ms)
+      .field("floor_ms", f.floor_ms)
+      .field("measured_over_floor", f.measured_over_floor)
+      .field("floor_over_measured", f.floor_over_measured)
+      .field("note", f.note)
+      .field("how", f.how)
+      .field("left_out", f.left_out)  // not empty: floor_ms is no lower bound for this run
+      .close();
+}
 
+void data_feed(Writer& w, const BenchData& d) {
+  w.open("data").field("producer_ms", d.producer_ms).field("prefetch", d.prefetch).field("block_steps", d.block_steps)
+      .field("accelkit_wait_ms", d.accelkit_wait_ms).field("accelkit_produce_ms", d.accelkit_produce_ms).close();
+}
+
+void inference_decision(Writer& w, const InferenceDecision& d) {
+  w.open("inference").field("chosen", d.chosen).field("description", d.description).field("why", d.why)
+      .field("origin", d.origin).field("cache_file", d.cache_file);
+  w.open_array("trials");
+  for (const InferenceTrial& t : d.trials)
+    w.open().field("candidate", t.candidate).field("median_ms", t.median_ms).field("rel_error", t.rel_error)
+        .field("cosine", t.cosine).field("accepted", t.accepted).field("note", t.note).close();
+  w.close().close();
+}
+
+// `speedup`: the int8 variant's over the baseline, when it was timed.
+void quantize_report(Writer& w, const QuantizeReport& q, const std::optional<double>& speedup) {
+  w.open("quantize").field("engine", q.engine).field("reduce_range", q.reduce_range).field("scheme", q.scheme)
+      .field("converted", q.converted).field("skipped", q.skipped).field("bytes_before", q.bytes_before)
+      .field("bytes_after", q.bytes_after).field_if("speedup", speedup).field_if("rel_error", q.rel_error)
+      .field_if("max_rel_error", q.max_rel_error).field_if("cosine", q.cosine);
+  w.open_array("notes");
+  for (const std::string& n : q.notes) w.field(nullptr, n);
+  w.close();
+  w.open_array("layers");
+  for (const QuantizedLayer& l : q.layers)
+    w.open().field("name", l.name).field("kind", l.kind).field("in_features", l.in_features).field("out_features", l.out_features)
+        .field("converted", l.converted).field("why", l.why).close();
+  w.close().close();
+}
+
+void decision_list(Writer& w, const std::vector<RuntimeDecision>& decisions) {
+  w.open_array("decisions");
+  for (const RuntimeDecision& d : decisions)
+    w.open().field("key", d.key).field("value", d.value).field("source", d.source).field("why", d.why).close();
+  w.close();
+}
+
+void machine_facts(Writer& w, const BenchMachine& m) {
+  w.open("machine").field("logical_cores", m.logical_cores).field("threads_used", m.threads_used)
+      .field_or_null("other_cores_before", m.other_cores_before, m.other_cores_before >= 0)
+      .field_or_null("other_cores_during", m.other_cores_during, m.other_cores_during >= 0)
+      .field("busy", m.busy).field("note", m.note).field("waited", m.waited).close();
+}
+
+void load_averages(Writer& w, const BenchResult& r) {
+  w.open("load_average")
+      .field_or_null("before", r.load_before, r.load_before >= 0)
+      .field_or_null("after", r.load_after, r.load_after >= 0)
+      .close();
+}
+
+}  // namespace
+
+std::string bench_json(const BenchResult& r, int indent) {
+  Writer w(indent);
+  w.open();
+  run_facts(w, r);
+  comparison(w, r);
+  if (r.floor.measured) machine_floor(w, r.floor);
+  else w.null("floor");
   w.field("memory_source", r.memory_source);
-  if (r.data) {
-    const BenchData& d = *r.data;
-    w.open("data")
-        .field("producer_ms", d.producer_ms)
-        .field("prefetch", d.prefetch)
-        .field("block_steps", d.block_steps)
-        .field("accelkit_wait_ms", d.accelkit_wait_ms)
-        .field("accelkit_produce_ms", d.accelkit_produce_ms)
-        .close();
-  } else {
-    w.null("data");
-  }
-
-  const BenchAccuracy& a = r.accuracy;
+  if (r.data) data_feed(w, *r.data);
+  else w.null("data");
   w.open("accuracy")
-      .field("compared", a.compared)
-      .field("steps", a.steps)
-      .field("rel_diff", a.rel_diff)
-      .field("tolerance", a.tolerance)
-      .field("ok", a.ok);
-  if (a.tuned_rel_diff) w.field("tuned_rel_diff", *a.tuned_rel_diff);
-  if (a.cosine) w.field("cosine", *a.cosine);
-  w.field("why", a.why).close();
-
-  if (r.inference) {
-    const InferenceDecision& d = *r.inference;
-    w.open("inference").field("chosen", d.chosen).field("description", d.description).field("why", d.why)
-        .field("origin", d.origin).field("cache_file", d.cache_file);
-    w.open_array("trials");
-    for (const InferenceTrial& t : d.trials)
-      w.open().field("candidate", t.candidate).field("median_ms", t.median_ms).field("rel_error", t.rel_error)
-          .field("cosine", t.cosine).field("accepted", t.accepted).field("note", t.note).close();
-    w.close().close();
-  } else {
-    w.null("inference");
-  }
+      .field("compared", r.accuracy.compared)
+      .field("steps", r.accuracy.steps)
+      .field("rel_diff", r.accuracy.rel_diff)
+      .field("tolerance", r.accuracy.tolerance)
+      .field("ok", r.accuracy.ok)
+      .field_if("tuned_rel_diff", r.accuracy.tuned_rel_diff)
+      .field_if("cosine", r.accuracy.cosine)
+      .field("why", r.accuracy.why)
+      .close();
+  if (r.inference) inference_decision(w, *r.inference);
+  else w.null("inference");
   if (r.trace) trace(w, *r.trace, r.trace_steps);
   else w.null("trace");
-
-  if (r.quantize) {
-    const QuantizeReport& q = *r.quantize;
-    w.open("quantize").field("engine", q.engine).field("reduce_range", q.reduce_range).field("scheme", q.scheme)
-        .field("converted", q.converted).field("skipped", q.skipped).field("bytes_before", q.bytes_before)
-        .field("bytes_after", q.bytes_after);
-    if (r.speedup_int8) w.field("speedup", *r.speedup_int8);
-    if (q.rel_error) w.field("rel_error", *q.rel_error);
-    if (q.max_rel_error) w.field("max_rel_error", *q.max_rel_error);
-    if (q.cosine) w.field("cosine", *q.cosine);
-    w.open_array("notes");
-    for (const std::string& n : q.notes) w.field(nullptr, n);
-    w.close();
-    w.open_array("layers");
-    for (const QuantizedLayer& l : q.layers)
-      w.open().field("name", l.name).field("kind", l.kind).field("in_features", l.in_features).field("out_features", l.out_features)
-          .field("converted", l.converted).field("why", l.why).close();
-    w.close().close();
-  }
+  if (r.quantize) quantize_report(w, *r.quantize, r.speedup_int8);
   if (r.autotune) autotune(w, *r.autotune);
   else w.null("autotune");
   if (r.step_tuning) step_tuning(w, *r.step_tuning);
   else w.null("step_tuning");
   if (r.batch_finder) batch_decision(w, *r.batch_finder);
   else w.null("batch_finder");
-  w.open_array("decisions");
-  for (const RuntimeDecision& d : r.decisions)
-    w.open().field("key", d.key).field("value", d.value).field("source", d.source).field("why", d.why).close();
-  w.close();
-
-  const BenchMachine& m = r.machine;
-  w.open("machine").field("logical_cores", m.logical_cores).field("threads_used", m.threads_used);
-  if (m.other_cores_before >= 0) w.field("other_cores_before", m.other_cores_before); else w.null("other_cores_before");
-  if (m.other_cores_during >= 0) w.field("other_cores_during", m.other_cores_during); else w.null("other_cores_during");
-  w.field("busy", m.busy).field("note", m.note).field("waited", m.waited).close();
-
-  w.open("load_average");
-  if (r.load_before >= 0) w.field("before", r.load_before); else w.null("before");
-  if (r.load_after >= 0) w.field("after", r.load_after); else w.null("after");
-  w.close();
+  decision_list(w, r.decisions);
+  machine_facts(w, r.machine);
+  load_averages(w, r);
   if (!r.error.empty()) w.field("error", r.error);
   w.close();
   return w.str();

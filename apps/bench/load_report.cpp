@@ -1,4 +1,4 @@
-#include "machine_load.hpp"
+#include "load_report.hpp"
 
 #include <algorithm>
 #include <cmath>

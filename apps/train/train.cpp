@@ -13,6 +13,7 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include "accelkit/autotune.hpp"
 #include "accelkit/checkpoint.hpp"
 #include "accelkit/distributed.hpp"
 #include "accelkit/prefetch.hpp"
@@ -43,6 +44,11 @@ std::uint64_t stream_seed(std::int64_t seed, Stream stream, std::uint64_t index 
 // student escapes the long plateaus of same-size teacher-student learning, so the loss keeps
 // falling instead of stalling at ~20% of its start.
 std::int64_t teacher_width(const TrainConfig& c) { return std::max<std::int64_t>(4, c.width / 8); }
+
+// "MLP 4x256 -> 10": the student's depth, width and outputs.
+std::string mlp_name(const TrainConfig& c) {
+  return "MLP " + std::to_string(c.depth) + "x" + std::to_string(c.width) + " -> " + std::to_string(c.outputs);
+}
 
 // depth x (Linear + tanh) of `hidden` units, then Linear to c.outputs; input c.width.
 torch::nn::Sequential make_mlp(const TrainConfig& c, std::int64_t hidden) {
@@ -131,6 +137,8 @@ struct Trainer::State {
   int rank = 0;
   ForwardOwner forwards = ForwardOwner::accelkit;  // this loop runs every forward of the student
 
+  struct Run;  // one call of Trainer::run (below)
+
   State(Runtime& runtime, TrainConfig config, const std::function<void(const BatchTrial&)>& on_batch_trial,
         std::shared_ptr<dist::ProcessGroup> process_group)
       : rt(runtime), cfg(std::move(config)), group(std::move(process_group)) {
@@ -173,22 +181,13 @@ struct Trainer::State {
   // with real steps after the tuner chose the precision (which the memory depends on); with a
   // batch the user set, the micro-batches that reach it.
   void find_batch(const std::function<void(const BatchTrial&)>& on_trial) {
-    torch::nn::Sequential probe = make_mlp(cfg, cfg.width);
-    init_mlp(probe, stream_seed(cfg.seed, Stream::student), false);
-    rt.prepare(*probe);
-    probe->train();
+    torch::nn::Sequential probe = new_student();
     BatchProblem problem;
-    problem.name = "train MLP " + std::to_string(cfg.depth) + "x" + std::to_string(cfg.width) + " -> " +
-                   std::to_string(cfg.outputs);
-    problem.model = probe.ptr().get();
-    problem.forward = [&probe](const at::Tensor& in) { return probe->forward(in); };
-    problem.loss = [](const at::Tensor& out, const at::Tensor& target) { return torch::mse_loss(out, target); };
+    describe_problem(problem, probe);
     problem.make_batch = [this](std::int64_t b) {
       auto gen = at::detail::createCPUGenerator(stream_seed(cfg.seed, Stream::data, 0));
       return label(at::randn({b, cfg.width}, gen, at::TensorOptions().dtype(at::kFloat)).to(rt.device()));
     };
-    problem.adamw.lr = cfg.lr;
-    problem.adamw.weight_decay = cfg.weight_decay;
     problem.forwards = forwards;
     BatchSearchOptions options;
     if (cfg.batch_max > 0) options.max = cfg.batch_max;
@@ -197,7 +196,7 @@ struct Trainer::State {
     if (cfg.micro_batches != 1)
       spdlog::warn("--batch auto: the batch-size finder sets the gradient-accumulation steps; train.micro_batches = {} "
                    "is not used", cfg.micro_batches);
-    batch_decision = rt.find_batch_size(problem, options);
+    batch_decision = accelkit::find_batch_size(rt, problem, options);
     cfg.batch_size = batch_decision->effective;
     cfg.micro_batches = batch_decision->accumulation;
   }
@@ -205,30 +204,40 @@ struct Trainer::State {
   // Profile auto: the tuner times the candidates on a student of this shape and the first
   // micro-batch (or takes the cached decision); fresh() then builds with the chosen settings.
   void tune() {
-    torch::nn::Sequential probe = make_mlp(cfg, cfg.width);
-    init_mlp(probe, stream_seed(cfg.seed, Stream::student), false);
-    rt.prepare(*probe);
-    probe->train();
+    torch::nn::Sequential probe = new_student();
     auto [x, y] = batch(0);
     TuneProblem problem;
-    problem.name = "train MLP " + std::to_string(cfg.depth) + "x" + std::to_string(cfg.width) + " -> " +
-                   std::to_string(cfg.outputs);
+    describe_problem(problem, probe);
+    problem.input = x.chunk(cfg.micro_batches)[0];
+    problem.target = y.chunk(cfg.micro_batches)[0];
+    accelkit::autotune(rt, problem);
+  }
+
+  // A student of the config's shape, initialised from the seed, on the device, in training
+  // mode: the one trained (fresh) or a probe for the tuner and the batch-size finder.
+  torch::nn::Sequential new_student() {
+    torch::nn::Sequential mlp = make_mlp(cfg, cfg.width);
+    init_mlp(mlp, stream_seed(cfg.seed, Stream::student), false);
+    rt.prepare(*mlp);
+    mlp->train();
+    return mlp;
+  }
+
+  // What the tuner and the batch-size finder train: `probe` on the MSE loss, with the config's
+  // AdamW settings.
+  template <typename Problem>
+  void describe_problem(Problem& problem, torch::nn::Sequential& probe) const {
+    problem.name = "train " + mlp_name(cfg);
     problem.model = probe.ptr().get();
     problem.forward = [&probe](const at::Tensor& in) { return probe->forward(in); };
     problem.loss = [](const at::Tensor& out, const at::Tensor& target) { return torch::mse_loss(out, target); };
-    problem.input = x.chunk(cfg.micro_batches)[0];
-    problem.target = y.chunk(cfg.micro_batches)[0];
     problem.adamw.lr = cfg.lr;
     problem.adamw.weight_decay = cfg.weight_decay;
-    rt.autotune(problem);
   }
 
   // A new student, optimizer and loss scaler at step 0.
   void fresh() {
-    student = make_mlp(cfg, cfg.width);
-    init_mlp(student, stream_seed(cfg.seed, Stream::student), false);
-    rt.prepare(*student);
-    student->train();
+    student = new_student();
     if (world > 1) dp = std::make_unique<DataParallel>(rt, group, *student);  // before the optimizer's copies
     AdamWConfig adamw;
     adamw.lr = cfg.lr;
@@ -418,109 +427,123 @@ const std::optional<BatchDecision>& Trainer::batch_decision() const noexcept { r
 
 std::vector<at::Tensor> Trainer::parameters() const { return state_->student->parameters(); }
 
-TrainResult Trainer::run(const TrainOptions& options) {
-  State& s = *state_;
-  const TrainConfig& cfg = s.cfg;
-  TrainResult result;
-  auto warn = [&result](std::string msg) {
+// One call of Trainer::run: the checkpoint directory (resumed from, written to), the run's
+// metrics and report, and the step loop. go() runs it; each member below does one part.
+struct Trainer::State::Run {
+  using Clock = std::chrono::steady_clock;
+
+  Run(State& state, const TrainOptions& train_options)
+      : s(state), cfg(state.cfg), options(train_options), writer(state.rank == 0) {}
+
+  TrainResult go() {
+    open_dir();
+    const std::vector<CheckpointFile> existing = dir ? dir->list() : std::vector<CheckpointFile>{};
+    if (options.resume) {
+      resume(existing);
+    } else if (!existing.empty()) {
+      throw TrainError(dir->path() + " already holds checkpoints of a run (newest: step " +
+                       std::to_string(existing.front().step) +
+                       "); pass --resume to continue it, or remove them or set another checkpoint_dir to start over");
+    }
+
+    result.start_step = result.end_step = s.step;
+    result.optimizer = s.opt.implementation;
+    result.precision = describe(s.rt.precision());
+    if (s.step >= cfg.steps) {
+      warn("already at step " + std::to_string(s.step) + " of " + std::to_string(cfg.steps) + "; nothing to train");
+      return std::move(result);
+    }
+
+    if (options.on_start) options.on_start(result);
+    open_metrics();
+    train();
+    write_metrics();
+    write_report();
+    return std::move(result);
+  }
+
+ private:
+  void warn(std::string msg) {
     spdlog::warn("{}", msg);
     result.warnings.push_back(std::move(msg));
-  };
-
-  // In a data-parallel run rank 0 alone writes (checkpoints, metrics, report); every rank
-  // reads the checkpoints to resume.
-  const bool writer = s.rank == 0;
-  std::optional<CheckpointDir> dir;
-  if (!cfg.checkpoint_dir.empty()) {
-    dir.emplace(cfg.checkpoint_dir);
-    if (writer) {
-      dir->lock();
-      for (const auto& stale : dir->remove_stale_temp_files())
-        warn("removed " + stale + ", left by an interrupted checkpoint write");
-    }
   }
-  const std::vector<CheckpointFile> existing = dir ? dir->list() : std::vector<CheckpointFile>{};
 
-  if (options.resume) {
+  // The checkpoint directory, when there is one; the writer locks it and removes what an
+  // interrupted write left behind.
+  void open_dir() {
+    if (cfg.checkpoint_dir.empty()) return;
+    dir.emplace(cfg.checkpoint_dir);
+    if (!writer) return;
+    dir->lock();
+    for (const auto& stale : dir->remove_stale_temp_files())
+      warn("removed " + stale + ", left by an interrupted checkpoint write");
+  }
+
+  // --resume: from the newest checkpoint that loads, passing over the unusable ones; TrainError
+  // when none does.
+  void resume(const std::vector<CheckpointFile>& existing) {
     if (!dir) {
       warn("resume asked for, but checkpoint_dir is empty (checkpoints are off); starting at step 0");
-    } else if (existing.empty()) {
-      warn("resume asked for, but " + dir->path() + " holds no checkpoint; starting at step 0");
-    } else {
-      for (const auto& file : existing) {
-        std::vector<std::string> notes;
-        try {
-          s.load_payload(CheckpointDir::read(file.path), file.path, notes);
-          result.resumed_from = file.path;
-          for (auto& n : notes) warn(std::move(n));
-          break;
-        } catch (const TrainError&) {
-          throw;
-        } catch (const std::exception& e) {  // CheckpointError, c10::Error: unreadable
-          std::string reason = e.what();
-          if (auto nl = reason.find('\n'); nl != std::string::npos) reason.resize(nl);  // c10 backtraces
-          // LibTorch 1.13's reader restores CPU, CUDA and HPU tensors only: the checkpoint of a
-          // new device type (PrivateUse1) is intact, this LibTorch cannot read it back.
-          if (reason.find("however got PRIVATEUSEONE") != std::string::npos)
-            throw TrainError("checkpoint " + file.path + " holds tensors of " + s.rt.device().str() + ", which LibTorch " +
-                             std::string(TORCH_VERSION) + " cannot read back (" + reason + "); the files are intact: resume with an " +
-                             "accelkit built against LibTorch >= 2.1, or train on another device");
-          result.skipped.push_back({file.path, reason});
-          warn("checkpoint " + file.path + " is unusable (" + reason + ")" +
-               (&file != &existing.back() ? "; falling back to the previous one" : ""));
-          s.fresh();
-        }
-      }
-      if (!result.resumed_from) {
-        std::vector<std::string> reasons;
-        for (const auto& skip : result.skipped) reasons.push_back(skip.path + ": " + skip.reason);
-        throw TrainError("no valid checkpoint to resume from in " + dir->path() + ":" + join_lines(reasons, "  ") +
-                         "\nremove the damaged files to start over");
-      }
+      return;
     }
-  } else if (!existing.empty()) {
-    throw TrainError(dir->path() + " already holds checkpoints of a run (newest: step " +
-                     std::to_string(existing.front().step) +
-                     "); pass --resume to continue it, or remove them or set another checkpoint_dir to start over");
+    if (existing.empty()) {
+      warn("resume asked for, but " + dir->path() + " holds no checkpoint; starting at step 0");
+      return;
+    }
+    for (const auto& file : existing)
+      if (load(file, &file == &existing.back())) break;
+    if (!result.resumed_from) {
+      std::vector<std::string> reasons;
+      for (const auto& skip : result.skipped) reasons.push_back(skip.path + ": " + skip.reason);
+      throw TrainError("no valid checkpoint to resume from in " + dir->path() + ":" + join_lines(reasons, "  ") +
+                       "\nremove the damaged files to start over");
+    }
   }
 
-  result.start_step = result.end_step = s.step;
-  result.optimizer = s.opt.implementation;
-  result.precision = describe(s.rt.precision());
-  if (s.step >= cfg.steps) {
-    warn("already at step " + std::to_string(s.step) + " of " + std::to_string(cfg.steps) + "; nothing to train");
-    return result;
+  // One checkpoint into the state: true when it loaded. An unreadable one is recorded as
+  // skipped (the state fresh again); TrainError for one this run cannot continue from.
+  bool load(const CheckpointFile& file, bool oldest) {
+    std::vector<std::string> notes;
+    try {
+      s.load_payload(CheckpointDir::read(file.path), file.path, notes);
+      result.resumed_from = file.path;
+      for (auto& n : notes) warn(std::move(n));
+      return true;
+    } catch (const TrainError&) {
+      throw;
+    } catch (const std::exception& e) {  // CheckpointError, c10::Error: unreadable
+      std::string reason = e.what();
+      if (auto nl = reason.find('\n'); nl != std::string::npos) reason.resize(nl);  // c10 backtraces
+      // LibTorch 1.13's reader restores CPU, CUDA and HPU tensors only: the checkpoint of a
+      // new device type (PrivateUse1) is intact, this LibTorch cannot read it back.
+      if (reason.find("however got PRIVATEUSEONE") != std::string::npos)
+        throw TrainError("checkpoint " + file.path + " holds tensors of " + s.rt.device().str() + ", which LibTorch " +
+                         std::string(TORCH_VERSION) + " cannot read back (" + reason + "); the files are intact: resume with an " +
+                         "accelkit built against LibTorch >= 2.1, or train on another device");
+      result.skipped.push_back({file.path, reason});
+      warn("checkpoint " + file.path + " is unusable (" + reason + ")" +
+           (!oldest ? "; falling back to the previous one" : ""));
+      s.fresh();
+      return false;
+    }
   }
 
-  if (options.on_start) options.on_start(result);
-
-  auto save = [&]() {
+  void save() {
     const std::string path = dir->write(s.step, s.save_payload());
     result.saved.push_back(path);
     for (auto& gone : dir->prune(static_cast<std::size_t>(cfg.keep_last))) result.pruned.push_back(std::move(gone));
-  };
+  }
 
   // The run's metrics (metrics.jsonl in the run directory, appended by every segment) and the
   // report made from them at the end. A failure to write them is a warning, never the end of
   // the training.
-  std::optional<MetricsWriter> metrics;
-  std::vector<StepMetrics> unwritten;  // steps whose loss is still on the device
-  if (dir && writer) {
+  void open_metrics() {
+    if (!dir || !writer) return;
     try {
-      // A fresh run does not continue another run's metrics: an earlier file is kept aside.
-      namespace fs = std::filesystem;
-      const fs::path earlier = fs::path(dir->path()) / "metrics.jsonl";
-      std::error_code ec;
-      if (!result.resumed_from && fs::exists(earlier, ec)) {
-        fs::path aside;
-        for (int n = 1; aside.empty() || fs::exists(aside, ec); ++n)
-          aside = fs::path(dir->path()) / ("metrics." + std::to_string(n) + ".jsonl");
-        fs::rename(earlier, aside);
-        warn("kept the metrics of an earlier run as " + aside.string() + "; this run starts a new metrics.jsonl");
-      }
+      keep_earlier_metrics_aside();
       RunSegment segment;
       segment.device = s.rt.device_handle()->info().id + " (" + s.rt.device_handle()->info().name + ")";
-      segment.model = "MLP " + std::to_string(cfg.depth) + "x" + std::to_string(cfg.width) + " -> " + std::to_string(cfg.outputs);
+      segment.model = mlp_name(cfg);
       segment.precision = result.precision;
       segment.batch = cfg.batch_size;
       segment.start_step = result.start_step;
@@ -531,7 +554,21 @@ TrainResult Trainer::run(const TrainOptions& options) {
       warn(std::string("no metrics for this run: ") + e.what());
     }
   }
-  auto write_metrics = [&]() {
+
+  // A fresh run does not continue another run's metrics: an earlier file is kept aside.
+  void keep_earlier_metrics_aside() {
+    namespace fs = std::filesystem;
+    const fs::path earlier = fs::path(dir->path()) / "metrics.jsonl";
+    std::error_code ec;
+    if (result.resumed_from || !fs::exists(earlier, ec)) return;
+    fs::path aside;
+    for (int n = 1; aside.empty() || fs::exists(aside, ec); ++n)
+      aside = fs::path(dir->path()) / ("metrics." + std::to_string(n) + ".jsonl");
+    fs::rename(earlier, aside);
+    warn("kept the metrics of an earlier run as " + aside.string() + "; this run starts a new metrics.jsonl");
+  }
+
+  void write_metrics() {
     if (!metrics) return;
     try {
       for (const StepMetrics& m : unwritten) metrics->write(m);
@@ -540,8 +577,9 @@ TrainResult Trainer::run(const TrainOptions& options) {
       metrics.reset();
     }
     unwritten.clear();
-  };
-  auto write_report = [&]() {
+  }
+
+  void write_report() {
     if (result.metrics_path.empty()) return;
     const std::string html = dir->path() + "/report.html";
     try {
@@ -550,105 +588,139 @@ TrainResult Trainer::run(const TrainOptions& options) {
     } catch (const std::exception& e) {
       warn(std::string("no report.html: ") + e.what());
     }
-  };
+  }
 
-  using Clock = std::chrono::steady_clock;
-  const auto t0 = Clock::now();
-  auto t1 = t0;  // end of the first step
-  auto step_start = t0;
-  std::vector<at::Tensor> pending;  // losses not yet read back from the device
-  // The inputs of the remaining steps, produced ahead on a background thread (prefetch = 0: in
-  // the step) and delivered on the device.
-  Prefetcher<at::Tensor> inputs(
-      [&s, next = s.step, steps = cfg.steps]() mutable -> std::optional<at::Tensor> {
-        if (next >= steps) return std::nullopt;
-        return s.input(next++);
-      },
-      s.rt.prefetch_options());
-  result.prefetch = static_cast<int>(inputs.options().depth);
-  while (s.step < cfg.steps) {
-    std::optional<at::Tensor> x = inputs.next();
-    if (!x) throw TrainError("the input pipeline ended at step " + std::to_string(s.step));
-    pending.push_back(s.train_step(*x));
-    const auto step_end = Clock::now();
-    const PrefetchStats data = inputs.stats();
-    result.data_wait_ms = data.waited_ms;
-    result.data_produce_ms = data.produce_ms;
-    TrainProgress progress;
-    progress.step_ms = std::chrono::duration<double, std::milli>(step_end - step_start).count();
-    step_start = step_end;
-    bool guard_stop = false;
-    if (options.guard) {
-      const std::size_t before = options.guard->events().size();
-      guard_stop = options.guard->check(s.step, options.stop) == GuardAction::stop;
-      std::vector<GuardEvent> events = options.guard->events();
-      progress.guard_events.assign(events.begin() + static_cast<std::ptrdiff_t>(before), events.end());
-      const GuardReading reading = options.guard->latest();
-      progress.temperature_c = reading.temperature_c;
-      progress.power_w = reading.power_w;
-      if (guard_stop) result.guard_stopped = true;
+  // The steps up to cfg.steps, or to a stop (signal, guard): each reported through
+  // options.on_step, checkpointed as the config asks.
+  void train() {
+    const auto t0 = Clock::now();
+    auto t1 = t0;  // end of the first step
+    auto step_start = t0;
+    // The inputs of the remaining steps, produced ahead on a background thread (prefetch = 0: in
+    // the step) and delivered on the device.
+    Prefetcher<at::Tensor> inputs(
+        [&state = s, next = s.step, steps = cfg.steps]() mutable -> std::optional<at::Tensor> {
+          if (next >= steps) return std::nullopt;
+          return state.input(next++);
+        },
+        prefetch_options(s.rt));
+    result.prefetch = static_cast<int>(inputs.options().depth);
+    while (s.step < cfg.steps) {
+      std::optional<at::Tensor> x = inputs.next();
+      if (!x) throw TrainError("the input pipeline ended at step " + std::to_string(s.step));
+      pending.push_back(s.train_step(*x));
+      const auto step_end = Clock::now();
+      const PrefetchStats data = inputs.stats();
+      result.data_wait_ms = data.waited_ms;
+      result.data_produce_ms = data.produce_ms;
+      TrainProgress progress;
+      progress.step_ms = std::chrono::duration<double, std::milli>(step_end - step_start).count();
+      step_start = step_end;
+      const bool guard_stop = watch_guard(progress);
       // A pause is not the step's time: the next step starts when the guard lets it.
-      step_start = Clock::now();
+      if (options.guard) step_start = Clock::now();
+      if (auto memory = s.rt.device_handle()->memory(); memory.ok()) progress.memory_bytes = memory.value().in_use;
+      const bool last = s.step == cfg.steps;
+      const bool signalled = options.stop && options.stop->load();
+      const bool stop = agree_to_stop(signalled, guard_stop);
+      const bool log = s.step % cfg.log_every == 0 || last || stop;
+      if (metrics) unwritten.push_back(step_metrics(progress));
+      progress.step = s.step;
+      progress.steps = cfg.steps;
+      progress.first_step = result.start_step;
+      progress.log = log;
+      if (log) read_losses(progress);
+      pace(progress, t0, t1);
+      result.end_step = s.step;
+      result.train_ms = progress.elapsed_s * 1e3;
+      if (dir && writer && (last || stop || (cfg.checkpoint_every > 0 && s.step % cfg.checkpoint_every == 0))) save();
+      if (options.on_step) options.on_step(progress);
+      if (stop && !last) {
+        result.interrupted = true;
+        break;
+      }
     }
-    if (auto memory = s.rt.device_handle()->memory(); memory.ok()) progress.memory_bytes = memory.value().in_use;
-    const bool last = s.step == cfg.steps;
-    const bool signalled = options.stop && options.stop->load();
-    bool stop = signalled || guard_stop;
-    if (s.world > 1) {  // every rank stops after the same step, or the others would wait for it
-      // Row 0: the ranks interrupted, row 1: the ranks their guard stopped; each rank its column.
-      at::Tensor flags = at::zeros({2, s.world}, at::kDouble);
-      flags[0][s.rank] = signalled ? 1.0 : 0.0;
-      flags[1][s.rank] = guard_stop ? 1.0 : 0.0;
-      std::vector<at::Tensor> all{flags};
+  }
+
+  // The guard's check after a step (it may pause the run): its new events and latest reading
+  // into `progress`; whether it stops the run.
+  bool watch_guard(TrainProgress& progress) {
+    if (!options.guard) return false;
+    const std::size_t before = options.guard->events().size();
+    const bool guard_stop = options.guard->check(s.step, options.stop) == GuardAction::stop;
+    std::vector<GuardEvent> events = options.guard->events();
+    progress.guard_events.assign(events.begin() + static_cast<std::ptrdiff_t>(before), events.end());
+    const GuardReading reading = options.guard->latest();
+    progress.temperature_c = reading.temperature_c;
+    progress.power_w = reading.power_w;
+    if (guard_stop) result.guard_stopped = true;
+    return guard_stop;
+  }
+
+  // Whether the run stops after this step. In a data-parallel run every rank stops after the
+  // same step, or the others would wait for it: the ranks interrupted and the ranks their
+  // guard stopped, agreed between all of them, go into the result.
+  bool agree_to_stop(bool signalled, bool guard_stop) {
+    if (s.world <= 1) return signalled || guard_stop;
+    // Row 0: the ranks interrupted, row 1: the ranks their guard stopped; each rank its column.
+    at::Tensor flags = at::zeros({2, s.world}, at::kDouble);
+    flags[0][s.rank] = signalled ? 1.0 : 0.0;
+    flags[1][s.rank] = guard_stop ? 1.0 : 0.0;
+    std::vector<at::Tensor> all{flags};
+    s.group->all_reduce_sum(all);
+    const at::Tensor agreed = all[0].contiguous();
+    const double* f = agreed.data_ptr<double>();
+    for (int r = 0; r < s.world; ++r) {
+      if (f[r] > 0) result.interrupted_ranks.push_back(r);
+      if (f[s.world + r] > 0) result.guard_stopped_ranks.push_back(r);
+    }
+    const bool stop = !result.interrupted_ranks.empty() || !result.guard_stopped_ranks.empty();
+    if (!result.guard_stopped_ranks.empty()) result.guard_stopped = true;
+    return stop;
+  }
+
+  // The step's line of metrics.jsonl (its loss comes when it is read back: read_losses).
+  StepMetrics step_metrics(const TrainProgress& progress) const {
+    StepMetrics m;
+    m.step = s.step;
+    m.step_ms = progress.step_ms;
+    m.samples_per_s = progress.step_ms > 0 ? static_cast<double>(cfg.batch_size) * 1e3 / progress.step_ms : 0;
+    m.memory_bytes = progress.memory_bytes;
+    m.temperature_c = progress.temperature_c;
+    m.power_w = progress.power_w;
+    for (const GuardEvent& e : progress.guard_events) m.events.push_back(e.kind + ": " + e.text);
+    return m;
+  }
+
+  // The losses of the steps since the last log step, read back from the device (in a
+  // data-parallel run the mean over the ranks' shards): into the unwritten metrics, which are
+  // then written, and the result. TrainError when the loss diverged.
+  void read_losses(TrainProgress& progress) {
+    at::Tensor values = at::stack(pending).to(at::kCPU, at::kDouble);
+    pending.clear();
+    if (s.world > 1) {  // the loss of the whole batch: the mean of the ranks' shards
+      std::vector<at::Tensor> all{values.contiguous()};
       s.group->all_reduce_sum(all);
-      const at::Tensor agreed = all[0].contiguous();
-      const double* f = agreed.data_ptr<double>();
-      for (int r = 0; r < s.world; ++r) {
-        if (f[r] > 0) result.interrupted_ranks.push_back(r);
-        if (f[s.world + r] > 0) result.guard_stopped_ranks.push_back(r);
-      }
-      stop = !result.interrupted_ranks.empty() || !result.guard_stopped_ranks.empty();
-      if (!result.guard_stopped_ranks.empty()) result.guard_stopped = true;
+      values = all[0] / static_cast<double>(s.world);
     }
-    const bool log = s.step % cfg.log_every == 0 || last || stop;
-    if (metrics) {
-      StepMetrics m;
-      m.step = s.step;
-      m.step_ms = progress.step_ms;
-      m.samples_per_s = progress.step_ms > 0 ? static_cast<double>(cfg.batch_size) * 1e3 / progress.step_ms : 0;
-      m.memory_bytes = progress.memory_bytes;
-      m.temperature_c = progress.temperature_c;
-      m.power_w = progress.power_w;
-      for (const GuardEvent& e : progress.guard_events) m.events.push_back(e.kind + ": " + e.text);
-      unwritten.push_back(std::move(m));
+    const double* v = values.data_ptr<double>();
+    for (std::int64_t i = 0; i < values.numel() && i < static_cast<std::int64_t>(unwritten.size()); ++i)
+      unwritten[static_cast<std::size_t>(static_cast<std::int64_t>(unwritten.size()) - values.numel() + i)].loss = v[i];
+    write_metrics();
+    for (std::int64_t i = 0; i < values.numel(); ++i) {
+      if (!std::isfinite(v[i]) && !s.scaler.enabled())
+        throw TrainError("the loss diverged (" + std::to_string(v[i]) + ") by step " + std::to_string(s.step) +
+                         "; lower lr (now " + std::to_string(cfg.lr) + ")");
+      result.losses.push_back(v[i]);
     }
-    progress.step = s.step;
-    progress.steps = cfg.steps;
-    progress.first_step = result.start_step;
-    progress.log = log;
-    if (log) {
-      at::Tensor values = at::stack(pending).to(at::kCPU, at::kDouble);
-      pending.clear();
-      if (s.world > 1) {  // the loss of the whole batch: the mean of the ranks' shards
-        std::vector<at::Tensor> all{values.contiguous()};
-        s.group->all_reduce_sum(all);
-        values = all[0] / static_cast<double>(s.world);
-      }
-      const double* v = values.data_ptr<double>();
-      for (std::int64_t i = 0; i < values.numel() && i < static_cast<std::int64_t>(unwritten.size()); ++i)
-        unwritten[static_cast<std::size_t>(static_cast<std::int64_t>(unwritten.size()) - values.numel() + i)].loss = v[i];
-      write_metrics();
-      for (std::int64_t i = 0; i < values.numel(); ++i) {
-        if (!std::isfinite(v[i]) && !s.scaler.enabled())
-          throw TrainError("the loss diverged (" + std::to_string(v[i]) + ") by step " + std::to_string(s.step) +
-                           "; lower lr (now " + std::to_string(cfg.lr) + ")");
-        result.losses.push_back(v[i]);
-      }
-      progress.loss = result.losses.back();
-    }
+    progress.loss = result.losses.back();
+  }
+
+  // Elapsed time, rate and time left into `progress`, from the start of the run (t0). The rate
+  // leaves out the first step (warm-up: allocations, kernel selection): t1 becomes its end.
+  void pace(TrainProgress& progress, Clock::time_point t0, Clock::time_point& t1) const {
     const auto now = Clock::now();
     progress.elapsed_s = std::chrono::duration<double>(now - t0).count();
-    // The rate leaves out the first step (warm-up: allocations, kernel selection).
     if (s.step == result.start_step + 1) t1 = now;
     const double since_first = std::chrono::duration<double>(now - t1).count();
     const auto done = static_cast<double>(s.step - result.start_step - 1);
@@ -656,18 +728,21 @@ TrainResult Trainer::run(const TrainOptions& options) {
                            : progress.elapsed_s > 0    ? 1 / progress.elapsed_s
                                                        : 0;
     progress.eta_s = progress.steps_per_s > 0 ? static_cast<double>(cfg.steps - s.step) / progress.steps_per_s : 0;
-    result.end_step = s.step;
-    result.train_ms = progress.elapsed_s * 1e3;
-    if (dir && writer && (last || stop || (cfg.checkpoint_every > 0 && s.step % cfg.checkpoint_every == 0))) save();
-    if (options.on_step) options.on_step(progress);
-    if (stop && !last) {
-      result.interrupted = true;
-      break;
-    }
   }
-  write_metrics();
-  write_report();
-  return result;
-}
+
+  State& s;
+  const TrainConfig& cfg;
+  const TrainOptions& options;
+  // In a data-parallel run rank 0 alone writes (checkpoints, metrics, report); every rank
+  // reads the checkpoints to resume.
+  const bool writer;
+  TrainResult result;
+  std::optional<CheckpointDir> dir;
+  std::optional<MetricsWriter> metrics;
+  std::vector<StepMetrics> unwritten;  // steps whose loss is still on the device
+  std::vector<at::Tensor> pending;     // losses not yet read back from the device
+};
+
+TrainResult Trainer::run(const TrainOptions& options) { return State::Run(*state_, options).go(); }
 
 }  // namespace accelkit

@@ -164,6 +164,110 @@ CheckResult run_checkpoints(const Run& run, const MakeOpt& plugin, const MakeOpt
                tol, "as the steps themselves");
 }
 
+// fp32, lr 1e-2: each step rounds every weight and its update once (6e-8 relative); after
+// 20-50 steps the CPU plugin's fused kernels sit at ~1e-6 of the largest weight. A wrong
+// hyper-parameter is far off: beta2 = 0.99 where 0.999 was asked drifts 2e-4 in 20 steps.
+constexpr double kFp32Tol = 1e-5;
+constexpr const char* kFp32Why = "fp32 rounding of N updates, ~1e-6; a wrong beta2 is off by 2e-4";
+
+// The plugin's AdamW (weight decay 0.01); a refusal throws Refused.
+MakeOpt plugin_adamw(Optimizer& factory, bool amsgrad, double lr) {
+  return [&factory, amsgrad, lr](const std::vector<at::Tensor>& ps) -> OptPtr {
+    AdamWConfig c;
+    c.lr = lr;
+    c.weight_decay = 0.01;
+    c.amsgrad = amsgrad;
+    auto r = factory.create_adamw(ps, c);
+    if (!r.ok()) throw Refused("create_adamw: " + r.status().message());
+    return r.value();
+  };
+}
+
+// torch::optim::AdamW with the same hyper-parameters as plugin_adamw.
+MakeOpt torch_adamw(bool amsgrad, double lr) {
+  return [amsgrad, lr](const std::vector<at::Tensor>& ps) -> OptPtr {
+    return std::make_shared<torch::optim::AdamW>(ps, torch::optim::AdamWOptions(lr).weight_decay(0.01).amsgrad(amsgrad));
+  };
+}
+
+// fused_adamw: fp32 steps with and without amsgrad, bf16 parameters, and checkpoints.
+void check_fused_adamw(const Run& run, Optimizer& factory, int steps) {
+  const std::string n = std::to_string(steps);
+  for (const bool ams : {false, true}) {
+    run.check("fused_adamw", n + " steps vs torch::optim::AdamW, fp32, weight decay" + (ams ? ", amsgrad" : ""),
+              [&]() -> CheckResult {
+                OptCase c{"", at::kFloat, 1.0, plugin_adamw(factory, ams, 1e-2), torch_adamw(ams, 1e-2), kFp32Tol,
+                          kFp32Why, ams, false};
+                return run_case(run, c, steps);
+              });
+  }
+  // bf16 parameters: lr 1e-2 on weights of ~0.1 so each update is larger than a bf16 unit
+  // (4.9e-4 at 0.1) and is not simply rounded away on both sides.
+  run.check("fused_adamw", n + " steps vs torch::optim::AdamW, bf16 parameters", [&]() -> CheckResult {
+    // Each step rounds every weight (and, in torch::optim::AdamW on bf16, its moments): 2.3% of
+    // the total update after 50 steps for LibTorch's own AdamW, 1.8% for the CPU plugin's
+    // fused one (20 steps: 1.8%, 1.5%); 8% is allowed. A step size 10% off is off by 10%.
+    OptCase c{"", at::kBFloat16, 0.1, plugin_adamw(factory, false, 1e-2), torch_adamw(false, 1e-2), 0.08,
+              "bf16 rounding of weights and moments, ~2% measured; a step size 10% off is off by 10%", true, true};
+    return run_case(run, c, steps);
+  });
+  run.check("fused_adamw", "checkpoint saved by one, loaded by the other (torch::optim::AdamW)", [&] {
+    return run_checkpoints(run, plugin_adamw(factory, false, 1e-3), torch_adamw(false, 1e-3), steps / 2, kFp32Tol);
+  });
+}
+
+// fused_sgd: momentum 0.9, Nesterov and weight decay against torch::optim::SGD, and checkpoints.
+void check_fused_sgd(const Run& run, Optimizer& factory, int steps) {
+  auto make_sgd = [&factory](const std::vector<at::Tensor>& ps) -> OptPtr {
+    SGDConfig c;
+    c.lr = 1e-2;
+    c.momentum = 0.9;
+    c.weight_decay = 1e-4;
+    c.nesterov = true;
+    auto r = factory.create_sgd(ps, c);
+    if (!r.ok()) throw Refused("create_sgd: " + r.status().message());
+    return r.value();
+  };
+  auto ref_sgd = [](const std::vector<at::Tensor>& ps) -> OptPtr {
+    return std::make_shared<torch::optim::SGD>(
+        ps, torch::optim::SGDOptions(1e-2).momentum(0.9).weight_decay(1e-4).nesterov(true));
+  };
+  run.check("fused_sgd", std::to_string(steps) + " steps vs torch::optim::SGD, momentum 0.9, Nesterov, weight decay",
+            [&] {
+              OptCase c{"", at::kFloat, 1.0, make_sgd, ref_sgd, kFp32Tol,
+                        "fp32 rounding of N updates, ~3e-7 measured on the CPU plugin's", false, false};
+              return run_case(run, c, steps);
+            });
+  run.check("fused_sgd", "checkpoint saved by one, loaded by the other (torch::optim::SGD)",
+            [&] { return run_checkpoints(run, make_sgd, ref_sgd, steps / 2, kFp32Tol); });
+}
+
+// master_weights: bf16 weights stepped from an fp32 master, against fp32 AdamW rounded to bf16.
+void check_master_weights(const Run& run, Optimizer& factory, int steps) {
+  run.check("master_weights", std::to_string(steps) + " steps: bf16 weights vs fp32 AdamW rounded to bf16",
+            [&]() -> CheckResult {
+              auto pa = leaves(fresh_params(run, at::kFloat, 1.0));
+              auto pb = leaves(copies(pa, at::kCPU, at::kDouble));
+              AdamWConfig c;
+              c.lr = 1e-3;
+              c.master_weights = true;
+              auto r = factory.create_adamw(pa, c);
+              if (!r.ok()) return fail("claimed, but create_adamw with master_weights says: " + r.status().message());
+              if (pa[0].scalar_type() != at::kBFloat16)
+                return fail(std::string("claimed, but the matrix parameter stayed ") + dtype_name(pa[0].scalar_type()));
+              torch::optim::AdamW ref(pb, torch::optim::AdamWOptions(1e-3).weight_decay(c.weight_decay));
+              step_both(run, *r.value(), pa, ref, pb, steps);
+              // Half a bf16 unit (2^-8 of the largest weight) from rounding the fp32 master
+              // once; twice that allows the master's own fp32 drift.
+              std::vector<at::Tensor> rounded;
+              for (const auto& p : pb) rounded.push_back(p.to(at::kBFloat16).to(at::kDouble));
+              for (std::size_t i = 0; i < pa.size(); ++i)  // biases and scales (1 dimension) stay fp32
+                if (pa[i].dim() < 2) rounded[i] = pb[i];
+              return judge("max |w - round_bf16(w_ref)| / max |w_ref|", worst(pa, rounded), std::ldexp(1.0, -7),
+                           "the fp32 master rounded to bf16 once: half a unit of 3.9e-3, x2");
+            });
+}
+
 }  // namespace
 
 void check_optimizers(const Run& run) {
@@ -177,104 +281,10 @@ void check_optimizers(const Run& run) {
         run.check(cap, "the device's optimizer", [&] { return fail("claimed, but optimizer() says: " + opt.status().message()); });
     return;
   }
-  const auto factory = opt.value();
   const int steps = run.options.quick ? 20 : 50;
-  // fp32, lr 1e-2: each step rounds every weight and its update once (6e-8 relative); after
-  // 20-50 steps the CPU plugin's fused kernels sit at ~1e-6 of the largest weight. A wrong
-  // hyper-parameter is far off: beta2 = 0.99 where 0.999 was asked drifts 2e-4 in 20 steps.
-  const double fp32_tol = 1e-5;
-  const std::string fp32_why = "fp32 rounding of N updates, ~1e-6; a wrong beta2 is off by 2e-4";
-
-  if (adamw) {
-    auto make_adamw = [&](bool amsgrad, double lr) {
-      return [&, amsgrad, lr](const std::vector<at::Tensor>& ps) -> OptPtr {
-        AdamWConfig c;
-        c.lr = lr;
-        c.weight_decay = 0.01;
-        c.amsgrad = amsgrad;
-        auto r = factory->create_adamw(ps, c);
-        if (!r.ok()) throw Refused("create_adamw: " + r.status().message());
-        return r.value();
-      };
-    };
-    auto ref_adamw = [](bool amsgrad, double lr) {
-      return [amsgrad, lr](const std::vector<at::Tensor>& ps) -> OptPtr {
-        return std::make_shared<torch::optim::AdamW>(
-            ps, torch::optim::AdamWOptions(lr).weight_decay(0.01).amsgrad(amsgrad));
-      };
-    };
-    const std::string n = std::to_string(steps);
-    for (const bool ams : {false, true}) {
-      run.check("fused_adamw", n + " steps vs torch::optim::AdamW, fp32, weight decay" + (ams ? ", amsgrad" : ""),
-                [&]() -> CheckResult {
-                  OptCase c{"", at::kFloat, 1.0, make_adamw(ams, 1e-2), ref_adamw(ams, 1e-2), fp32_tol, fp32_why, ams, false};
-                  return run_case(run, c, steps);
-                });
-    }
-    // bf16 parameters: lr 1e-2 on weights of ~0.1 so each update is larger than a bf16 unit
-    // (4.9e-4 at 0.1) and is not simply rounded away on both sides.
-    run.check("fused_adamw", n + " steps vs torch::optim::AdamW, bf16 parameters", [&]() -> CheckResult {
-      // Each step rounds every weight (and, in torch::optim::AdamW on bf16, its moments): 2.3% of
-      // the total update after 50 steps for LibTorch's own AdamW, 1.8% for the CPU plugin's
-      // fused one (20 steps: 1.8%, 1.5%); 8% is allowed. A step size 10% off is off by 10%.
-      OptCase c{"", at::kBFloat16, 0.1, make_adamw(false, 1e-2), ref_adamw(false, 1e-2), 0.08,
-                "bf16 rounding of weights and moments, ~2% measured; a step size 10% off is off by 10%", true, true};
-      return run_case(run, c, steps);
-    });
-    run.check("fused_adamw", "checkpoint saved by one, loaded by the other (torch::optim::AdamW)", [&] {
-      return run_checkpoints(run, make_adamw(false, 1e-3), ref_adamw(false, 1e-3), steps / 2, fp32_tol);
-    });
-  }
-
-  if (sgd) {
-    auto make_sgd = [&](const std::vector<at::Tensor>& ps) -> OptPtr {
-      SGDConfig c;
-      c.lr = 1e-2;
-      c.momentum = 0.9;
-      c.weight_decay = 1e-4;
-      c.nesterov = true;
-      auto r = factory->create_sgd(ps, c);
-      if (!r.ok()) throw Refused("create_sgd: " + r.status().message());
-      return r.value();
-    };
-    auto ref_sgd = [](const std::vector<at::Tensor>& ps) -> OptPtr {
-      return std::make_shared<torch::optim::SGD>(
-          ps, torch::optim::SGDOptions(1e-2).momentum(0.9).weight_decay(1e-4).nesterov(true));
-    };
-    run.check("fused_sgd", std::to_string(steps) + " steps vs torch::optim::SGD, momentum 0.9, Nesterov, weight decay",
-              [&] {
-                OptCase c{"", at::kFloat, 1.0, make_sgd, ref_sgd, fp32_tol,
-                          "fp32 rounding of N updates, ~3e-7 measured on the CPU plugin's", false, false};
-                return run_case(run, c, steps);
-              });
-    run.check("fused_sgd", "checkpoint saved by one, loaded by the other (torch::optim::SGD)",
-              [&] { return run_checkpoints(run, make_sgd, ref_sgd, steps / 2, fp32_tol); });
-  }
-
-  if (master) {
-    run.check("master_weights", std::to_string(steps) + " steps: bf16 weights vs fp32 AdamW rounded to bf16",
-              [&]() -> CheckResult {
-                auto pa = leaves(fresh_params(run, at::kFloat, 1.0));
-                auto pb = leaves(copies(pa, at::kCPU, at::kDouble));
-                AdamWConfig c;
-                c.lr = 1e-3;
-                c.master_weights = true;
-                auto r = factory->create_adamw(pa, c);
-                if (!r.ok()) return fail("claimed, but create_adamw with master_weights says: " + r.status().message());
-                if (pa[0].scalar_type() != at::kBFloat16)
-                  return fail(std::string("claimed, but the matrix parameter stayed ") + dtype_name(pa[0].scalar_type()));
-                torch::optim::AdamW ref(pb, torch::optim::AdamWOptions(1e-3).weight_decay(c.weight_decay));
-                step_both(run, *r.value(), pa, ref, pb, steps);
-                // Half a bf16 unit (2^-8 of the largest weight) from rounding the fp32 master
-                // once; twice that allows the master's own fp32 drift.
-                std::vector<at::Tensor> rounded;
-                for (const auto& p : pb) rounded.push_back(p.to(at::kBFloat16).to(at::kDouble));
-                for (std::size_t i = 0; i < pa.size(); ++i)  // biases and scales (1 dimension) stay fp32
-                  if (pa[i].dim() < 2) rounded[i] = pb[i];
-                return judge("max |w - round_bf16(w_ref)| / max |w_ref|", worst(pa, rounded), std::ldexp(1.0, -7),
-                             "the fp32 master rounded to bf16 once: half a unit of 3.9e-3, x2");
-              });
-  }
+  if (adamw) check_fused_adamw(run, *opt.value(), steps);
+  if (sgd) check_fused_sgd(run, *opt.value(), steps);
+  if (master) check_master_weights(run, *opt.value(), steps);
 }
 
 void check_graph_capture(const Run& run) {

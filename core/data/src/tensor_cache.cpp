@@ -22,7 +22,7 @@
 #include <system_error>
 #include <utility>
 
-#include "accelkit/autotune.hpp"
+#include "accelkit/decision_cache.hpp"
 
 namespace accelkit {
 
@@ -294,6 +294,115 @@ struct TcDecoded {
   bool other_key = false;  // a valid entry of another key or version (a hash collision)
 };
 
+// One tensor as the metadata describes it.
+struct TcSpec {
+  const TcDtype* dtype;
+  std::vector<std::int64_t> sizes;
+  std::uint64_t bytes;
+};
+
+// The frame's own header: an LZ4 frame with block and content checksums whose content size is
+// plausible for a file of `size` bytes. "" when it is, else why not; `consumed` gets the
+// header's length, `content` the content size.
+std::string tc_frame_problem(LZ4F_dctx* ctx, const unsigned char* src, std::size_t size, std::size_t& consumed,
+                             std::uint64_t& content) {
+  LZ4F_frameInfo_t info{};
+  consumed = size;
+  const std::size_t r = LZ4F_getFrameInfo(ctx, &info, src, &consumed);
+  if (LZ4F_isError(r)) return "not an LZ4 frame (" + tc_lz4_error(r) + ")";
+  if (info.frameType != LZ4F_frame) return "an LZ4 skippable frame, not an entry";
+  if (info.contentChecksumFlag != LZ4F_contentChecksumEnabled || info.blockChecksumFlag != LZ4F_blockChecksumEnabled)
+    return "an LZ4 frame without block and content checksums";
+  content = info.contentSize;
+  if (content < kTcPrefixBytes) return "its LZ4 frame records a content size of " + std::to_string(content);
+  if (content / kTcMaxExpansion > size)
+    return "its LZ4 frame claims " + std::to_string(content) + " bytes of content in a file of " + std::to_string(size);
+  return {};
+}
+
+// The prefix (magic, format, metadata length) and the metadata after it, into `meta`. "" or why not.
+std::string tc_read_meta(TcInflater& in, std::uint64_t content, std::vector<unsigned char>& meta) {
+  unsigned char prefix[kTcPrefixBytes];
+  if (!in.read(prefix, sizeof prefix)) return in.error;
+  if (std::memcmp(prefix, kTcMagic, sizeof kTcMagic) != 0) return "not a tensor cache entry (bad magic)";
+  TcReader pr{prefix + sizeof kTcMagic, sizeof prefix - sizeof kTcMagic};
+  std::uint32_t format = 0, meta_len = 0;
+  pr.u32(format);
+  pr.u32(meta_len);
+  if (format != kTcFormat) return "entry format " + std::to_string(format) + ", expected " + std::to_string(kTcFormat);
+  if (meta_len > kTcMaxMeta || kTcPrefixBytes + meta_len > content)
+    return "metadata of " + std::to_string(meta_len) + " bytes in " + std::to_string(content) + " bytes of content";
+  meta.resize(meta_len);
+  if (!in.read(meta.data(), meta.size())) return in.error;
+  return {};
+}
+
+// Tensor `i`'s dtype and sizes, with the bytes its values take: `payload` of the entry's
+// `payload_room` bytes are taken by the tensors before it. "" or why not.
+std::string tc_read_spec(TcReader& mr, std::uint32_t i, std::uint64_t payload_room, std::uint64_t payload, TcSpec& s) {
+  std::uint8_t code = 0, dims = 0;
+  if (!mr.u8(code) || !mr.u8(dims)) return "truncated metadata";
+  s = TcSpec{tc_dtype_of_code(code), {}, 0};
+  if (!s.dtype) return "tensor " + std::to_string(i) + " has the unknown dtype code " + std::to_string(code);
+  if (dims > kTcMaxDims) return "tensor " + std::to_string(i) + " has " + std::to_string(dims) + " dimensions";
+  // The product of the nonzero sizes must fit an int64 (as LibTorch's numel), even for an
+  // empty tensor.
+  std::uint64_t nonzero = 1;
+  bool empty = false;
+  for (std::uint8_t d = 0; d < dims; ++d) {
+    std::uint64_t v = 0;
+    if (!mr.u64(v)) return "truncated metadata";
+    if (v == 0) {
+      empty = true;
+    } else if (v > static_cast<std::uint64_t>(INT64_MAX) || __builtin_mul_overflow(nonzero, v, &nonzero) ||
+               nonzero > static_cast<std::uint64_t>(INT64_MAX)) {
+      return "tensor " + std::to_string(i) + " has sizes whose product overflows";
+    }
+    s.sizes.push_back(static_cast<std::int64_t>(v));
+  }
+  const std::uint64_t numel = empty ? 0 : nonzero;
+  if (numel > payload_room / s.dtype->size || numel * s.dtype->size > payload_room - payload)
+    return "tensor sizes add up to more than the entry's " + std::to_string(payload_room) + " payload bytes";
+  s.bytes = numel * s.dtype->size;
+  return {};
+}
+
+// The tensors' specs after the key, version and count: they must take exactly the entry's
+// `payload_room` bytes, and the metadata must end with them. "" or why not.
+std::string tc_read_specs(TcReader& mr, std::uint32_t count, std::uint64_t payload_room, std::vector<TcSpec>& specs) {
+  if (count > mr.left / 2) return "metadata claims " + std::to_string(count) + " tensors";  // >= 2 bytes each
+  specs.reserve(count);
+  std::uint64_t payload = 0;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    TcSpec s{};
+    if (std::string why = tc_read_spec(mr, i, payload_room, payload, s); !why.empty()) return why;
+    payload += s.bytes;
+    specs.push_back(std::move(s));
+  }
+  if (mr.left != 0) return std::to_string(mr.left) + " stray bytes in the metadata";
+  if (payload != payload_room)
+    return "tensor sizes add up to " + std::to_string(payload) + " bytes, the entry holds " + std::to_string(payload_room);
+  return {};
+}
+
+// The tensors' values, read into fresh tensors (a bool's bytes must be 0 or 1). "" or why not.
+std::string tc_read_tensors(TcInflater& in, const std::vector<TcSpec>& specs, std::vector<at::Tensor>& tensors) {
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const TcSpec& s = specs[i];
+    at::Tensor t = at::empty(s.sizes, at::TensorOptions().dtype(s.dtype->type));
+    if (s.bytes != 0) {
+      if (!in.read(t.data_ptr(), s.bytes)) return in.error;
+      if (s.dtype->type == c10::ScalarType::Bool) {
+        const auto* b = static_cast<const unsigned char*>(t.data_ptr());
+        if (std::any_of(b, b + s.bytes, [](unsigned char c) { return c > 1; }))
+          return "tensor " + std::to_string(i) + " (bool) holds a byte other than 0 and 1";
+      }
+    }
+    tensors.push_back(std::move(t));
+  }
+  return {};
+}
+
 // Decodes an entry file's bytes, checking everything (see the header) before trusting it.
 TcDecoded tc_decode(const unsigned char* src, std::size_t size, const std::string& key, const std::string& version) {
   TcDecoded out;
@@ -306,36 +415,13 @@ TcDecoded tc_decode(const unsigned char* src, std::size_t size, const std::strin
   const std::size_t made = LZ4F_createDecompressionContext(&raw_ctx, LZ4F_VERSION);
   if (LZ4F_isError(made)) return bad(tc_lz4_error(made));
   std::unique_ptr<LZ4F_dctx, TcDctxFree> ctx(raw_ctx);
-
-  LZ4F_frameInfo_t info{};
-  std::size_t consumed = size;
-  const std::size_t r = LZ4F_getFrameInfo(ctx.get(), &info, src, &consumed);
-  if (LZ4F_isError(r)) return bad("not an LZ4 frame (" + tc_lz4_error(r) + ")");
-  if (info.frameType != LZ4F_frame) return bad("an LZ4 skippable frame, not an entry");
-  if (info.contentChecksumFlag != LZ4F_contentChecksumEnabled || info.blockChecksumFlag != LZ4F_blockChecksumEnabled)
-    return bad("an LZ4 frame without block and content checksums");
-  const std::uint64_t content = info.contentSize;
-  if (content < kTcPrefixBytes) return bad("its LZ4 frame records a content size of " + std::to_string(content));
-  if (content / kTcMaxExpansion > size)
-    return bad("its LZ4 frame claims " + std::to_string(content) + " bytes of content in a file of " +
-               std::to_string(size));
+  std::size_t consumed = 0;
+  std::uint64_t content = 0;
+  if (std::string why = tc_frame_problem(ctx.get(), src, size, consumed, content); !why.empty()) return bad(why);
 
   TcInflater in{ctx.get(), src, size, consumed, {}};
-  unsigned char prefix[kTcPrefixBytes];
-  if (!in.read(prefix, sizeof prefix)) return bad(in.error);
-  if (std::memcmp(prefix, kTcMagic, sizeof kTcMagic) != 0) return bad("not a tensor cache entry (bad magic)");
-  TcReader pr{prefix + sizeof kTcMagic, sizeof prefix - sizeof kTcMagic};
-  std::uint32_t format = 0, meta_len = 0;
-  pr.u32(format);
-  pr.u32(meta_len);
-  if (format != kTcFormat)
-    return bad("entry format " + std::to_string(format) + ", expected " + std::to_string(kTcFormat));
-  if (meta_len > kTcMaxMeta || kTcPrefixBytes + meta_len > content)
-    return bad("metadata of " + std::to_string(meta_len) + " bytes in " + std::to_string(content) +
-               " bytes of content");
-  std::vector<unsigned char> meta(meta_len);
-  if (!in.read(meta.data(), meta.size())) return bad(in.error);
-
+  std::vector<unsigned char> meta;
+  if (std::string why = tc_read_meta(in, content, meta); !why.empty()) return bad(why);
   TcReader mr{meta.data(), meta.size()};
   std::string stored_key, stored_version;
   std::uint32_t count = 0;
@@ -344,62 +430,10 @@ TcDecoded tc_decode(const unsigned char* src, std::size_t size, const std::strin
     out.other_key = true;
     return out;
   }
-  if (count > mr.left / 2) return bad("metadata claims " + std::to_string(count) + " tensors");  // >= 2 bytes each
-  struct Spec {
-    const TcDtype* dtype;
-    std::vector<std::int64_t> sizes;
-    std::uint64_t bytes;
-  };
-  std::vector<Spec> specs;
-  specs.reserve(count);
-  const std::uint64_t payload_room = content - kTcPrefixBytes - meta_len;
-  std::uint64_t payload = 0;
-  for (std::uint32_t i = 0; i < count; ++i) {
-    std::uint8_t code = 0, dims = 0;
-    if (!mr.u8(code) || !mr.u8(dims)) return bad("truncated metadata");
-    Spec s{tc_dtype_of_code(code), {}, 0};
-    if (!s.dtype) return bad("tensor " + std::to_string(i) + " has the unknown dtype code " + std::to_string(code));
-    if (dims > kTcMaxDims) return bad("tensor " + std::to_string(i) + " has " + std::to_string(dims) + " dimensions");
-    // The product of the nonzero sizes must fit an int64 (as LibTorch's numel), even for an
-    // empty tensor.
-    std::uint64_t nonzero = 1;
-    bool empty = false;
-    for (std::uint8_t d = 0; d < dims; ++d) {
-      std::uint64_t v = 0;
-      if (!mr.u64(v)) return bad("truncated metadata");
-      if (v == 0) {
-        empty = true;
-      } else if (v > static_cast<std::uint64_t>(INT64_MAX) || __builtin_mul_overflow(nonzero, v, &nonzero) ||
-                 nonzero > static_cast<std::uint64_t>(INT64_MAX)) {
-        return bad("tensor " + std::to_string(i) + " has sizes whose product overflows");
-      }
-      s.sizes.push_back(static_cast<std::int64_t>(v));
-    }
-    const std::uint64_t numel = empty ? 0 : nonzero;
-    if (numel > payload_room / s.dtype->size || numel * s.dtype->size > payload_room - payload)
-      return bad("tensor sizes add up to more than the entry's " + std::to_string(payload_room) + " payload bytes");
-    s.bytes = numel * s.dtype->size;
-    payload += s.bytes;
-    specs.push_back(std::move(s));
-  }
-  if (mr.left != 0) return bad(std::to_string(mr.left) + " stray bytes in the metadata");
-  if (payload != payload_room)
-    return bad("tensor sizes add up to " + std::to_string(payload) + " bytes, the entry holds " +
-               std::to_string(payload_room));
-
-  for (std::size_t i = 0; i < specs.size(); ++i) {
-    const Spec& s = specs[i];
-    at::Tensor t = at::empty(s.sizes, at::TensorOptions().dtype(s.dtype->type));
-    if (s.bytes != 0) {
-      if (!in.read(t.data_ptr(), s.bytes)) return bad(in.error);
-      if (s.dtype->type == c10::ScalarType::Bool) {
-        const auto* b = static_cast<const unsigned char*>(t.data_ptr());
-        if (std::any_of(b, b + s.bytes, [](unsigned char c) { return c > 1; }))
-          return bad("tensor " + std::to_string(i) + " (bool) holds a byte other than 0 and 1");
-      }
-    }
-    out.tensors.push_back(std::move(t));
-  }
+  std::vector<TcSpec> specs;
+  const std::uint64_t payload_room = content - kTcPrefixBytes - meta.size();
+  if (std::string why = tc_read_specs(mr, count, payload_room, specs); !why.empty()) return bad(why);
+  if (std::string why = tc_read_tensors(in, specs, out.tensors); !why.empty()) return bad(why);
   if (!in.finish()) return bad(in.error);
   return out;
 }
@@ -429,12 +463,214 @@ int tc_fsync_dir(const std::string& dir) {
 
 std::atomic<std::uint64_t> tc_temp_counter{0};
 
+// A tensor to store, with its dtype's entry in this format.
+using TcTensor = std::pair<const TcDtype*, at::Tensor>;
+
+// The sample's tensors with their dtypes; throws std::invalid_argument naming the first tensor
+// the cache cannot store, and for a key, version or sample too large for the format.
+std::vector<TcTensor> tc_storable(const std::string& key, const std::vector<at::Tensor>& sample,
+                                  const std::string& version) {
+  std::vector<TcTensor> tensors;
+  tensors.reserve(sample.size());
+  for (std::size_t i = 0; i < sample.size(); ++i) {
+    const at::Tensor& t = sample[i];
+    const std::string which = "TensorCache::put('" + key + "'): tensor " + std::to_string(i);
+    if (!t.defined()) throw std::invalid_argument(which + " is undefined");
+    if (t.device().type() != c10::DeviceType::CPU)
+      throw std::invalid_argument(which + " is on " + t.device().str() + "; only CPU tensors are cached");
+    if (t.layout() != c10::kStrided) {
+      std::ostringstream layout;
+      layout << t.layout();
+      throw std::invalid_argument(which + " has the layout " + layout.str() + "; only strided tensors are cached");
+    }
+    const TcDtype* dtype = tc_dtype_of(t.scalar_type());
+    if (!dtype)
+      throw std::invalid_argument(which + " has the dtype " + std::string(c10::toString(t.scalar_type())) +
+                                  ", which the cache does not store");
+    if (t.dim() > kTcMaxDims)
+      throw std::invalid_argument(which + " has " + std::to_string(t.dim()) + " dimensions (at most " +
+                                  std::to_string(kTcMaxDims) + ")");
+    tensors.emplace_back(dtype, t);
+  }
+  if (sample.size() > UINT32_MAX || key.size() > kTcMaxMeta / 4 || version.size() > kTcMaxMeta / 4)
+    throw std::invalid_argument("TensorCache::put: the key, version or sample is too large to store");
+  return tensors;
+}
+
+// An entry's header (prefix and metadata) and its uncompressed size, header included.
+struct TcHead {
+  std::string bytes;
+  std::uint64_t raw = 0;
+};
+
+// The header, and each tensor made contiguous memory holding its own values (in place).
+TcHead tc_head(const std::string& key, const std::string& version, std::vector<TcTensor>& tensors) {
+  std::string meta;
+  tc_put_u32(meta, static_cast<std::uint32_t>(key.size()));
+  meta += key;
+  tc_put_u32(meta, static_cast<std::uint32_t>(version.size()));
+  meta += version;
+  tc_put_u32(meta, static_cast<std::uint32_t>(tensors.size()));
+  TcHead head;
+  for (auto& [dtype, t] : tensors) {
+    t = t.detach().resolve_conj().resolve_neg().contiguous();
+    if (dtype->type == c10::ScalarType::Bool) {
+      // Bytes other than 0 and 1 (a bool tensor of uninitialised memory) would make the entry
+      // unreadable (get checks them): store what LibTorch reads them as.
+      const auto* b = static_cast<const unsigned char*>(t.data_ptr());
+      if (std::any_of(b, b + t.numel(), [](unsigned char c) { return c > 1; }))
+        t = t.view(c10::ScalarType::Byte).ne(0);
+    }
+    meta.push_back(static_cast<char>(dtype->code));
+    meta.push_back(static_cast<char>(t.dim()));
+    for (const std::int64_t s : t.sizes()) tc_put_u64(meta, static_cast<std::uint64_t>(s));
+    head.raw += static_cast<std::uint64_t>(t.numel()) * dtype->size;
+  }
+  if (meta.size() > kTcMaxMeta) throw std::invalid_argument("TensorCache::put: the sample's metadata is too large");
+  head.bytes.assign(kTcMagic, sizeof kTcMagic);
+  tc_put_u32(head.bytes, kTcFormat);
+  tc_put_u32(head.bytes, static_cast<std::uint32_t>(meta.size()));
+  head.bytes += meta;
+  head.raw += head.bytes.size();
+  return head;
+}
+
+// The LZ4 frame of an entry of `raw` uncompressed bytes.
+LZ4F_preferences_t tc_frame_preferences(std::uint64_t raw, int compression_level) {
+  LZ4F_preferences_t prefs{};
+  // Independent 256 KB blocks: a block decodes straight into the tensor it belongs to when the
+  // tensor has that much room left (bigger blocks would go through LZ4's own buffer more often).
+  prefs.frameInfo.blockSizeID = LZ4F_max256KB;
+  prefs.frameInfo.blockMode = LZ4F_blockIndependent;
+  prefs.frameInfo.contentChecksumFlag = LZ4F_contentChecksumEnabled;
+  prefs.frameInfo.blockChecksumFlag = LZ4F_blockChecksumEnabled;
+  prefs.frameInfo.contentSize = raw;
+  prefs.compressionLevel = compression_level;
+  prefs.favorDecSpeed = 1;
+  return prefs;
+}
+
+// A new file holding one LZ4 frame, compressed through a buffer of its own. The first thing
+// that goes wrong is kept in `failure`, with the path and the system's reason; every step after
+// it does nothing and returns false.
+class TcFrameFile {
+ public:
+  TcFrameFile(std::string path, const LZ4F_preferences_t& prefs) : path_(std::move(path)), prefs_(prefs) {
+    LZ4F_cctx* raw_ctx = nullptr;
+    made_ = LZ4F_createCompressionContext(&raw_ctx, LZ4F_VERSION);
+    ctx_.reset(LZ4F_isError(made_) ? nullptr : raw_ctx);
+    capacity_ = kTcFlushAt + LZ4F_compressBound(kTcSlice, &prefs_) + LZ4F_HEADER_SIZE_MAX;
+    out_.reset(new char[capacity_]);  // before the file, which a failed allocation must not leave
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd_ < 0) failure = "cannot create " + path_ + ": " + tc_strerror(errno);
+  }
+  ~TcFrameFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  TcFrameFile(const TcFrameFile&) = delete;
+  TcFrameFile& operator=(const TcFrameFile&) = delete;
+
+  bool opened() const { return fd_ >= 0; }
+  std::uint64_t written() const { return written_; }
+
+  bool begin() {
+    return (ctx_ != nullptr || check(made_, "context")) &&
+           check(LZ4F_compressBegin(ctx_.get(), out_.get(), capacity_, &prefs_), "begin");
+  }
+
+  // Compresses `n` bytes, then flushes: the next piece starts a block of its own.
+  bool feed(const char* p, std::size_t n) {
+    while (n > 0) {
+      const std::size_t part = std::min(n, kTcSlice);
+      if (!room_for(part) ||
+          !check(LZ4F_compressUpdate(ctx_.get(), out_.get() + filled_, capacity_ - filled_, p, part, nullptr), "update"))
+        return false;
+      p += part;
+      n -= part;
+    }
+    return room_for(0) && check(LZ4F_flush(ctx_.get(), out_.get() + filled_, capacity_ - filled_, nullptr), "flush");
+  }
+
+  // The frame's end, written out.
+  bool end() {
+    return room_for(0) && check(LZ4F_compressEnd(ctx_.get(), out_.get() + filled_, capacity_ - filled_, nullptr), "end") &&
+           flush_out();
+  }
+
+  // A complete frame (`ok`) is stamped with the time (put counts as a use) and synced; the
+  // file is closed either way.
+  void close(bool ok) {
+    if (ok) {
+      tc_touch(fd_);
+      if (::fsync(fd_) != 0) failure = "cannot sync " + path_ + ": " + tc_strerror(errno);
+    }
+    const int closed = ::close(fd_);
+    fd_ = -1;
+    if (closed != 0 && failure.empty()) failure = "cannot close " + path_ + ": " + tc_strerror(errno);
+  }
+
+  std::string failure;
+
+ private:
+  bool flush_out() {
+    if (const int err = tc_write_all(fd_, out_.get(), filled_)) {
+      failure = "cannot write " + path_ + ": " + tc_strerror(err);
+      return false;
+    }
+    written_ += filled_;
+    filled_ = 0;
+    return true;
+  }
+  // Makes room for the output of `in` more input bytes (0: a flush or the frame's end).
+  bool room_for(std::size_t in) { return filled_ + LZ4F_compressBound(in, &prefs_) <= capacity_ || flush_out(); }
+  bool check(std::size_t rc, const char* step) {
+    if (!LZ4F_isError(rc)) {
+      filled_ += rc;
+      return true;
+    }
+    failure = std::string("LZ4 ") + step + " failed for " + path_ + ": " + LZ4F_getErrorName(rc);
+    return false;
+  }
+
+  std::string path_;
+  LZ4F_preferences_t prefs_;
+  std::size_t made_ = 0;  // what creating the context returned
+  std::unique_ptr<LZ4F_cctx, TcCctxFree> ctx_;
+  std::size_t capacity_ = 0;
+  std::unique_ptr<char[]> out_;
+  std::size_t filled_ = 0;
+  std::uint64_t written_ = 0;
+  int fd_ = -1;
+};
+
+// What writing an entry's file did: its size, or what went wrong.
+struct TcWritten {
+  std::uint64_t bytes = 0;
+  std::string failure;
+};
+
+// Writes the entry (its header, then each tensor's values) to the new file `path`.
+TcWritten tc_write_entry(const std::string& path, const TcHead& head, const std::vector<TcTensor>& tensors,
+                         int compression_level) {
+  TcFrameFile file(path, tc_frame_preferences(head.raw, compression_level));
+  if (!file.opened()) return {0, file.failure};
+  bool ok = file.begin() && file.feed(head.bytes.data(), head.bytes.size());
+  for (std::size_t i = 0; ok && i < tensors.size(); ++i) {
+    const at::Tensor& t = tensors[i].second;
+    const std::size_t n = static_cast<std::size_t>(t.numel()) * tensors[i].first->size;
+    if (n != 0) ok = file.feed(static_cast<const char*>(t.data_ptr()), n);
+  }
+  ok = ok && file.end();
+  file.close(ok);
+  return {file.written(), file.failure};
+}
+
 }  // namespace
 
 TensorCache::TensorCache(TensorCacheOptions options) : options_(std::move(options)) {
   dir_ = options_.dir;
   if (dir_.empty()) {
-    const std::string root = autotune_cache_dir();
+    const std::string root = decision_cache_dir();
     if (root.empty()) {
       disabled_reason_ = "no cache directory (set TensorCacheOptions::dir, ACCELKIT_CACHE_DIR, XDG_CACHE_HOME or HOME)";
       report("tensor cache: disabled: " + disabled_reason_);
@@ -638,140 +874,17 @@ std::optional<at::Tensor> TensorCache::get_tensor(const std::string& key) {
 void TensorCache::put(const std::string& key, const at::Tensor& tensor) { put(key, std::vector<at::Tensor>{tensor}); }
 
 void TensorCache::put(const std::string& key, const std::vector<at::Tensor>& sample) {
-  std::vector<std::pair<const TcDtype*, at::Tensor>> tensors;
-  tensors.reserve(sample.size());
-  for (std::size_t i = 0; i < sample.size(); ++i) {
-    const at::Tensor& t = sample[i];
-    const std::string which = "TensorCache::put('" + key + "'): tensor " + std::to_string(i);
-    if (!t.defined()) throw std::invalid_argument(which + " is undefined");
-    if (t.device().type() != c10::DeviceType::CPU)
-      throw std::invalid_argument(which + " is on " + t.device().str() + "; only CPU tensors are cached");
-    if (t.layout() != c10::kStrided) {
-      std::ostringstream layout;
-      layout << t.layout();
-      throw std::invalid_argument(which + " has the layout " + layout.str() + "; only strided tensors are cached");
-    }
-    const TcDtype* dtype = tc_dtype_of(t.scalar_type());
-    if (!dtype)
-      throw std::invalid_argument(which + " has the dtype " + std::string(c10::toString(t.scalar_type())) +
-                                  ", which the cache does not store");
-    if (t.dim() > kTcMaxDims)
-      throw std::invalid_argument(which + " has " + std::to_string(t.dim()) + " dimensions (at most " +
-                                  std::to_string(kTcMaxDims) + ")");
-    tensors.emplace_back(dtype, t);
-  }
-  if (sample.size() > UINT32_MAX || key.size() > kTcMaxMeta / 4 || options_.version.size() > kTcMaxMeta / 4)
-    throw std::invalid_argument("TensorCache::put: the key, version or sample is too large to store");
+  std::vector<TcTensor> tensors = tc_storable(key, sample, options_.version);
   if (!enabled()) return;
-
-  // The header, and each tensor as contiguous memory holding its own values.
-  std::string meta;
-  tc_put_u32(meta, static_cast<std::uint32_t>(key.size()));
-  meta += key;
-  tc_put_u32(meta, static_cast<std::uint32_t>(options_.version.size()));
-  meta += options_.version;
-  tc_put_u32(meta, static_cast<std::uint32_t>(tensors.size()));
-  std::uint64_t raw = 0;
-  for (auto& [dtype, t] : tensors) {
-    t = t.detach().resolve_conj().resolve_neg().contiguous();
-    if (dtype->type == c10::ScalarType::Bool) {
-      // Bytes other than 0 and 1 (a bool tensor of uninitialised memory) would make the entry
-      // unreadable (get checks them): store what LibTorch reads them as.
-      const auto* b = static_cast<const unsigned char*>(t.data_ptr());
-      if (std::any_of(b, b + t.numel(), [](unsigned char c) { return c > 1; }))
-        t = t.view(c10::ScalarType::Byte).ne(0);
-    }
-    meta.push_back(static_cast<char>(dtype->code));
-    meta.push_back(static_cast<char>(t.dim()));
-    for (const std::int64_t s : t.sizes()) tc_put_u64(meta, static_cast<std::uint64_t>(s));
-    raw += static_cast<std::uint64_t>(t.numel()) * dtype->size;
-  }
-  if (meta.size() > kTcMaxMeta) throw std::invalid_argument("TensorCache::put: the sample's metadata is too large");
-  std::string head(kTcMagic, sizeof kTcMagic);
-  tc_put_u32(head, kTcFormat);
-  tc_put_u32(head, static_cast<std::uint32_t>(meta.size()));
-  head += meta;
-  raw += head.size();
-
+  const TcHead head = tc_head(key, options_.version, tensors);
   const std::string name = tc_entry_name(options_.version, key);
   const std::string path = dir_ + "/" + name;
   const std::string temp = dir_ + "/." + name + ".tmp-" + std::to_string(::getpid()) + "-" +
                            std::to_string(tc_temp_counter.fetch_add(1));
-
-  LZ4F_preferences_t prefs{};
-  // Independent 256 KB blocks: a block decodes straight into the tensor it belongs to when the
-  // tensor has that much room left (bigger blocks would go through LZ4's own buffer more often).
-  prefs.frameInfo.blockSizeID = LZ4F_max256KB;
-  prefs.frameInfo.blockMode = LZ4F_blockIndependent;
-  prefs.frameInfo.contentChecksumFlag = LZ4F_contentChecksumEnabled;
-  prefs.frameInfo.blockChecksumFlag = LZ4F_blockChecksumEnabled;
-  prefs.frameInfo.contentSize = raw;
-  prefs.compressionLevel = options_.compression_level;
-  prefs.favorDecSpeed = 1;
-
-  LZ4F_cctx* raw_ctx = nullptr;
-  const std::size_t r = LZ4F_createCompressionContext(&raw_ctx, LZ4F_VERSION);
-  std::unique_ptr<LZ4F_cctx, TcCctxFree> ctx(LZ4F_isError(r) ? nullptr : raw_ctx);
-  const std::size_t capacity = kTcFlushAt + LZ4F_compressBound(kTcSlice, &prefs) + LZ4F_HEADER_SIZE_MAX;
-  std::unique_ptr<char[]> out(new char[capacity]);  // before the file, which a failed allocation must not leave
-
-  std::string failure;  // the first thing that went wrong, with the path and the system's reason
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) failure = "cannot create " + temp + ": " + tc_strerror(errno);
-  std::uint64_t written = 0;
+  const TcWritten written = tc_write_entry(temp, head, tensors, options_.compression_level);
+  std::string failure = written.failure;  // the first thing that went wrong, with the path and the system's reason
   if (failure.empty()) {
-    std::size_t filled = 0;
-    auto flush_out = [&]() {
-      if (const int err = tc_write_all(fd, out.get(), filled)) {
-        failure = "cannot write " + temp + ": " + tc_strerror(err);
-        return false;
-      }
-      written += filled;
-      filled = 0;
-      return true;
-    };
-    // Makes room for the output of `in` more input bytes (0: a flush or the frame's end).
-    auto room_for = [&](std::size_t in) {
-      return filled + LZ4F_compressBound(in, &prefs) <= capacity || flush_out();
-    };
-    auto check = [&](std::size_t rc, const char* step) {
-      if (!LZ4F_isError(rc)) {
-        filled += rc;
-        return true;
-      }
-      failure = std::string("LZ4 ") + step + " failed for " + temp + ": " + LZ4F_getErrorName(rc);
-      return false;
-    };
-    // Compresses `n` bytes, then flushes: the next piece starts a block of its own.
-    auto feed = [&](const char* p, std::size_t n) {
-      while (n > 0) {
-        const std::size_t part = std::min(n, kTcSlice);
-        if (!room_for(part) ||
-            !check(LZ4F_compressUpdate(ctx.get(), out.get() + filled, capacity - filled, p, part, nullptr), "update"))
-          return false;
-        p += part;
-        n -= part;
-      }
-      return room_for(0) && check(LZ4F_flush(ctx.get(), out.get() + filled, capacity - filled, nullptr), "flush");
-    };
-    bool ok = ctx != nullptr || check(r, "context");
-    ok = ok && check(LZ4F_compressBegin(ctx.get(), out.get(), capacity, &prefs), "begin");
-    ok = ok && feed(head.data(), head.size());
-    for (std::size_t i = 0; ok && i < tensors.size(); ++i) {
-      const at::Tensor& t = tensors[i].second;
-      const std::size_t n = static_cast<std::size_t>(t.numel()) * tensors[i].first->size;
-      if (n != 0) ok = feed(static_cast<const char*>(t.data_ptr()), n);
-    }
-    ok = ok && room_for(0) && check(LZ4F_compressEnd(ctx.get(), out.get() + filled, capacity - filled, nullptr), "end");
-    ok = ok && flush_out();
-    if (ok) {
-      tc_touch(fd);  // the entry's recency: put counts as a use
-      if (::fsync(fd) != 0) failure = "cannot sync " + temp + ": " + tc_strerror(errno);
-    }
-    const int closed = ::close(fd);
-    if (closed != 0 && failure.empty()) failure = "cannot close " + temp + ": " + tc_strerror(errno);
-  }
-  if (failure.empty()) {
+    // The entry takes its name under the lock, and the directory's total is kept there.
     TcDirLock lock(dir_);
     struct stat old {};
     const std::uint64_t replaced =
@@ -787,10 +900,10 @@ void TensorCache::put(const std::string& key, const std::vector<at::Tensor>& sam
     } else {
       if (const int err = tc_fsync_dir(dir_)) spdlog::debug("tensor cache: fsync of {}: {}", dir_, tc_strerror(err));
       puts_.fetch_add(1);
-      bytes_raw_written_.fetch_add(raw);
-      bytes_compressed_written_.fetch_add(written);
+      bytes_raw_written_.fetch_add(head.raw);
+      bytes_compressed_written_.fetch_add(written.bytes);
       const std::optional<std::uint64_t> before = lock.total();
-      const std::uint64_t total = before ? (*before > replaced ? *before - replaced : 0) + written : 0;
+      const std::uint64_t total = before ? (*before > replaced ? *before - replaced : 0) + written.bytes : 0;
       if (!before || total > options_.budget_bytes) {
         lock.set_total(scan_and_evict(name));
       } else {

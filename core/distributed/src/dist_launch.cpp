@@ -51,30 +51,24 @@ int worker_exit_code(int status) {
   return 1;
 }
 
-}  // namespace
-
-int run_local_workers(const std::vector<std::string>& args, int n, const std::function<void(const std::string&)>& say,
-                      const std::vector<int>& agreed_stops) {
-  if (args.empty() || n < 1) throw std::invalid_argument("run_local_workers: no command, or fewer than 1 worker");
-  const std::string& self = args[0];
+// The rendezvous port: MASTER_PORT where it is set (it must be a TCP port), else one free now.
+int rendezvous_port() {
   const char* port_env = std::getenv("MASTER_PORT");
+  if (!port_env || !*port_env) return launcher_free_port();
   int port = 0;
-  if (port_env && *port_env) {
-    std::size_t used = 0;
-    try {
-      port = std::stoi(port_env, &used);
-    } catch (const std::exception&) {
-      port = 0;
-    }
-    if (port < 1 || port > 65535 || port_env[used] != '\0')
-      throw LaunchError("MASTER_PORT=" + std::string(port_env) + " is not a TCP port");
-  } else {
-    port = launcher_free_port();
+  std::size_t used = 0;
+  try {
+    port = std::stoi(port_env, &used);
+  } catch (const std::exception&) {
+    port = 0;
   }
-  if (say)
-    say(std::to_string(n) + " data-parallel workers on this machine (ranks 0-" + std::to_string(n - 1) +
-        ", rendezvous at 127.0.0.1:" + std::to_string(port) + ")");
+  if (port < 1 || port > 65535 || port_env[used] != '\0')
+    throw LaunchError("MASTER_PORT=" + std::string(port_env) + " is not a TCP port");
+  return port;
+}
 
+// This process's environment less the variables each worker gets its own value of.
+std::vector<std::string> inherited_environment() {
   static const char* const kOwn[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
                                      "MASTER_PORT"};
   std::vector<std::string> base;
@@ -85,110 +79,179 @@ int run_local_workers(const std::vector<std::string>& args, int n, const std::fu
     for (const char* k : kOwn) own = own || key == k;
     if (!own) base.push_back(kv);
   }
+  return base;
+}
 
-  struct sigaction forward {}, ignore {}, old_int {}, old_term {};
+// The signal handlers the launcher replaces while it waits.
+struct SavedSignals {
+  struct sigaction on_int {}, on_term {};
+};
+
+// While the launcher waits: Ctrl-C ignored (the terminal sends it to every worker itself),
+// SIGTERM noted to pass on to the workers. Returns the handlers it replaced.
+SavedSignals install_launcher_signals() {
+  struct sigaction forward {}, ignore {};
   forward.sa_handler = launcher_on_signal;
   sigemptyset(&forward.sa_mask);
   ignore.sa_handler = SIG_IGN;
   sigemptyset(&ignore.sa_mask);
   g_launcher_forward = 0;
-  sigaction(SIGINT, &ignore, &old_int);  // the terminal sends Ctrl-C to every worker itself
-  sigaction(SIGTERM, &forward, &old_term);
+  SavedSignals saved;
+  sigaction(SIGINT, &ignore, &saved.on_int);
+  sigaction(SIGTERM, &forward, &saved.on_term);
+  return saved;
+}
 
+void restore_signals(const SavedSignals& saved) {
+  sigaction(SIGINT, &saved.on_int, nullptr);
+  sigaction(SIGTERM, &saved.on_term, nullptr);
+}
+
+// Starts worker `rank` of `n`: `args` with torchrun's variables on top of `base`, SIGINT and
+// SIGTERM back to their defaults (the workers handle them as `train` does). 0 or the error.
+int spawn_worker(const std::vector<std::string>& args, const std::vector<std::string>& base, int rank, int n, int port,
+                 pid_t& pid) {
+  std::vector<std::string> env = base;
+  env.push_back("RANK=" + std::to_string(rank));
+  env.push_back("WORLD_SIZE=" + std::to_string(n));
+  env.push_back("LOCAL_RANK=" + std::to_string(rank));
+  env.push_back("LOCAL_WORLD_SIZE=" + std::to_string(n));
+  env.push_back("MASTER_ADDR=127.0.0.1");
+  env.push_back("MASTER_PORT=" + std::to_string(port));
+  std::vector<char*> argv, envp;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (auto& kv : env) envp.push_back(kv.data());
+  envp.push_back(nullptr);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGINT);
+  sigaddset(&defaults, SIGTERM);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+  const int rc = posix_spawn(&pid, args[0].c_str(), nullptr, &attr, argv.data(), envp.data());
+  posix_spawnattr_destroy(&attr);
+  return rc;
+}
+
+// The workers until the last has ended: the first failure's exit code is the launcher's. A
+// worker that fails stops the others (SIGTERM, SIGKILL 15 s later), except with an agreed
+// stop, after which the others end by themselves (SIGTERM only if they hang for 60 s); a
+// SIGTERM to the launcher is passed on.
+class WorkerWatch {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  WorkerWatch(std::vector<pid_t> pids, int first_failure, const std::function<void(const std::string&)>& say,
+              const std::vector<int>& agreed_stops)
+      : pids_(std::move(pids)), done_(pids_.size(), false), left_(pids_.size()), first_failure_(first_failure),
+        say_(say), agreed_stops_(agreed_stops) {}
+
+  int wait() {
+    if (first_failure_ != 0) stop_others();
+    while (left_ > 0) {
+      if (g_launcher_forward != 0) {
+        signal_others(g_launcher_forward);
+        g_launcher_forward = 0;
+      }
+      int status = 0;
+      const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+      if (pid > 0) {
+        ended(pid, status);
+        continue;
+      }
+      on_deadlines();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return first_failure_;
+  }
+
+ private:
+  void signal_others(int sig) {
+    for (std::size_t i = 0; i < pids_.size(); ++i)
+      if (!done_[i]) ::kill(pids_[i], sig);
+  }
+
+  // SIGTERM now, SIGKILL what is left 15 s later.
+  void stop_others() {
+    signal_others(SIGTERM);
+    killing_ = true;
+    kill_at_ = Clock::now() + std::chrono::seconds(15);
+  }
+
+  // Worker `pid` ended: the first failure decides how the others are stopped.
+  void ended(pid_t pid, int status) {
+    for (std::size_t i = 0; i < pids_.size(); ++i) {
+      if (pids_[i] != pid || done_[i]) continue;
+      done_[i] = true;
+      --left_;
+      const int code = worker_exit_code(status);
+      if (code == 0 || first_failure_ != 0) continue;
+      first_failure_ = code;
+      if (left_ > 0 && std::find(agreed_stops_.begin(), agreed_stops_.end(), code) != agreed_stops_.end()) {
+        // The others stop after the same step by themselves; SIGTERM only if they hang.
+        terming_ = true;
+        term_at_ = Clock::now() + std::chrono::seconds(60);
+      } else if (left_ > 0) {
+        if (say_) say_("worker " + std::to_string(i) + " ended with exit code " + std::to_string(code) + "; stopping the others");
+        stop_others();
+      }
+    }
+  }
+
+  // SIGTERM after an agreed stop that the others did not follow in time; SIGKILL after a
+  // SIGTERM they did not follow.
+  void on_deadlines() {
+    if (terming_ && Clock::now() > term_at_) {
+      if (say_) say_("the other workers did not end within 60 s of an agreed stop; stopping them");
+      terming_ = false;
+      stop_others();
+    }
+    if (killing_ && Clock::now() > kill_at_) {
+      signal_others(SIGKILL);
+      killing_ = false;
+    }
+  }
+
+  std::vector<pid_t> pids_;
+  std::vector<bool> done_;
+  std::size_t left_;
+  int first_failure_;
+  const std::function<void(const std::string&)>& say_;
+  const std::vector<int>& agreed_stops_;
+  bool killing_ = false;  // SIGKILL what is left at kill_at_
+  Clock::time_point kill_at_ = Clock::now();
+  bool terming_ = false;  // SIGTERM what is left at term_at_ (after an agreed stop)
+  Clock::time_point term_at_ = kill_at_;
+};
+
+}  // namespace
+
+int run_local_workers(const std::vector<std::string>& args, int n, const std::function<void(const std::string&)>& say,
+                      const std::vector<int>& agreed_stops) {
+  if (args.empty() || n < 1) throw std::invalid_argument("run_local_workers: no command, or fewer than 1 worker");
+  const int port = rendezvous_port();
+  if (say)
+    say(std::to_string(n) + " data-parallel workers on this machine (ranks 0-" + std::to_string(n - 1) +
+        ", rendezvous at 127.0.0.1:" + std::to_string(port) + ")");
+  const std::vector<std::string> base = inherited_environment();
+  const SavedSignals saved = install_launcher_signals();
   std::vector<pid_t> pids;
   int first_failure = 0;
   for (int rank = 0; rank < n; ++rank) {
-    std::vector<std::string> env = base;
-    env.push_back("RANK=" + std::to_string(rank));
-    env.push_back("WORLD_SIZE=" + std::to_string(n));
-    env.push_back("LOCAL_RANK=" + std::to_string(rank));
-    env.push_back("LOCAL_WORLD_SIZE=" + std::to_string(n));
-    env.push_back("MASTER_ADDR=127.0.0.1");
-    env.push_back("MASTER_PORT=" + std::to_string(port));
-    std::vector<char*> argv, envp;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    for (auto& kv : env) envp.push_back(kv.data());
-    envp.push_back(nullptr);
     pid_t pid = -1;
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    sigset_t defaults;
-    sigemptyset(&defaults);
-    sigaddset(&defaults, SIGINT);
-    sigaddset(&defaults, SIGTERM);
-    posix_spawnattr_setsigdefault(&attr, &defaults);  // the workers handle them as `train` does
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
-    const int rc = posix_spawn(&pid, self.c_str(), nullptr, &attr, argv.data(), envp.data());
-    posix_spawnattr_destroy(&attr);
-    if (rc != 0) {
-      if (say) say("starting worker " + std::to_string(rank) + " (" + self + "): " + std::strerror(rc));
+    if (const int rc = spawn_worker(args, base, rank, n, port, pid); rc != 0) {
+      if (say) say("starting worker " + std::to_string(rank) + " (" + args[0] + "): " + std::strerror(rc));
       first_failure = 1;
       break;
     }
     pids.push_back(pid);
   }
-
-  std::vector<bool> done(pids.size(), false);
-  std::size_t left = pids.size();
-  bool killing = false;  // SIGKILL what is left at kill_at
-  auto kill_at = std::chrono::steady_clock::now();
-  bool terming = false;  // SIGTERM what is left at term_at (after an agreed stop)
-  auto term_at = kill_at;
-  auto stop_others = [&](int sig) {
-    for (std::size_t i = 0; i < pids.size(); ++i)
-      if (!done[i]) ::kill(pids[i], sig);
-  };
-  if (first_failure != 0) {
-    stop_others(SIGTERM);
-    killing = true;
-    kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-  }
-  while (left > 0) {
-    if (g_launcher_forward != 0) {
-      stop_others(g_launcher_forward);
-      g_launcher_forward = 0;
-    }
-    int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
-    if (pid > 0) {
-      for (std::size_t i = 0; i < pids.size(); ++i) {
-        if (pids[i] != pid || done[i]) continue;
-        done[i] = true;
-        --left;
-        const int code = worker_exit_code(status);
-        if (code != 0 && first_failure == 0) {
-          first_failure = code;
-          if (left > 0 && std::find(agreed_stops.begin(), agreed_stops.end(), code) != agreed_stops.end()) {
-            // The others stop after the same step by themselves; SIGTERM only if they hang.
-            terming = true;
-            term_at = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-          } else if (left > 0) {
-            if (say) say("worker " + std::to_string(i) + " ended with exit code " + std::to_string(code) + "; stopping the others");
-            stop_others(SIGTERM);
-            killing = true;
-            kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-          }
-        }
-      }
-      continue;
-    }
-    if (terming && std::chrono::steady_clock::now() > term_at) {
-      if (say) say("the other workers did not end within 60 s of an agreed stop; stopping them");
-      stop_others(SIGTERM);
-      terming = false;
-      killing = true;
-      kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-    }
-    if (killing && std::chrono::steady_clock::now() > kill_at) {
-      stop_others(SIGKILL);
-      killing = false;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
-  return first_failure;
+  const int code = WorkerWatch(std::move(pids), first_failure, say, agreed_stops).wait();
+  restore_signals(saved);
+  return code;
 }
 
 }  // namespace accelkit::dist

@@ -1,5 +1,5 @@
 // accelkit-plugin-scanner: examines one plugin file in a process of its own, for the host's
-// out-of-process scan (core/src/plugin_scan.hpp). The host runs
+// out-of-process scan (core/host/src/plugin_scan.hpp). The host runs
 //
 //   accelkit-plugin-scanner --scan <plugin.so> [--memory BYTES]
 //

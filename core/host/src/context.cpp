@@ -4,7 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "accelkit/distributed.hpp"
+#include "accelkit/launch.hpp"
 #include "accelkit/log.hpp"
 
 namespace accelkit {

@@ -1,4 +1,4 @@
-#include "elf_facts.hpp"
+#include "accelkit/host/elf_facts.hpp"
 
 #include <elf.h>
 #include <fcntl.h>
@@ -57,6 +57,82 @@ class File {
   int fd_;
 };
 
+// Reads whole sections of one file, each bounded by a cap.
+struct SectionReader {
+  const File& file;
+  std::uint64_t file_size;
+  std::string* error;
+
+  // The section's bytes into *out (nothing for SHT_NOBITS); false, with *error set, when it is
+  // larger than `cap` or cannot be read.
+  bool blob(const Elf64_Shdr& s, std::size_t cap, std::string* out) const {
+    if (s.sh_type == SHT_NOBITS) return true;
+    if (s.sh_size > cap) {
+      *error = "ELF section larger than expected (" + std::to_string(s.sh_size) + " bytes)";
+      return false;
+    }
+    out->assign(s.sh_size, '\0');
+    return file.read(s.sh_offset, out->data(), s.sh_size, file_size, error);
+  }
+
+  // The section `s` and the string table it links to.
+  bool with_strings(const std::vector<Elf64_Shdr>& sections, const Elf64_Shdr& s, std::size_t cap, std::string* data,
+                    std::string* strings) const {
+    return blob(s, cap, data) && blob(sections[s.sh_link], cap, strings);
+  }
+};
+
+// The DT_NEEDED entries of the .dynamic section `dyn`, whose string table is `strings`.
+void add_needed(const std::string& dyn, const std::string& strings, ElfFacts& facts) {
+  for (std::size_t at = 0; at + sizeof(Elf64_Dyn) <= dyn.size(); at += sizeof(Elf64_Dyn)) {
+    Elf64_Dyn d{};
+    std::memcpy(&d, dyn.data() + at, sizeof d);
+    if (d.d_tag == DT_NULL) break;
+    if (d.d_tag == DT_NEEDED && d.d_un.d_val < strings.size()) facts.needed.emplace_back(strings.c_str() + d.d_un.d_val);
+  }
+}
+
+// The strong undefined symbols of the .dynsym section `syms` (its first entry is the null
+// symbol), whose string table is `strings`.
+void add_undefined(const std::string& syms, const std::string& strings, ElfFacts& facts) {
+  for (std::size_t at = sizeof(Elf64_Sym); at + sizeof(Elf64_Sym) <= syms.size(); at += sizeof(Elf64_Sym)) {
+    Elf64_Sym sym{};
+    std::memcpy(&sym, syms.data() + at, sizeof sym);
+    if (sym.st_shndx != SHN_UNDEF || sym.st_name == 0 || sym.st_name >= strings.size() ||
+        ELF64_ST_BIND(sym.st_info) == STB_WEAK)
+      continue;
+    facts.undefined.emplace_back(strings.c_str() + sym.st_name);
+  }
+}
+
+// What the sections hold: the plugin note, the libraries needed and (with `want_undefined`)
+// the undefined symbols. False, with *error set, when one cannot be read.
+bool read_sections(const SectionReader& r, const std::vector<Elf64_Shdr>& sections, std::size_t names_index,
+                   bool want_undefined, ElfFacts& facts) {
+  std::string names;
+  if (!r.blob(sections[names_index], kMaxDynamic, &names)) return false;
+  for (const auto& s : sections) {
+    if (s.sh_name >= names.size()) continue;
+    const char* name = names.c_str() + s.sh_name;
+    if (std::strcmp(name, ACCELKIT_PLUGIN_NOTE_SECTION) == 0) {
+      std::string text;
+      if (!r.blob(s, kMaxNote, &text)) return false;
+      facts.note = text.substr(0, text.find('\0'));
+    } else if (s.sh_type == SHT_DYNAMIC) {
+      if (s.sh_link >= sections.size()) continue;
+      std::string dyn, strings;
+      if (!r.with_strings(sections, s, kMaxDynamic, &dyn, &strings)) return false;
+      add_needed(dyn, strings, facts);
+    } else if (s.sh_type == SHT_DYNSYM && want_undefined) {
+      if (s.sh_link >= sections.size()) continue;
+      std::string syms, strings;
+      if (!r.with_strings(sections, s, kMaxDynsym, &syms, &strings)) return false;
+      add_undefined(syms, strings, facts);
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 std::optional<ElfFacts> read_elf_facts(const std::string& path, std::string* error, bool want_undefined) {
@@ -92,53 +168,7 @@ std::optional<ElfFacts> read_elf_facts(const std::string& path, std::string* err
   }
   std::vector<Elf64_Shdr> sections(eh.e_shnum);
   if (!f.read(eh.e_shoff, sections.data(), sections.size() * sizeof(Elf64_Shdr), size, error)) return std::nullopt;
-
-  auto read_blob = [&](const Elf64_Shdr& s, std::size_t cap, std::string* out) {
-    if (s.sh_type == SHT_NOBITS) return true;
-    if (s.sh_size > cap) {
-      *error = "ELF section larger than expected (" + std::to_string(s.sh_size) + " bytes)";
-      return false;
-    }
-    out->assign(s.sh_size, '\0');
-    return f.read(s.sh_offset, out->data(), s.sh_size, size, error);
-  };
-
-  std::string names;
-  if (!read_blob(sections[eh.e_shstrndx], kMaxDynamic, &names)) return std::nullopt;
-  for (const auto& s : sections) {
-    if (s.sh_name >= names.size()) continue;
-    const char* name = names.c_str() + s.sh_name;
-    if (std::strcmp(name, ACCELKIT_PLUGIN_NOTE_SECTION) == 0) {
-      std::string text;
-      if (!read_blob(s, kMaxNote, &text)) return std::nullopt;
-      facts.note = text.substr(0, text.find('\0'));
-    } else if (s.sh_type == SHT_DYNAMIC) {
-      if (s.sh_link >= sections.size()) continue;
-      std::string dyn, strings;
-      if (!read_blob(s, kMaxDynamic, &dyn) || !read_blob(sections[s.sh_link], kMaxDynamic, &strings))
-        return std::nullopt;
-      for (std::size_t at = 0; at + sizeof(Elf64_Dyn) <= dyn.size(); at += sizeof(Elf64_Dyn)) {
-        Elf64_Dyn d{};
-        std::memcpy(&d, dyn.data() + at, sizeof d);
-        if (d.d_tag == DT_NULL) break;
-        if (d.d_tag == DT_NEEDED && d.d_un.d_val < strings.size())
-          facts.needed.emplace_back(strings.c_str() + d.d_un.d_val);
-      }
-    } else if (s.sh_type == SHT_DYNSYM && want_undefined) {
-      if (s.sh_link >= sections.size()) continue;
-      std::string syms, strings;
-      if (!read_blob(s, kMaxDynsym, &syms) || !read_blob(sections[s.sh_link], kMaxDynsym, &strings))
-        return std::nullopt;
-      for (std::size_t at = sizeof(Elf64_Sym); at + sizeof(Elf64_Sym) <= syms.size(); at += sizeof(Elf64_Sym)) {
-        Elf64_Sym sym{};
-        std::memcpy(&sym, syms.data() + at, sizeof sym);
-        if (sym.st_shndx != SHN_UNDEF || sym.st_name == 0 || sym.st_name >= strings.size() ||
-            ELF64_ST_BIND(sym.st_info) == STB_WEAK)
-          continue;
-        facts.undefined.emplace_back(strings.c_str() + sym.st_name);
-      }
-    }
-  }
+  if (!read_sections(SectionReader{f, size, error}, sections, eh.e_shstrndx, want_undefined, facts)) return std::nullopt;
   return facts;
 }
 

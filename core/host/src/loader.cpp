@@ -24,11 +24,11 @@
 
 #include "accelkit/sdk/host_paths.hpp"
 #include "accelkit/sdk/support/plausible.hpp"
-#include "accelkit/autotune.hpp"
-#include "elf_facts.hpp"
+#include "accelkit/decision_cache.hpp"
+#include "accelkit/host/elf_facts.hpp"
 #include "plugin_scan.hpp"
 #include "accelkit/version.hpp"
-#include "strings.hpp"
+#include "accelkit/base/strings.hpp"
 
 namespace fs = std::filesystem;
 
@@ -434,7 +434,7 @@ class Examiner {
       spdlog::warn("{}", note_);
       return;
     }
-    registry_.emplace(options.cache_dir ? *options.cache_dir : autotune_cache_dir());
+    registry_.emplace(options.cache_dir ? *options.cache_dir : decision_cache_dir());
     note_ = "each new plugin file is examined first in a separate process (" + scanner_ + ")";
     if (!registry_->path().empty()) note_ += "; verdicts kept in " + registry_->path();
     else note_ += "; no cache directory, so nothing is kept between runs";

@@ -26,8 +26,8 @@
 #include "accelkit/sdk/abi.h"
 #include "accelkit/sdk/host_paths.hpp"
 #include "accelkit/version.hpp"
-#include "autotune_cache.hpp"
-#include "strings.hpp"
+#include "accelkit/decision_cache.hpp"
+#include "accelkit/base/strings.hpp"
 
 extern char** environ;  // POSIX: declared by no header
 
@@ -198,7 +198,7 @@ std::string find_scanner(std::string* looked) {
 
 Verdict scan_in_child(const std::string& scanner, const std::string& plugin, const ScanLimits& limits) {
   Verdict v;
-  v.scanned = autotune_detail::utc_now();
+  v.scanned = decision_cache::utc_now();
   const auto start = Clock::now();
   Child child;
   if (std::string why = spawn(scanner, plugin, limits, child); !why.empty()) {
@@ -261,7 +261,7 @@ bool file_stamp(const std::string& path, std::uint64_t& size, std::int64_t& mtim
 }  // namespace
 
 std::string registry_path(const std::string& cache_dir) {
-  return (fs::path(cache_dir) / "plugins" / ("registry-" + autotune_detail::hash_hex(host_fingerprint()) + ".json")).string();
+  return (fs::path(cache_dir) / "plugins" / ("registry-" + decision_cache::hash_hex(host_fingerprint()) + ".json")).string();
 }
 
 Registry::Registry(std::string cache_dir) {

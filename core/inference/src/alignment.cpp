@@ -16,7 +16,7 @@
 #include "accelkit/runtime.hpp"
 #include "accelkit/sdk/torch_compat.hpp"
 #include "jit_walk.hpp"
-#include "median.hpp"
+#include "accelkit/base/median.hpp"
 
 namespace accelkit {
 
@@ -128,6 +128,118 @@ double conv_ms(const ConvCall& c, std::int64_t in_channels, std::int64_t out_cha
       [&] { at::convolution(x, w, b, c.stride, c.padding, c.dilation, false, c.output_padding, 1); }, 3, 9);
 }
 
+// The multiple `device`'s plugin states for `dtype`; 0 when it states none or one that cannot
+// be read (nothing to check against).
+std::int64_t stated_multiple(const DeviceInfo& device, const std::string& dtype) {
+  const auto it = device.capabilities.extra.find(kAlignPrefix + dtype);
+  if (it == device.capabilities.extra.end()) return 0;
+  try {
+    return std::stoll(it->second);
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+// A model's layers checked one by one against the report's multiple: each misaligned size an
+// issue, timed as it is and padded when `measure` asks and the dtype is one that is timed.
+class AlignmentCheck {
+ public:
+  // `calls`: the convolutions of one forward of the example inputs; none without inputs.
+  AlignmentCheck(AlignmentReport& r, bool measure, std::optional<std::map<const void*, ConvCall>> calls)
+      : r_(r),
+        measure_(measure),
+        timed_dtype_(r.dtype == "fp32" || r.dtype == "bf16"),
+        type_(r.dtype == "bf16" ? at::kBFloat16 : at::kFloat),
+        calls_(std::move(calls)) {}
+
+  void check_layer(const jit_walk::Layer& l) {
+    ++r_.layers;
+    if (l.op == "embedding") flag(l, "embedding_dim", l.weight.size(1));
+    else if (l.op == "linear") check_linear(l);
+    else check_conv(l);
+  }
+
+  // What was left untimed, and why.
+  void finish() {
+    if (measure_ && !timed_dtype_ && !r_.issues.empty())
+      r_.not_timed.push_back("every layer: only fp32 and bf16 are timed, not " + r_.dtype);
+    if (conv_untimed_ > 0)
+      r_.not_timed.push_back(std::to_string(conv_untimed_) + " convolution" + (conv_untimed_ == 1 ? "" : "s") + ": " +
+                             conv_untimed_why_);
+  }
+
+ private:
+  std::int64_t pad(std::int64_t size) const { return (size + r_.multiple - 1) / r_.multiple * r_.multiple; }
+
+  void flag(const jit_walk::Layer& l, const char* dim, std::int64_t size) {
+    if (size % r_.multiple == 0) return;
+    r_.issues.push_back({l.name, l.op, dim, size, pad(size), 0, 0, {}});
+  }
+
+  // The timings of the issues from `first` on (one layer's).
+  void set_timing(std::size_t first, double ms, double padded_ms, const std::string& timed_on) {
+    for (std::size_t i = first; i < r_.issues.size(); ++i) {
+      r_.issues[i].ms = ms;
+      r_.issues[i].padded_ms = padded_ms;
+      r_.issues[i].timed_on = timed_on;
+    }
+  }
+
+  void check_linear(const jit_walk::Layer& l) {
+    const std::size_t first = r_.issues.size();
+    const std::int64_t in = l.weight.size(1), out = l.weight.size(0);
+    flag(l, "in_features", in);
+    flag(l, "out_features", out);
+    if (!measure_ || r_.issues.size() == first || !timed_dtype_) return;
+    // The layer's GEMM as it is and with both sizes padded: the cost of its misalignment.
+    const double ms = linear_ms(in, out, type_), padded_ms = linear_ms(pad(in), pad(out), type_);
+    set_timing(first, ms, padded_ms, "64x" + std::to_string(in));
+  }
+
+  void check_conv(const jit_walk::Layer& l) {
+    const std::size_t first = r_.issues.size();
+    // A grouped convolution's channels are its totals: a depthwise one has a single input
+    // channel per group, which no padding changes.
+    const std::int64_t in = l.weight.size(1) * l.groups, out = l.weight.size(0);
+    flag(l, "in_channels", in);
+    flag(l, "out_channels", out);
+    if (!measure_ || r_.issues.size() == first || !timed_dtype_) return;
+    // The convolution as the forward called it, its channels as they are and padded.
+    const ConvCall* call = call_of(l.weight);
+    const std::string why = why_untimed(call);
+    if (!why.empty()) {
+      ++conv_untimed_;
+      if (conv_untimed_why_.empty()) conv_untimed_why_ = why;
+      return;
+    }
+    const double ms = conv_ms(*call, in, out, type_), padded_ms = conv_ms(*call, pad(in), pad(out), type_);
+    set_timing(first, ms, padded_ms, dims_text(call->input));
+  }
+
+  // The forward's call of the convolution whose weight is `weight`; null when none was seen.
+  const ConvCall* call_of(const at::Tensor& weight) const {
+    if (!calls_) return nullptr;
+    const auto it = calls_->find(weight.data_ptr());
+    return it == calls_->end() ? nullptr : &it->second;
+  }
+
+  // Why the convolution called as `call` is not timed; "" when it is.
+  std::string why_untimed(const ConvCall* call) const {
+    if (!calls_) return "their cost depends on the image they are given: pass the model's inputs (report --input SHAPE)";
+    if (call == nullptr) return "not called in the forward of the example inputs";
+    if (call->transposed || call->groups != 1) return "grouped or transposed convolutions are not timed";
+    return {};
+  }
+
+  AlignmentReport& r_;
+  bool measure_;
+  bool timed_dtype_;
+  at::ScalarType type_;
+  std::optional<std::map<const void*, ConvCall>> calls_;
+  int conv_untimed_ = 0;
+  std::string conv_untimed_why_;
+};
+
 }  // namespace
 
 AlignmentReport check_alignment(const torch::jit::Module& module, const DeviceInfo& device, const std::string& dtype,
@@ -135,95 +247,25 @@ AlignmentReport check_alignment(const torch::jit::Module& module, const DeviceIn
   AlignmentReport r;
   r.device = device.id;
   r.dtype = dtype;
-  if (const auto it = device.capabilities.extra.find(kAlignPrefix + dtype); it != device.capabilities.extra.end()) {
-    try {
-      r.multiple = std::stoll(it->second);
-    } catch (const std::exception&) {
-      r.multiple = 0;  // a plugin's unreadable statement: nothing to check against
-    }
-  }
+  r.multiple = stated_multiple(device, dtype);
   if (r.multiple <= 0) return r;
 
   jit_walk::FrozenCopy f = jit_walk::frozen_copy(module, c10::Device(c10::kCPU));
-  torch::jit::Module& frozen = f.frozen;
   const bool timed_dtype = dtype == "fp32" || dtype == "bf16";
-  const at::ScalarType type = dtype == "bf16" ? at::kBFloat16 : at::kFloat;
   // The convolutions' calls in one forward of the example inputs (in fp32: the shapes are what
   // matters), when they are to be timed.
   std::optional<std::map<const void*, ConvCall>> calls;
-  if (measure && timed_dtype && !example_inputs.empty()) calls = conv_calls(frozen, example_inputs);
-  int conv_untimed = 0;
-  std::string conv_untimed_why;
-  for (const jit_walk::Layer& l : jit_walk::weighted_layers(f, true)) {
-    const bool embedding = l.op == "embedding";
-    const std::string& op = l.op;
-    const std::string& layer = l.name;
-    const at::Tensor& weight = l.weight;
-    ++r.layers;
-    auto pad = [&](std::int64_t size) { return (size + r.multiple - 1) / r.multiple * r.multiple; };
-    auto check = [&](const char* dim, std::int64_t size) {
-      if (size % r.multiple == 0) return;
-      r.issues.push_back({layer, op, dim, size, pad(size), 0, 0, {}});
-    };
-    if (embedding) {
-      check("embedding_dim", weight.size(1));
-    } else if (op == "linear") {
-      const std::size_t first = r.issues.size();
-      const std::int64_t in = weight.size(1), out = weight.size(0);
-      check("in_features", in);
-      check("out_features", out);
-      if (measure && r.issues.size() > first && timed_dtype) {
-        // The layer's GEMM as it is and with both sizes padded: the cost of its misalignment.
-        const double ms = linear_ms(in, out, type), padded_ms = linear_ms(pad(in), pad(out), type);
-        for (std::size_t i = first; i < r.issues.size(); ++i) {
-          r.issues[i].ms = ms;
-          r.issues[i].padded_ms = padded_ms;
-          r.issues[i].timed_on = "64x" + std::to_string(in);
-        }
-      }
-    } else {
-      const std::size_t first = r.issues.size();
-      // A grouped convolution's channels are its totals: a depthwise one has a single input
-      // channel per group, which no padding changes.
-      const std::int64_t in = weight.size(1) * l.groups, out = weight.size(0);
-      check("in_channels", in);
-      check("out_channels", out);
-      if (!measure || r.issues.size() == first || !timed_dtype) continue;
-      // The convolution as the forward called it, its channels as they are and padded.
-      const ConvCall* call = nullptr;
-      if (calls) {
-        const auto it = calls->find(weight.data_ptr());
-        if (it != calls->end()) call = &it->second;
-      }
-      std::string why;
-      if (!calls) why = "their cost depends on the image they are given: pass the model's inputs (report --input SHAPE)";
-      else if (call == nullptr) why = "not called in the forward of the example inputs";
-      else if (call->transposed || call->groups != 1) why = "grouped or transposed convolutions are not timed";
-      if (!why.empty()) {
-        ++conv_untimed;
-        if (conv_untimed_why.empty()) conv_untimed_why = why;
-        continue;
-      }
-      const double ms = conv_ms(*call, in, out, type), padded_ms = conv_ms(*call, pad(in), pad(out), type);
-      for (std::size_t i = first; i < r.issues.size(); ++i) {
-        r.issues[i].ms = ms;
-        r.issues[i].padded_ms = padded_ms;
-        r.issues[i].timed_on = dims_text(call->input);
-      }
-    }
-  }
-  if (measure && !timed_dtype && !r.issues.empty())
-    r.not_timed.push_back("every layer: only fp32 and bf16 are timed, not " + dtype);
-  if (conv_untimed > 0)
-    r.not_timed.push_back(std::to_string(conv_untimed) + " convolution" + (conv_untimed == 1 ? "" : "s") + ": " +
-                          conv_untimed_why);
+  if (measure && timed_dtype && !example_inputs.empty()) calls = conv_calls(f.frozen, example_inputs);
+  AlignmentCheck check(r, measure, std::move(calls));
+  for (const jit_walk::Layer& l : jit_walk::weighted_layers(f, true)) check.check_layer(l);
+  check.finish();
   return r;
 }
 
-AlignmentReport Runtime::check_alignment(const torch::jit::Module& module, const std::string& dtype, bool measure,
-                                         const std::vector<at::Tensor>& example_inputs) const {
-  return accelkit::check_alignment(module, device_->info(), dtype.empty() ? std::string(to_string(plan_.dtype)) : dtype,
-                                   measure && torch_device_.is_cpu(), example_inputs);
+AlignmentReport check_alignment(const Runtime& rt, const torch::jit::Module& module, const std::string& dtype,
+                                bool measure, const std::vector<at::Tensor>& example_inputs) {
+  return accelkit::check_alignment(module, rt.device_handle()->info(), dtype.empty() ? std::string(to_string(rt.precision().dtype)) : dtype,
+                                   measure && rt.device().is_cpu(), example_inputs);
 }
 
 }  // namespace accelkit

@@ -1,4 +1,4 @@
-// Runtime::optimize_for_inference: candidates, measurement, the choice, the cache.
+// optimize_for_inference: candidates, measurement, the choice, the cache.
 #include "accelkit/inference.hpp"
 
 #include <algorithm>
@@ -15,13 +15,14 @@
 #include <spdlog/spdlog.h>
 
 #include "accelkit/atomic_file.hpp"
+#include "accelkit/autotune.hpp"
 #include "accelkit/device_sync.hpp"
 #include "accelkit/machine_load.hpp"
 #include "accelkit/runtime.hpp"
-#include "autotune_cache.hpp"
+#include "accelkit/decision_cache.hpp"
 #include "jit_walk.hpp"
-#include "median.hpp"
-#include "strings.hpp"
+#include "accelkit/base/median.hpp"
+#include "accelkit/base/strings.hpp"
 
 namespace accelkit {
 
@@ -177,7 +178,7 @@ std::string model_signature(const torch::jit::Module& m, const std::vector<at::T
   std::ostringstream out;
   out << "inputs";
   for (const auto& x : inputs) out << ' ' << x.sizes() << ' ' << x.scalar_type();
-  out << "; #" << autotune_detail::hash_hex(s.str());
+  out << "; #" << decision_cache::hash_hex(s.str());
   return out.str();
 }
 
@@ -188,66 +189,91 @@ std::string fmt3(double v) {
   return s.str();
 }
 
-}  // namespace
+// Which recipes the device, the inputs and the caller allow.
+class RecipeFilter {
+ public:
+  RecipeFilter(const Runtime& rt, const std::vector<at::Tensor>& inputs, const std::vector<std::string>& exclude)
+      : exclude_(exclude),
+        device_id_(rt.device_handle()->info().id),
+        bf16_(rt.device_handle()->info().capabilities.has(Capability::bf16)),
+        four_d_(std::any_of(inputs.begin(), inputs.end(), [](const at::Tensor& x) { return x.dim() == 4; })),
+        cpu_(rt.device().is_cpu()) {}
 
-std::unique_ptr<OptimizedModule> Runtime::optimize_for_inference(const torch::jit::Module& module,
-                                                                 const std::vector<at::Tensor>& inputs,
-                                                                 const InferenceOptions& o) {
-  if (inputs.empty()) throw std::invalid_argument("optimize_for_inference: no example inputs");
-  const DeviceInfo& info = device_->info();
-  const bool bf16 = info.capabilities.has(Capability::bf16);
-  const bool four_d = std::any_of(inputs.begin(), inputs.end(), [](const at::Tensor& x) { return x.dim() == 4; });
-  auto allowed = [&](const Recipe& r, std::string& why) {
-    if (std::find(o.exclude.begin(), o.exclude.end(), r.name) != o.exclude.end()) why = "excluded by the caller";
-    else if (r.dtype == at::kBFloat16 && !bf16) why = info.id + " has no native bf16";
-    else if (r.channels_last && !four_d) why = "no 4-D input";
-    else if (r.optimize && !torch_device_.is_cpu()) why = "optimize_for_inference targets the CPU";
-    return why.empty();
-  };
-  // The model runs in its own fp32 plan: no autocast (the recipes say the dtype).
-  compat::AutocastGuard no_autocast(torch_device_.type(), false, compat::autocast_dtype(torch_device_.type()));
+  // Why `r` is not a candidate here; empty when it is one.
+  std::string refusal(const Recipe& r) const {
+    if (std::find(exclude_.begin(), exclude_.end(), r.name) != exclude_.end()) return "excluded by the caller";
+    if (r.dtype == at::kBFloat16 && !bf16_) return device_id_ + " has no native bf16";
+    if (r.channels_last && !four_d_) return "no 4-D input";
+    if (r.optimize && !cpu_) return "optimize_for_inference targets the CPU";
+    return {};
+  }
 
+ private:
+  const std::vector<std::string>& exclude_;
+  std::string device_id_;
+  bool bf16_;
+  bool four_d_;
+  bool cpu_;
+};
+
+// Where a decision for this device, model and inputs is cached: the text it is keyed by, and
+// its file ("" when the cache is off).
+struct CacheSlot {
+  std::string key_text;
+  std::string file;
+};
+
+CacheSlot cache_slot(const Runtime& rt, const torch::jit::Module& module, const std::vector<at::Tensor>& inputs,
+                     bool use_cache) {
   // The candidates are part of the key: a decision made among fewer does not stand for more.
   std::string candidates = "candidates";
   for (const Recipe& r : recipes()) candidates += std::string(" ") + r.name;
-  const std::string key_text = autotune_device_fingerprint(*context_) + "\n" + model_signature(module, inputs) + "\n" +
-                               autotune_versions(*context_) + "\n" + candidates;
-  const std::string key = autotune_detail::hash_hex(key_text);
-  const bool use_cache = o.use_cache && *context_->config().autotune_cache;
-  const std::string dir = use_cache ? autotune_cache_dir() : std::string();
-  const std::string file = dir.empty() ? std::string() : (fs::path(dir) / "inference" / (key + ".json")).string();
-  if (!file.empty()) {
-    std::ifstream in(file);
-    if (in) {
-      try {
-        const auto j = nlohmann::json::parse(in);
-        const std::string chosen = j.at("chosen").get<std::string>();
-        if (j.at("key_text").get<std::string>() == key_text)
-          for (const Recipe& r : recipes()) {
-            std::string why;
-            if (r.name != chosen || !allowed(r, why)) continue;
-            auto p = prepare_recipe(module, r, torch_device_);
-            p->decision().origin = "cache";
-            p->decision().cache_file = file;
-            p->decision().why = j.at("why").get<std::string>();
-            return p;
-          }
-      } catch (const std::exception& e) {
-        spdlog::warn("optimize_for_inference: ignoring the cache entry {}: {}; measuring again", file,
-                     text::shorten(e.what(), 120));
-      }
-    }
-  }
+  CacheSlot slot;
+  slot.key_text = autotune_device_fingerprint(rt.context()) + "\n" + model_signature(module, inputs) + "\n" +
+                  autotune_versions(rt.context()) + "\n" + candidates;
+  const std::string key = decision_cache::hash_hex(slot.key_text);
+  const std::string dir = use_cache && *rt.context().config().autotune_cache ? decision_cache_dir() : std::string();
+  if (!dir.empty()) slot.file = (fs::path(dir) / "inference" / (key + ".json")).string();
+  return slot;
+}
 
-  // The reference: the module's own outputs, fp32, no autograd.
+// The cached choice prepared, or null when there is none for this key, it is no longer
+// allowed, or the entry cannot be read or prepared (then measured again).
+std::unique_ptr<Prepared> from_cache(const CacheSlot& slot, const torch::jit::Module& module,
+                                     const RecipeFilter& filter, c10::Device device) {
+  if (slot.file.empty()) return nullptr;
+  std::ifstream in(slot.file);
+  if (!in) return nullptr;
+  try {
+    const auto j = nlohmann::json::parse(in);
+    const std::string chosen = j.at("chosen").get<std::string>();
+    if (j.at("key_text").get<std::string>() != slot.key_text) return nullptr;
+    for (const Recipe& r : recipes()) {
+      if (r.name != chosen || !filter.refusal(r).empty()) continue;
+      auto p = prepare_recipe(module, r, device);
+      p->decision().origin = "cache";
+      p->decision().cache_file = slot.file;
+      p->decision().why = j.at("why").get<std::string>();
+      return p;
+    }
+  } catch (const std::exception& e) {
+    spdlog::warn("optimize_for_inference: ignoring the cache entry {}: {}; measuring again", slot.file,
+                 text::shorten(e.what(), 120));
+  }
+  return nullptr;
+}
+
+// The reference: the module's own outputs, fp32, no autograd, in double on the CPU.
+std::vector<at::Tensor> reference_outputs(const torch::jit::Module& module, const std::vector<at::Tensor>& inputs,
+                                          c10::Device device) {
   std::vector<at::Tensor> reference;
   try {
     torch::jit::Module m = module.deepcopy();
     m.eval();
-    m.to(torch_device_);
+    m.to(device);
     c10::InferenceMode guard;
     std::vector<c10::IValue> args;
-    for (const auto& x : inputs) args.emplace_back(x.to(torch_device_));
+    for (const auto& x : inputs) args.emplace_back(x.to(device));
     for (const auto& y : flatten_outputs(m.forward(args))) reference.push_back(y.to(at::kCPU, at::kDouble).clone());
   } catch (const std::exception& e) {  // c10::Error, or the TorchScript interpreter's error
     std::string shapes;
@@ -259,11 +285,31 @@ std::unique_ptr<OptimizedModule> Runtime::optimize_for_inference(const torch::ji
     throw std::invalid_argument("optimize_for_inference: the module refuses the example inputs (" + shapes +
                                 "): " + text::torch_error_line(e.what()));
   }
+  return reference;
+}
 
-  InferenceDecision d;
-  d.origin = "benchmark";
-  const std::optional<CpuSample> load_start = sample_cpu();
+// Accepts the measured trial `t` of `r` when its outputs are close enough to the reference's,
+// and otherwise says by how much they are off.
+void judge_trial(InferenceTrial& t, const Recipe& r, const InferenceOptions& o) {
+  const bool reduced = r.dtype != at::kFloat;
+  t.accepted = reduced ? t.cosine >= o.min_cosine && t.rel_error <= o.bf16_tolerance : t.rel_error <= o.fp32_tolerance;
+  if (!t.accepted)
+    t.note = "outputs off: relative error " + fmt3(t.rel_error) + ", cosine " + fmt3(t.cosine) + " (needs " +
+             (reduced ? ">= " + fmt3(o.min_cosine) + " and <= " + fmt3(o.bf16_tolerance)
+                      : "<= " + fmt3(o.fp32_tolerance)) + ")";
+}
+
+// Every candidate's trial, and the fastest accepted one prepared.
+struct Measured {
+  InferenceDecision decision;
   std::unique_ptr<Prepared> best;
+};
+
+Measured measure_candidates(const torch::jit::Module& module, const std::vector<at::Tensor>& inputs,
+                            const std::vector<at::Tensor>& reference, const RecipeFilter& filter,
+                            const InferenceOptions& o, c10::Device device) {
+  Measured m;
+  m.decision.origin = "benchmark";
   double best_ms = 0;
   const int total = static_cast<int>(recipes().size());
   for (int i = 0; i < total; ++i) {
@@ -272,42 +318,43 @@ std::unique_ptr<OptimizedModule> Runtime::optimize_for_inference(const torch::ji
     InferenceTrial t;
     t.candidate = r.name;
     t.description = r.description;
-    if (!allowed(r, t.note)) {
-      d.trials.push_back(std::move(t));
+    t.note = filter.refusal(r);
+    if (!t.note.empty()) {
+      m.decision.trials.push_back(std::move(t));
       continue;
     }
     try {
-      auto p = prepare_recipe(module, r, torch_device_);
+      auto p = prepare_recipe(module, r, device);
       t.description = p->decision().description;
       const OutputError e = compare_outputs(p->run(inputs), reference);
       t.rel_error = e.rel_error;
       t.cosine = e.cosine;
-      t.median_ms = median_ms(*p, inputs, torch_device_, o.warmup, o.reps);
-      const bool reduced = r.dtype != at::kFloat;
-      t.accepted = reduced ? t.cosine >= o.min_cosine && t.rel_error <= o.bf16_tolerance : t.rel_error <= o.fp32_tolerance;
-      if (!t.accepted)
-        t.note = "outputs off: relative error " + fmt3(t.rel_error) + ", cosine " + fmt3(t.cosine) + " (needs " +
-                 (reduced ? ">= " + fmt3(o.min_cosine) + " and <= " + fmt3(o.bf16_tolerance)
-                          : "<= " + fmt3(o.fp32_tolerance)) + ")";
-      if (t.accepted && (!best || t.median_ms < best_ms)) {
-        best = std::move(p);
+      t.median_ms = median_ms(*p, inputs, device, o.warmup, o.reps);
+      judge_trial(t, r, o);
+      if (t.accepted && (!m.best || t.median_ms < best_ms)) {
+        m.best = std::move(p);
         best_ms = t.median_ms;
       }
-      d.trials.push_back(std::move(t));
     } catch (const std::exception& e) {
       const std::string what = e.what();
       t.note = "failed: " + text::torch_error_line(what, 200);
-      d.trials.push_back(std::move(t));
     }
+    m.decision.trials.push_back(std::move(t));
   }
-  if (!best) {
+  if (!m.best) {
     std::string why;
-    for (const auto& t : d.trials)
+    for (const auto& t : m.decision.trials)
       if (t.note != "excluded by the caller") why += "; " + t.candidate + ": " + t.note;
     throw std::runtime_error("optimize_for_inference: no candidate ran within tolerance" + text::shorten(why, 400));
   }
+  return m;
+}
+
+// The decision for the candidate `chosen_name`: each accepted trial's time against it, and
+// the line that says why it was chosen.
+void explain_choice(InferenceDecision& d, const std::string& chosen_name) {
   const InferenceTrial& chosen = *std::find_if(d.trials.begin(), d.trials.end(),
-                                               [&](const InferenceTrial& x) { return x.candidate == best->decision().chosen; });
+                                               [&](const InferenceTrial& x) { return x.candidate == chosen_name; });
   const InferenceTrial& as_is = d.trials.front();
   for (auto& t : d.trials)
     if (t.accepted) t.note = &t == &chosen ? "fastest accepted" : fmt3(t.median_ms / chosen.median_ms) + "x the fastest's time";
@@ -316,27 +363,50 @@ std::unique_ptr<OptimizedModule> Runtime::optimize_for_inference(const torch::ji
   d.why = "fastest of the candidates within tolerance on the example inputs: " + fmt3(chosen.median_ms) +
           " ms per run vs " + fmt3(as_is.median_ms) + " ms as loaded; relative error " + fmt3(chosen.rel_error) +
           ", cosine " + fmt3(chosen.cosine);
-  // A choice timed while other processes took the cores it needed is this call's, not the cache's.
-  const std::string contention =
-      torch_device_.is_cpu() ? contention_since(load_start, at::get_num_threads()) : std::string();
-  if (!file.empty() && !contention.empty()) {
-    d.why += "; not cached: while the candidates were timed, " + contention + ", so the next call times them again";
-    spdlog::warn("optimize_for_inference: {}", d.why);
-  } else if (!file.empty()) {
-    try {
-      fs::create_directories(fs::path(file).parent_path());
-      const nlohmann::json j = {{"key_text", key_text}, {"chosen", d.chosen}, {"why", d.why},
-                                {"created", autotune_detail::utc_now()}};
-      write_file_atomically(file, j.dump(2) + "\n");
-      d.cache_file = file;
-    } catch (const std::exception& e) {
-      spdlog::warn("optimize_for_inference: cannot write the cache entry {}: {}", file, e.what());
-    }
-  }
-  best->decision() = std::move(d);
-  return best;
 }
 
-void Runtime::prepare(torch::jit::Module& module) const { module.to(torch_device_); }
+// Writes the decision to its cache file, unless the cache is off or the timing was contended.
+void cache_decision(InferenceDecision& d, const CacheSlot& slot, const std::optional<CpuSample>& load_start,
+                    c10::Device device) {
+  if (slot.file.empty()) return;
+  // A choice timed while other processes took the cores it needed is this call's, not the cache's.
+  const std::string contention = device.is_cpu() ? contention_since(load_start, at::get_num_threads()) : std::string();
+  if (!contention.empty()) {
+    d.why += "; not cached: while the candidates were timed, " + contention + ", so the next call times them again";
+    spdlog::warn("optimize_for_inference: {}", d.why);
+    return;
+  }
+  try {
+    fs::create_directories(fs::path(slot.file).parent_path());
+    const nlohmann::json j = {{"key_text", slot.key_text}, {"chosen", d.chosen}, {"why", d.why},
+                              {"created", decision_cache::utc_now()}};
+    write_file_atomically(slot.file, j.dump(2) + "\n");
+    d.cache_file = slot.file;
+  } catch (const std::exception& e) {
+    spdlog::warn("optimize_for_inference: cannot write the cache entry {}: {}", slot.file, e.what());
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<OptimizedModule> optimize_for_inference(Runtime& rt, const torch::jit::Module& module,
+                                                        const std::vector<at::Tensor>& inputs,
+                                                        const InferenceOptions& o) {
+  if (inputs.empty()) throw std::invalid_argument("optimize_for_inference: no example inputs");
+  const RecipeFilter filter(rt, inputs, o.exclude);
+  // The model runs in its own fp32 plan: no autocast (the recipes say the dtype).
+  compat::AutocastGuard no_autocast(rt.device().type(), false, compat::autocast_dtype(rt.device().type()));
+  const CacheSlot slot = cache_slot(rt, module, inputs, o.use_cache);
+  if (std::unique_ptr<Prepared> cached = from_cache(slot, module, filter, rt.device())) return cached;
+
+  const std::vector<at::Tensor> reference = reference_outputs(module, inputs, rt.device());
+  const std::optional<CpuSample> load_start = sample_cpu();
+  Measured m = measure_candidates(module, inputs, reference, filter, o, rt.device());
+  explain_choice(m.decision, m.best->decision().chosen);
+  cache_decision(m.decision, slot, load_start, rt.device());
+  m.best->decision() = std::move(m.decision);
+  return std::move(m.best);
+}
+
 
 }  // namespace accelkit

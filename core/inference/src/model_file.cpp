@@ -1,4 +1,5 @@
 #include "accelkit/model_file.hpp"
+#include "accelkit/runtime.hpp"
 
 #include <dlfcn.h>
 #if defined(__x86_64__) || defined(__i386__)
@@ -24,8 +25,8 @@
 
 #include "accelkit/loader.hpp"
 #include "accelkit/sdk/torch_compat_aoti.hpp"
-#include "elf_facts.hpp"
-#include "strings.hpp"
+#include "accelkit/host/elf_facts.hpp"
+#include "accelkit/base/strings.hpp"
 
 namespace accelkit {
 namespace {
@@ -296,6 +297,10 @@ std::unique_ptr<InferenceModel> load_model_file(const std::string& path, c10::De
     throw ModelFileError(path + ": LibTorch " + host_torch_version() + " cannot load this package: " +
                          short_message(e.what()));
   }
+}
+
+std::unique_ptr<InferenceModel> load_model(const Runtime& rt, const std::string& path, const std::string& model_name) {
+  return load_model_file(path, rt.device(), model_name);
 }
 
 }  // namespace accelkit

@@ -1,4 +1,4 @@
-// Runtime::quantize: dynamic INT8 Linear through LibTorch's quantized engine (quantize.hpp).
+// quantize: dynamic INT8 Linear through LibTorch's quantized engine (quantize.hpp).
 #include "accelkit/quantize.hpp"
 
 #include <algorithm>
@@ -20,7 +20,7 @@
 #include "accelkit/sdk/support/qengine.hpp"
 #include "jit_walk.hpp"
 #include "quantize_support.hpp"
-#include "strings.hpp"
+#include "accelkit/base/strings.hpp"
 
 namespace accelkit {
 
@@ -92,6 +92,102 @@ std::string fmt(double v, int precision = 3) {
   return s.str();
 }
 
+// Static quantization (conv = int8): what it needs checked, then LibTorch's passes.
+QuantizedModule quantize_int8_convs(const Runtime& rt, const torch::jit::Module& module, const QuantizeOptions& o,
+                                    const std::vector<at::Tensor>& example_inputs) {
+  if (o.linear != QuantDtype::int8)
+    throw std::invalid_argument("quantize: int8 convolutions come with int8 Linear layers (static quantization "
+                                "converts both); ask linear = int8 with conv = int8");
+  if (example_inputs.empty())
+    throw std::invalid_argument("quantize: int8 convolutions need example inputs: the activations' ranges are "
+                                "calibrated on them");
+  if (!rt.device().is_cpu())
+    throw std::invalid_argument("quantize: int8 convolutions run on LibTorch's CPU quantized engine, and this "
+                                "runtime's device is " + rt.device().str());
+  return quant::quantize_static(module, quant::engine_of(rt.device_handle()->info()), example_inputs);
+}
+
+std::string dynamic_scheme(const quant::Engine& q) {
+  return "dynamic int8 Linear on LibTorch's " + q.name +
+         " engine: weights qint8, symmetric, one scale per output channel, packed once; activations " +
+         "quantized per call from their own range" + (q.reduce_range ? " (7 bits)" : "") + "; fp32 in and out";
+}
+
+// Why a Linear layer of `in_features` inputs whose weight is the constant `weight` and whose
+// bias is `b` stays in fp32; "" when the engine can take it.
+std::string linear_refusal(const at::Tensor& weight, const std::optional<c10::IValue>& b, std::int64_t in_features,
+                           const QuantizeOptions& o) {
+  if (weight.dim() != 2 || weight.scalar_type() != at::kFloat) return "its weight is not a 2-D fp32 tensor";
+  if (!weight.device().is_cpu())
+    return "its weight is on " + weight.device().str() + ": the quantized engine runs on the CPU";
+  if (!b || !(b->isNone() || (b->isTensor() && b->toTensor().scalar_type() == at::kFloat)))
+    return "its bias is computed at run time or not fp32";
+  if (in_features < o.min_in_features)
+    return std::to_string(in_features) + " input features (< " + std::to_string(o.min_in_features) +
+           "): quantizing the activations would cost more than the GEMM";
+  return {};
+}
+
+// The aten::linear node `n` replaced in its graph by quantized::linear_dynamic on `packed`.
+void replace_with_dynamic_linear(Node* n, const c10::IValue& packed, bool reduce_range) {
+  torch::jit::Graph& graph = *n->owningGraph();
+  torch::jit::WithInsertPoint guard(n);
+  Value* packed_value = graph.insertConstant(packed);
+  Value* rr = graph.insertConstant(reduce_range);
+  // fp32 activations whatever ran before (a caller's autocast may have made them bf16);
+  // a no-op when they already are.
+  Value* x = graph.insert(c10::aten::to, {n->input(0), graph.insertConstant(static_cast<std::int64_t>(at::kFloat))});
+  Value* y = graph.insert(c10::Symbol::fromQualString("quantized::linear_dynamic"), {x, packed_value, rr});
+  y->setType(n->output()->type());
+  n->output()->replaceAllUsesWith(y);
+  n->destroy();
+}
+
+// The `k`-th Linear node `n` as a report line, converted to the engine's dynamic int8 Linear
+// when its weight and bias allow it; `bytes_after` grows by what its packed weight holds.
+QuantizedLayer convert_linear(Node* n, int k, const std::map<const void*, std::string>& names,
+                              const QuantizeOptions& o, bool reduce_range, std::int64_t& bytes_after) {
+  QuantizedLayer layer;
+  layer.name = "linear #" + std::to_string(k);
+  const std::optional<c10::IValue> w = torch::jit::toIValue(n->input(1));
+  const std::optional<c10::IValue> b = torch::jit::toIValue(n->input(2));
+  if (!w || !w->isTensor()) {
+    layer.why = "its weight is computed at run time, not a constant of the model";
+    return layer;
+  }
+  const at::Tensor weight = w->toTensor();
+  if (auto it = names.find(weight.data_ptr()); it != names.end()) layer.name = it->second;
+  if (weight.dim() == 2) {
+    layer.out_features = weight.size(0);
+    layer.in_features = weight.size(1);
+  }
+  layer.why = linear_refusal(weight, b, layer.in_features, o);
+  if (!layer.why.empty()) return layer;
+  const std::optional<at::Tensor> bias = b->isNone() ? std::nullopt : std::optional<at::Tensor>(b->toTensor());
+  replace_with_dynamic_linear(n, prepack(quantize_weight(weight), bias), reduce_range);
+  layer.converted = true;
+  // Packed: the int8 weight, a (double) scale per output channel and the fp32 bias.
+  bytes_after += layer.in_features * layer.out_features + 8 * layer.out_features +
+                 (bias ? static_cast<std::int64_t>(bias->nbytes()) : 0);
+  return layer;
+}
+
+// The report's error on the example inputs: the quantized `frozen` against the module's own `m`.
+void measure_dynamic_error(QuantizeReport& r, torch::jit::Module& m, torch::jit::Module& frozen,
+                           const std::vector<at::Tensor>& example_inputs, c10::Device device) {
+  c10::InferenceMode guard;
+  std::vector<c10::IValue> args;
+  for (const auto& x : example_inputs) args.emplace_back(x.to(device));
+  std::vector<at::Tensor> ref, got;
+  try {
+    ref = flatten_outputs(m.forward(args));
+    got = flatten_outputs(frozen.forward(args));
+  } catch (const std::exception& e) {
+    throw std::invalid_argument("quantize: the module refuses the example inputs: " + text::torch_error_line(e.what()));
+  }
+  quant::set_error(r, got, ref);
+}
+
 }  // namespace
 
 std::string QuantizeReport::summary() const {
@@ -110,40 +206,22 @@ std::string QuantizeReport::summary() const {
   return s.str();
 }
 
-QuantizedModule Runtime::quantize(const torch::jit::Module& module, const QuantizeOptions& o,
-                                  const std::vector<at::Tensor>& example_inputs) const {
-  if (o.conv == QuantDtype::int8) {
-    if (o.linear != QuantDtype::int8)
-      throw std::invalid_argument("quantize: int8 convolutions come with int8 Linear layers (static quantization "
-                                  "converts both); ask linear = int8 with conv = int8");
-    if (example_inputs.empty())
-      throw std::invalid_argument("quantize: int8 convolutions need example inputs: the activations' ranges are "
-                                  "calibrated on them");
-    if (!torch_device_.is_cpu())
-      throw std::invalid_argument("quantize: int8 convolutions run on LibTorch's CPU quantized engine, and this "
-                                  "runtime's device is " + torch_device_.str());
-    return quant::quantize_static(module, quant::engine_of(device_->info()), example_inputs);
-  }
+QuantizedModule quantize(const Runtime& rt, const torch::jit::Module& module, const QuantizeOptions& o,
+                         const std::vector<at::Tensor>& example_inputs) {
+  if (o.conv == QuantDtype::int8) return quantize_int8_convs(rt, module, o, example_inputs);
   if (o.linear == QuantDtype::none) throw std::invalid_argument("quantize: nothing asked (linear = none)");
-  const quant::Engine q = quant::engine_of(device_->info());
-  const std::string& engine_name = q.name;
-  const bool reduce_range = q.reduce_range;
+  const quant::Engine q = quant::engine_of(rt.device_handle()->info());
 
   QuantizedModule out;
   QuantizeReport& r = out.report;
-  r.engine = engine_name;
-  r.reduce_range = reduce_range;
-  r.scheme = "dynamic int8 Linear on LibTorch's " + engine_name +
-             " engine: weights qint8, symmetric, one scale per output channel, packed once; activations " +
-             "quantized per call from their own range" + (reduce_range ? " (7 bits)" : "") + "; fp32 in and out";
+  r.engine = q.name;
+  r.reduce_range = q.reduce_range;
+  r.scheme = dynamic_scheme(q);
 
-  jit_walk::FrozenCopy f = jit_walk::frozen_copy(module, torch_device_);
-  torch::jit::Module& m = f.copy;
-  torch::jit::Module& frozen = f.frozen;
-  const std::map<const void*, std::string>& names = f.names;
+  jit_walk::FrozenCopy f = jit_walk::frozen_copy(module, rt.device());
   // The example inputs run as the module's own fp32 (the thread's autocast may be on).
-  compat::AutocastGuard no_autocast(torch_device_.type(), false, compat::autocast_dtype(torch_device_.type()));
-  const std::shared_ptr<torch::jit::Graph> graph = frozen.get_method("forward").graph();
+  compat::AutocastGuard no_autocast(rt.device().type(), false, compat::autocast_dtype(rt.device().type()));
+  const std::shared_ptr<torch::jit::Graph> graph = f.frozen.get_method("forward").graph();
   r.bytes_before = constant_bytes(graph->block());
 
   std::vector<Node*> linears;
@@ -153,48 +231,7 @@ QuantizedModule Runtime::quantize(const torch::jit::Module& module, const Quanti
     quant::EngineScope scope(q.engine);
     int k = 0;
     for (Node* n : linears) {
-      ++k;
-      QuantizedLayer layer;
-      layer.name = "linear #" + std::to_string(k);
-      const std::optional<c10::IValue> w = torch::jit::toIValue(n->input(1));
-      const std::optional<c10::IValue> b = torch::jit::toIValue(n->input(2));
-      if (!w || !w->isTensor()) {
-        layer.why = "its weight is computed at run time, not a constant of the model";
-      } else {
-        const at::Tensor weight = w->toTensor();
-        if (auto it = names.find(weight.data_ptr()); it != names.end()) layer.name = it->second;
-        if (weight.dim() == 2) {
-          layer.out_features = weight.size(0);
-          layer.in_features = weight.size(1);
-        }
-        if (weight.dim() != 2 || weight.scalar_type() != at::kFloat) {
-          layer.why = "its weight is not a 2-D fp32 tensor";
-        } else if (!weight.device().is_cpu()) {
-          layer.why = "its weight is on " + weight.device().str() + ": the quantized engine runs on the CPU";
-        } else if (!b || !(b->isNone() || (b->isTensor() && b->toTensor().scalar_type() == at::kFloat))) {
-          layer.why = "its bias is computed at run time or not fp32";
-        } else if (layer.in_features < o.min_in_features) {
-          layer.why = std::to_string(layer.in_features) + " input features (< " + std::to_string(o.min_in_features) +
-                      "): quantizing the activations would cost more than the GEMM";
-        } else {
-          const std::optional<at::Tensor> bias = b->isNone() ? std::nullopt : std::optional<at::Tensor>(b->toTensor());
-          const c10::IValue packed = prepack(quantize_weight(weight), bias);
-          torch::jit::WithInsertPoint guard(n);
-          Value* packed_value = graph->insertConstant(packed);
-          Value* rr = graph->insertConstant(reduce_range);
-          // fp32 activations whatever ran before (a caller's autocast may have made them bf16);
-          // a no-op when they already are.
-          Value* x = graph->insert(c10::aten::to, {n->input(0), graph->insertConstant(static_cast<std::int64_t>(at::kFloat))});
-          Value* y = graph->insert(c10::Symbol::fromQualString("quantized::linear_dynamic"), {x, packed_value, rr});
-          y->setType(n->output()->type());
-          n->output()->replaceAllUsesWith(y);
-          n->destroy();
-          layer.converted = true;
-          // Packed: the int8 weight, a (double) scale per output channel and the fp32 bias.
-          r.bytes_after += layer.in_features * layer.out_features + 8 * layer.out_features +
-                           (bias ? static_cast<std::int64_t>(bias->nbytes()) : 0);
-        }
-      }
+      QuantizedLayer layer = convert_linear(n, ++k, f.names, o, q.reduce_range, r.bytes_after);
       (layer.converted ? r.converted : r.skipped) += 1;
       r.layers.push_back(std::move(layer));
     }
@@ -203,20 +240,8 @@ QuantizedModule Runtime::quantize(const torch::jit::Module& module, const Quanti
   r.bytes_after += constant_bytes(graph->block());
   for (const std::string& w : warnings.messages()) r.notes.push_back("LibTorch: " + text::shorten(w, 200));
 
-  if (!example_inputs.empty()) {
-    c10::InferenceMode guard;
-    std::vector<c10::IValue> args;
-    for (const auto& x : example_inputs) args.emplace_back(x.to(torch_device_));
-    std::vector<at::Tensor> ref, got;
-    try {
-      ref = flatten_outputs(m.forward(args));
-      got = flatten_outputs(frozen.forward(args));
-    } catch (const std::exception& e) {
-      throw std::invalid_argument("quantize: the module refuses the example inputs: " + text::torch_error_line(e.what()));
-    }
-    quant::set_error(r, got, ref);
-  }
-  out.module = std::move(frozen);
+  if (!example_inputs.empty()) measure_dynamic_error(r, f.copy, f.frozen, example_inputs, rt.device());
+  out.module = std::move(f.frozen);
   return out;
 }
 

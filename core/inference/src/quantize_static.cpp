@@ -1,4 +1,4 @@
-// Runtime::quantize with QuantizeOptions::conv = int8: static INT8 through LibTorch's
+// quantize with QuantizeOptions::conv = int8: static INT8 through LibTorch's
 // graph-mode quantization passes (quantize.hpp says what they do).
 #include <algorithm>
 #include <map>
@@ -20,7 +20,7 @@
 #include "accelkit/sdk/torch_compat.hpp"
 #include "jit_walk.hpp"
 #include "quantize_support.hpp"
-#include "strings.hpp"
+#include "accelkit/base/strings.hpp"
 
 namespace accelkit::quant {
 
@@ -153,92 +153,94 @@ bool is_quantized_op(const torch::jit::Node* n, const char* what) {
   return std::string(k.ns().toUnqualString()) == "quantized" && std::string(k.toUnqualString()).find(what) == 0;
 }
 
-}  // namespace
+std::string static_scheme(const Engine& engine) {
+  return "static int8 on LibTorch's " + engine.name +
+         " engine (its graph-mode quantization passes): BatchNorm modules folded into their convolutions; weights qint8, "
+         "symmetric, one scale per output channel, packed once; activations quint8" +
+         (engine.reduce_range ? " (7 bits)" : "") +
+         ", one scale each, calibrated on the example inputs (min/max); convolutions, Linear layers and the "
+         "operations between them in int8; fp32 in and out";
+}
 
-QuantizedModule quantize_static(const torch::jit::Module& module, const Engine& engine,
-                                const std::vector<at::Tensor>& example_inputs) {
-  const c10::Device cpu(c10::kCPU);
-  QuantizedModule out;
-  QuantizeReport& r = out.report;
-  r.engine = engine.name;
-  r.reduce_range = engine.reduce_range;
-  r.scheme = "static int8 on LibTorch's " + engine.name +
-             " engine (its graph-mode quantization passes): BatchNorm modules folded into their convolutions; weights qint8, "
-             "symmetric, one scale per output channel, packed once; activations quint8" +
-             (engine.reduce_range ? " (7 bits)" : "") +
-             ", one scale each, calibrated on the example inputs (min/max); convolutions, Linear layers and the "
-             "operations between them in int8; fp32 in and out";
+// The int8 module LibTorch's passes make of `copy`, and what they left to say about it.
+struct StaticPasses {
+  torch::jit::Module module;
+  int unseen = 0;    // observers no example input reached
+  int reshaped = 0;  // views of the forward made reshape
+};
 
-  // The layers as they are, named, and the reference outputs: the module's own fp32.
-  jit_walk::FrozenCopy f = jit_walk::frozen_copy(module, cpu);
-  const std::vector<jit_walk::Layer> layers = jit_walk::weighted_layers(f, false);
-  r.bytes_before = constant_bytes(f.frozen.get_method("forward").graph()->block());
-
-  compat::AutocastGuard no_autocast(c10::DeviceType::CPU, false, compat::autocast_dtype(c10::DeviceType::CPU));
-  at::NoGradGuard no_grad;
-  std::vector<c10::IValue> args;
-  for (const auto& x : example_inputs) args.emplace_back(x.to(cpu));
-  std::vector<at::Tensor> ref;
+// BatchNorm folded, observers inserted and calibrated on `args`, then quantize/dequantize
+// inserted and the result finalized (the weights packed) on `engine`.
+StaticPasses run_static_passes(const torch::jit::Module& copy, const Engine& engine,
+                               const std::vector<c10::IValue>& args) {
+  StaticPasses out;
+  EngineScope scope(engine.engine);
   try {
-    ref = flatten_outputs(f.copy.forward(args));
+    // FoldConvBatchNorm works on a clone with types of its own: the copy and the caller's module
+    // (whose type a deep copy shares) are left as they are.
+    torch::jit::Module m = torch::jit::FoldConvBatchNorm(copy);
+    torch::jit::QConfigDict qconfig;
+    qconfig.emplace("", torch::jit::QConfig(observer(false, engine.reduce_range), observer(true, false)));
+    m = torch::jit::InsertObservers(m, "forward", qconfig, /*inplace=*/false, torch::jit::QuantType::STATIC);
+    m.forward(args);  // calibration: every observer on the path records its range
+    out.unseen = unseen_observers(m);
+    m = torch::jit::InsertQuantDeQuant(m, "forward", /*inplace=*/true, /*debug=*/false,
+                                       torch::jit::QuantType::STATIC);
+    out.module = torch::jit::Finalize(m, torch::jit::QuantType::STATIC);
+    std::shared_ptr<torch::jit::Graph> g = out.module.get_method("forward").graph();
+    torch::jit::ConstantPropagation(g);
+    // A quantized convolution's output is channels-last: `x.view(-1, n)` on it would fail.
+    out.reshaped = jit_walk::views_to_reshapes(g->block());
+    torch::jit::EliminateDeadCode(g);
   } catch (const std::exception& e) {
-    throw std::invalid_argument("quantize: the module refuses the example inputs: " + text::torch_error_line(e.what()));
+    throw std::runtime_error("quantize: LibTorch's quantization passes failed on this module: " +
+                             text::torch_error_line(e.what()));
   }
+  return out;
+}
 
-  compat::WarningCollector warnings;
-  torch::jit::Module q;
-  int unseen = 0;
-  int reshaped = 0;
-  {
-    EngineScope scope(engine.engine);
-    try {
-      // FoldConvBatchNorm works on a clone with types of its own: f.copy and the caller's module
-      // (whose type a deep copy shares) are left as they are.
-      torch::jit::Module m = torch::jit::FoldConvBatchNorm(f.copy);
-      torch::jit::QConfigDict qconfig;
-      qconfig.emplace("", torch::jit::QConfig(observer(false, engine.reduce_range), observer(true, false)));
-      m = torch::jit::InsertObservers(m, "forward", qconfig, /*inplace=*/false, torch::jit::QuantType::STATIC);
-      m.forward(args);  // calibration: every observer on the path records its range
-      unseen = unseen_observers(m);
-      m = torch::jit::InsertQuantDeQuant(m, "forward", /*inplace=*/true, /*debug=*/false,
-                                         torch::jit::QuantType::STATIC);
-      q = torch::jit::Finalize(m, torch::jit::QuantType::STATIC);
-      std::shared_ptr<torch::jit::Graph> g = q.get_method("forward").graph();
-      torch::jit::ConstantPropagation(g);
-      // A quantized convolution's output is channels-last: `x.view(-1, n)` on it would fail.
-      reshaped = jit_walk::views_to_reshapes(g->block());
-      torch::jit::EliminateDeadCode(g);
-    } catch (const std::exception& e) {
-      throw std::runtime_error("quantize: LibTorch's quantization passes failed on this module: " +
-                               text::torch_error_line(e.what()));
-    }
-  }
-  for (const std::string& w : warnings.messages()) r.notes.push_back("LibTorch: " + text::shorten(w, 200));
-  if (reshaped > 0)
-    r.notes.push_back(std::to_string(reshaped) + " view" + (reshaped == 1 ? "" : "s") +
+// The report's notes on the passes: LibTorch's warnings, views made reshape, observers never reached.
+void note_passes(QuantizeReport& r, const std::vector<std::string>& warnings, const StaticPasses& p) {
+  for (const std::string& w : warnings) r.notes.push_back("LibTorch: " + text::shorten(w, 200));
+  if (p.reshaped > 0)
+    r.notes.push_back(std::to_string(p.reshaped) + " view" + (p.reshaped == 1 ? "" : "s") +
                       " of the forward made reshape (the int8 convolutions' outputs are channels-last)");
-  if (unseen > 0)
-    r.notes.push_back(std::to_string(unseen) + " observed value" + (unseen == 1 ? " was" : "s were") +
+  if (p.unseen > 0)
+    r.notes.push_back(std::to_string(p.unseen) + " observed value" + (p.unseen == 1 ? " was" : "s were") +
                       " never reached by the example inputs (a branch not taken): quantized with a scale from "
                       "nothing; calibrate on inputs that take every path");
+}
 
-  // What ran through the engine: the quantized convolutions and Linear layers in the result,
-  // and the fp32 ones left (matched to the layers by their weight's shape).
-  const std::shared_ptr<torch::jit::Graph> graph = q.get_method("forward").graph();
-  std::vector<at::Tensor> fp32_weights;
-  int quantized_convs = 0, quantized_linears = 0;
-  jit_walk::FrozenCopy result;
-  result.copy = q;
-  result.frozen = q;
-  for (const jit_walk::Layer& l : jit_walk::weighted_layers(result, false)) fp32_weights.push_back(l.weight);
+// The quantized convolutions and Linear ops of `graph` (their prepacking left out).
+struct Int8Ops {
+  int convs = 0;
+  int linears = 0;
+};
+
+Int8Ops count_int8_ops(const std::shared_ptr<torch::jit::Graph>& graph) {
+  Int8Ops ops;
   std::vector<torch::jit::Node*> quantized;
   jit_walk::collect_if(
       graph->block(),
       [](const torch::jit::Node* n) { return is_quantized_op(n, "conv") || is_quantized_op(n, "linear"); }, quantized);
   for (const torch::jit::Node* n : quantized) {
     if (std::string(n->kind().toUnqualString()).find("prepack") != std::string::npos) continue;
-    ++(is_quantized_op(n, "conv") ? quantized_convs : quantized_linears);
+    ++(is_quantized_op(n, "conv") ? ops.convs : ops.linears);
   }
+  return ops;
+}
+
+// What ran through the engine: each of the module's `layers` converted or left in fp32 (the
+// fp32 ones in the result `q` matched to the layers by their weight's shape), the bytes after,
+// and a note when the int8 ops in the result do not add up to the layers converted.
+void account_layers(QuantizeReport& r, const std::vector<jit_walk::Layer>& layers, const torch::jit::Module& q) {
+  const std::shared_ptr<torch::jit::Graph> graph = q.get_method("forward").graph();
+  std::vector<at::Tensor> fp32_weights;
+  jit_walk::FrozenCopy result;
+  result.copy = q;
+  result.frozen = q;
+  for (const jit_walk::Layer& l : jit_walk::weighted_layers(result, false)) fp32_weights.push_back(l.weight);
+  const Int8Ops ops = count_int8_ops(graph);
   for (const jit_walk::Layer& l : layers) {
     QuantizedLayer layer;
     layer.name = l.name;
@@ -260,20 +262,53 @@ QuantizedModule quantize_static(const torch::jit::Module& module, const Engine& 
     r.layers.push_back(std::move(layer));
   }
   r.bytes_after += constant_bytes(graph->block());
-  if (quantized_convs + quantized_linears != r.converted)
-    r.notes.push_back("the result holds " + std::to_string(quantized_convs) + " int8 convolution(s) and " +
-                      std::to_string(quantized_linears) + " int8 Linear op(s) for " + std::to_string(r.converted) +
+  if (ops.convs + ops.linears != r.converted)
+    r.notes.push_back("the result holds " + std::to_string(ops.convs) + " int8 convolution(s) and " +
+                      std::to_string(ops.linears) + " int8 Linear op(s) for " + std::to_string(r.converted) +
                       " layers converted");
+}
+
+}  // namespace
+
+QuantizedModule quantize_static(const torch::jit::Module& module, const Engine& engine,
+                                const std::vector<at::Tensor>& example_inputs) {
+  const c10::Device cpu(c10::kCPU);
+  QuantizedModule out;
+  QuantizeReport& r = out.report;
+  r.engine = engine.name;
+  r.reduce_range = engine.reduce_range;
+  r.scheme = static_scheme(engine);
+
+  // The layers as they are, named, and the reference outputs: the module's own fp32.
+  jit_walk::FrozenCopy f = jit_walk::frozen_copy(module, cpu);
+  const std::vector<jit_walk::Layer> layers = jit_walk::weighted_layers(f, false);
+  r.bytes_before = constant_bytes(f.frozen.get_method("forward").graph()->block());
+
+  compat::AutocastGuard no_autocast(c10::DeviceType::CPU, false, compat::autocast_dtype(c10::DeviceType::CPU));
+  at::NoGradGuard no_grad;
+  std::vector<c10::IValue> args;
+  for (const auto& x : example_inputs) args.emplace_back(x.to(cpu));
+  std::vector<at::Tensor> ref;
+  try {
+    ref = flatten_outputs(f.copy.forward(args));
+  } catch (const std::exception& e) {
+    throw std::invalid_argument("quantize: the module refuses the example inputs: " + text::torch_error_line(e.what()));
+  }
+
+  compat::WarningCollector warnings;
+  StaticPasses passes = run_static_passes(f.copy, engine, args);
+  note_passes(r, warnings.messages(), passes);
+  account_layers(r, layers, passes.module);
 
   std::vector<at::Tensor> got;
   try {
-    got = flatten_outputs(q.forward(args));
+    got = flatten_outputs(passes.module.forward(args));
   } catch (const std::exception& e) {
     throw std::runtime_error("quantize: the int8 module fails on the example inputs: " +
                              text::torch_error_line(e.what()));
   }
   set_error(r, got, ref);
-  out.module = std::move(q);
+  out.module = std::move(passes.module);
   return out;
 }
 

@@ -1,4 +1,4 @@
-// What Runtime::quantize's two schemes share (quantize.cpp: dynamic INT8 Linear;
+// What quantize's two schemes share (quantize.cpp: dynamic INT8 Linear;
 // quantize_static.cpp: static INT8 through LibTorch's graph-mode quantization passes): the
 // engine the device's plugin names, a scope that sets it, and the byte count of a graph's
 // constant tensors.

@@ -14,6 +14,7 @@
 #include <string>
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <torch/optim/optimizer.h>
 #include <c10/util/Exception.h>
 #include <spdlog/spdlog.h>
 
@@ -22,9 +23,10 @@
 #include "accelkit/memory_scope.hpp"
 #include "accelkit/sdk/torch_compat_memory.hpp"
 #include "accelkit/runtime.hpp"
-#include "autotune_cache.hpp"
+#include "accelkit/runtime/internals.hpp"
+#include "accelkit/decision_cache.hpp"
 #include "batch_cache.hpp"
-#include "model_snapshot.hpp"
+#include "accelkit/runtime/model_snapshot.hpp"
 
 namespace accelkit {
 namespace batch_finder {
@@ -350,204 +352,297 @@ std::string batch_model_signature(const BatchProblem& p, const PrecisionPlan& pl
   std::ostringstream out;
   out << (p.name.empty() ? "model" : p.name) << ": " << elements << " parameters; sample " << shape_text(input) << " -> "
       << shape_text(target) << "; " << (plan.autocast ? to_string(plan.dtype) : "fp32") << (master_weights ? " master weights" : "")
-      << "; amsgrad " << (p.adamw.amsgrad ? "on" : "off") << "; #" << autotune_detail::hash_hex(detail.str());
+      << "; amsgrad " << (p.adamw.amsgrad ? "on" : "off") << "; #" << decision_cache::hash_hex(detail.str());
   return out.str();
 }
 
 }  // namespace
 
-BatchDecision Runtime::find_batch_size(const BatchProblem& p, const BatchSearchOptions& options) {
-  if (!p.model || !p.forward || !p.loss || !p.make_batch)
-    throw std::invalid_argument("find_batch_size: the problem needs a model, forward, loss and make_batch");
-  BatchSearchOptions o = options;
-  if (o.min < 1 || o.max < o.min) throw std::invalid_argument("find_batch_size: need 1 <= min <= max");
-  // A plugin's preset for this card (the ROCm plugin's presets.toml) is where the search starts,
-  // not its answer.
-  if (o.start == 0) o.start = batch_finder::preset_start(device_->info());
-  const Config& s = context_->config();
-  const int margin = o.margin_pct >= 0 ? o.margin_pct : *s.memory_margin;
-  const Result<MemoryStats> before = device_->memory();
-  if (!before.ok())
-    throw std::runtime_error("find_batch_size: " + device_->info().id + " reports no memory (" +
-                             before.status().message() + ")");
-  const MemoryStats& m = before.value();
-  const std::uint64_t total = m.total.value_or(0);
+namespace {
+
+// The memory a search may use: what the device has available when it starts, less the
+// memory_margin setting's share of its total, or less when the options say so.
+struct BatchBudget {
+  MemoryStats memory;  // the device's figures when the search starts
+  std::uint64_t total = 0;
+  int margin = 0;  // percent of the total kept free
   // nullopt: the device says nothing of the memory available (a search then stops at the
   // first out-of-memory error only).
-  std::optional<std::uint64_t> budget;
-  if (m.available) {
-    const std::uint64_t keep = total * static_cast<std::uint64_t>(margin) / 100;
-    budget = *m.available > keep ? *m.available - keep : 0;
-    if (*budget == 0)
-      throw BatchDoesNotFitError("no memory left to train in on " + device_->info().id + ": " +
-                                 format_bytes(*m.available) + " available, and the memory_margin of " +
-                                 std::to_string(margin) + "% keeps " + format_bytes(keep) + " of " + format_bytes(total) +
-                                 " free");
-  }
-  if (o.memory_budget > 0) budget = budget ? std::min(*budget, o.memory_budget) : o.memory_budget;
+  std::optional<std::uint64_t> bytes;
+};
 
-  // The cache: this device, these versions, this model and precision, these search options.
-  const bool master = master_weights_asked(p.forwards) && plan_.autocast && plan_.dtype == Dtype::bf16;
-  const std::string fingerprint = autotune_device_fingerprint(*context_) + "; " + autotune_versions(*context_);
-  const std::string model = batch_model_signature(p, plan_, master);
+BatchBudget batch_budget(const Runtime& rt, const BatchSearchOptions& o) {
+  BatchBudget b;
+  b.margin = o.margin_pct >= 0 ? o.margin_pct : *rt.context().config().memory_margin;
+  const Result<MemoryStats> before = rt.device_handle()->memory();
+  if (!before.ok())
+    throw std::runtime_error("find_batch_size: " + rt.device_handle()->info().id + " reports no memory (" +
+                             before.status().message() + ")");
+  b.memory = before.value();
+  const MemoryStats& m = b.memory;
+  b.total = m.total.value_or(0);
+  if (m.available) {
+    const std::uint64_t keep = b.total * static_cast<std::uint64_t>(b.margin) / 100;
+    b.bytes = *m.available > keep ? *m.available - keep : 0;
+    if (*b.bytes == 0)
+      throw BatchDoesNotFitError("no memory left to train in on " + rt.device_handle()->info().id + ": " +
+                                 format_bytes(*m.available) + " available, and the memory_margin of " +
+                                 std::to_string(b.margin) + "% keeps " + format_bytes(keep) + " of " +
+                                 format_bytes(b.total) + " free");
+  }
+  if (o.memory_budget > 0) b.bytes = b.bytes ? std::min(*b.bytes, o.memory_budget) : o.memory_budget;
+  return b;
+}
+
+// A decision's cache key: this device, these versions, this model and precision, these
+// search options.
+struct BatchCacheKey {
+  std::string fingerprint;  // the device and the versions
+  std::string model;        // batch_model_signature
+  std::string key;          // the hash of all of it
+  std::string file;         // the entry's path; "" when the cache is not used
+};
+
+BatchCacheKey batch_cache_key(Runtime& rt, const BatchProblem& p, const BatchSearchOptions& o, int margin) {
+  BatchCacheKey c;
+  const bool master = detail::RuntimeInternals::master_weights_asked(rt, p.forwards) && rt.precision().autocast &&
+                      rt.precision().dtype == Dtype::bf16;
+  c.fingerprint = autotune_device_fingerprint(rt.context()) + "; " + autotune_versions(rt.context());
+  c.model = batch_model_signature(p, rt.precision(), master);
   std::ostringstream search_text;
   search_text << "min " << o.min << " max " << o.max << " start " << o.start << " margin " << margin << "% budget "
               << o.memory_budget;
-  const std::string key = autotune_detail::hash_hex(fingerprint + "\n" + model + "\n" + search_text.str());
-  std::string cache_file;
-  if (o.use_cache && *s.autotune_cache) {
-    const std::string dir = autotune_cache_dir();
+  c.key = decision_cache::hash_hex(c.fingerprint + "\n" + c.model + "\n" + search_text.str());
+  if (o.use_cache && *rt.context().config().autotune_cache) {
+    const std::string dir = decision_cache_dir();
     if (dir.empty()) spdlog::warn("find_batch_size: no cache directory (set ACCELKIT_CACHE_DIR, XDG_CACHE_HOME or HOME)");
-    else cache_file = batch_cache::entry_path(dir, key);
+    else c.file = batch_cache::entry_path(dir, c.key);
   }
-  auto adopt = [&](BatchDecision& d, const std::string& source) {
-    batch_finder::accumulate(d, o.target_effective_batch);
-    if (d.accumulation > 1)
-      d.why += "; batch " + std::to_string(d.batch) + " x " + std::to_string(d.accumulation) +
-               " accumulation steps = " + std::to_string(d.effective);
-    decide("batch_size",
-           d.accumulation > 1 ? std::to_string(d.batch) + " x " + std::to_string(d.accumulation) + " accumulation steps"
-                              : std::to_string(d.batch),
-           source, d.why);
-  };
-  if (!cache_file.empty()) {
-    std::string problem;
-    std::optional<BatchDecision> cached = batch_cache::read_entry(cache_file, &problem);
-    if (cached && (cached->key != key || cached->fingerprint != fingerprint || cached->model != model))
-      problem = "it was written for another device, version or model (a key collision)";
-    else if (cached && budget && cached->memory_at_largest > *budget)
-      problem = "its largest batch needed " + format_bytes(cached->memory_at_largest) + ", the budget is now " +
-                format_bytes(*budget);
-    if (cached && problem.empty()) {
-      adopt(*cached, "batch finder cache " + cache_file);
-      return *cached;
-    }
-    if (!problem.empty()) spdlog::warn("find_batch_size: not using {}: {}; searching again", cache_file, problem);
-  }
+  return c;
+}
 
-  // A GPU-like device counts its allocator: trials may run out of memory safely. Otherwise the
-  // figures are the process's (the CPU): fit small measurements, never run out of memory.
-  const bool search = m.reserved.has_value();
+// The cached decision, when there is one for this key that still fits the budget of now;
+// an entry that cannot be used is said (the search then runs again and rewrites it).
+std::optional<BatchDecision> cached_decision(const BatchCacheKey& c, const std::optional<std::uint64_t>& budget) {
+  if (c.file.empty()) return std::nullopt;
+  std::string problem;
+  std::optional<BatchDecision> cached = batch_cache::read_entry(c.file, &problem);
+  if (cached && (cached->key != c.key || cached->fingerprint != c.fingerprint || cached->model != c.model))
+    problem = "it was written for another device, version or model (a key collision)";
+  else if (cached && budget && cached->memory_at_largest > *budget)
+    problem = "its largest batch needed " + format_bytes(cached->memory_at_largest) + ", the budget is now " +
+              format_bytes(*budget);
+  if (cached && problem.empty()) return cached;
+  if (!problem.empty()) spdlog::warn("find_batch_size: not using {}: {}; searching again", c.file, problem);
+  return std::nullopt;
+}
 
-  ModelSnapshot snapshot(*p.model, /*on_host=*/search);
-  const std::uint64_t in_use_before = m.in_use.value_or(0);
-  // One training step at `batch`: its peak in use above what was in use before the search.
-  std::map<std::int64_t, std::uint64_t> backward_peaks;  // the host's trials: the peak up to backward's end
-  auto step = [&](std::int64_t batch) -> BatchTrial {
+// The batch and accumulation steps for the target, recorded as the runtime's batch_size decision.
+void adopt_decision(Runtime& rt, BatchDecision& d, std::int64_t target_effective_batch, const std::string& source) {
+  batch_finder::accumulate(d, target_effective_batch);
+  if (d.accumulation > 1)
+    d.why += "; batch " + std::to_string(d.batch) + " x " + std::to_string(d.accumulation) +
+             " accumulation steps = " + std::to_string(d.effective);
+  detail::RuntimeInternals::decide(rt, "batch_size",
+                                   d.accumulation > 1 ? std::to_string(d.batch) + " x " + std::to_string(d.accumulation) +
+                                                            " accumulation steps"
+                                                      : std::to_string(d.batch),
+                                   source, d.why);
+}
+
+// One training step at a batch, measured: its peak in use above what was in use before the
+// search, and the time of its forward and backward. The model is put back before and after.
+class BatchTrialStep {
+ public:
+  // search: a GPU-like device that counts its allocator (else the host's tensor bytes).
+  BatchTrialStep(Runtime& rt, const BatchProblem& p, ModelSnapshot& snapshot, bool search,
+                 std::uint64_t in_use_before, std::optional<std::uint64_t> budget)
+      : rt_(rt), p_(p), snapshot_(snapshot), search_(search), in_use_before_(in_use_before), budget_(budget) {}
+
+  BatchTrial run(std::int64_t batch) {
     BatchTrial t;
     t.batch = batch;
-    snapshot.restore(false);
+    snapshot_.restore(false);
     try {
-      // A GPU: the device's own allocator figures. The host: the tensor bytes the step allocates
-      // (LibTorch's memory reporting), exact where the resident set misses reused free memory.
-      std::optional<MemoryScope> scope;
-      std::optional<compat::TensorMemoryMeter> meter;
-      if (search) scope.emplace(device_, "batch " + std::to_string(batch));
-      else meter.emplace(torch_device_.type());
-      {
-        auto [input, target] = p.make_batch(batch);
-        OptimizerChoice opt = make_adamw(p.model->parameters(), p.adamw, /*model_weights=*/true, p.forwards);
-        zero_grad(*opt.optimizer);
-        auto forward_backward = [&] {
-          at::Tensor out;
-          {
-            auto ac = plan_autocast();
-            out = p.forward(input);
-          }
-          p.loss(out.to(at::kFloat), target).backward();
-        };
-        // On the host, the forward and backward are timed (the part of a step that grows with the
-        // batch; a trial's optimizer step is its first, which allocates the optimizer's state), on
-        // a second pass: the first pays for what a running program's steps have done already
-        // (the allocator's first pages, the weights' first casts). Its gradients accumulate into
-        // the first's, in place.
-        if (!search) forward_backward();
-        detail::synchronize(torch_device_);
-        const auto started = std::chrono::steady_clock::now();
-        forward_backward();
-        detail::synchronize(torch_device_);
-        t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-        // The forward and backward's own peak (activations, gradients), before the optimizer's
-        // state joins: the two phases grow with the batch at different rates.
-        if (meter) backward_peaks[batch] = static_cast<std::uint64_t>(std::max<std::int64_t>(0, meter->peak()));
-        opt.optimizer->step();
-        detail::synchronize(torch_device_);
-      }
-      if (scope) {
-        const MemoryReport r = scope->stop();
-        t.peak_bytes = r.peak > in_use_before ? r.peak - in_use_before : r.peak_over_start();
-      } else {
-        t.peak_bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(0, meter->peak()));
-      }
-      t.fits = !budget || t.peak_bytes <= *budget;
-      t.note = t.fits ? "fits" : "the step's peak " + format_bytes(t.peak_bytes) + " passes the budget " + format_bytes(*budget);
+      measure(t);
+      t.fits = !budget_ || t.peak_bytes <= *budget_;
+      t.note = t.fits ? "fits" : "the step's peak " + format_bytes(t.peak_bytes) + " passes the budget " + format_bytes(*budget_);
     } catch (const c10::Error& e) {
       if (!is_out_of_memory(e)) throw;
       t.fits = false;
       t.note = "out of memory";
     }
-    snapshot.restore(false);
-    p.model->zero_grad();
-    (void)device_->empty_cache();
+    snapshot_.restore(false);
+    p_.model->zero_grad();
+    (void)rt_.device_handle()->empty_cache();
     return t;
-  };
+  }
 
+  // The host's trials: the peak up to backward's end at `batch`.
+  std::uint64_t backward_peak(std::int64_t batch) { return backward_peaks_[batch]; }
+
+ private:
+  // A GPU: the device's own allocator figures. The host: the tensor bytes the step allocates
+  // (LibTorch's memory reporting), exact where the resident set misses reused free memory.
+  void measure(BatchTrial& t) {
+    std::optional<MemoryScope> scope;
+    std::optional<compat::TensorMemoryMeter> meter;
+    if (search_) scope.emplace(rt_.device_handle(), "batch " + std::to_string(t.batch));
+    else meter.emplace(rt_.device().type());
+    train_once(t, meter ? &*meter : nullptr);
+    if (scope) {
+      const MemoryReport r = scope->stop();
+      t.peak_bytes = r.peak > in_use_before_ ? r.peak - in_use_before_ : r.peak_over_start();
+    } else {
+      t.peak_bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(0, meter->peak()));
+    }
+  }
+
+  void forward_backward(const at::Tensor& input, const at::Tensor& target) {
+    at::Tensor out;
+    {
+      auto ac = detail::RuntimeInternals::plan_autocast(rt_);
+      out = p_.forward(input);
+    }
+    p_.loss(out.to(at::kFloat), target).backward();
+  }
+
+  // The step itself: a batch, the optimizer, forward and backward (timed), the optimizer's step.
+  void train_once(BatchTrial& t, const compat::TensorMemoryMeter* meter) {
+    auto [input, target] = p_.make_batch(t.batch);
+    OptimizerChoice opt = rt_.make_adamw(p_.model->parameters(), p_.adamw, /*model_weights=*/true, p_.forwards);
+    zero_grad(*opt.optimizer);
+    // On the host, the forward and backward are timed (the part of a step that grows with the
+    // batch; a trial's optimizer step is its first, which allocates the optimizer's state), on
+    // a second pass: the first pays for what a running program's steps have done already
+    // (the allocator's first pages, the weights' first casts). Its gradients accumulate into
+    // the first's, in place.
+    if (!search_) forward_backward(input, target);
+    detail::synchronize(rt_.device());
+    const auto started = std::chrono::steady_clock::now();
+    forward_backward(input, target);
+    detail::synchronize(rt_.device());
+    t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    // The forward and backward's own peak (activations, gradients), before the optimizer's
+    // state joins: the two phases grow with the batch at different rates.
+    if (meter) backward_peaks_[t.batch] = static_cast<std::uint64_t>(std::max<std::int64_t>(0, meter->peak()));
+    opt.optimizer->step();
+    detail::synchronize(rt_.device());
+  }
+
+  Runtime& rt_;
+  const BatchProblem& p_;
+  ModelSnapshot& snapshot_;
+  const bool search_;
+  const std::uint64_t in_use_before_;
+  const std::optional<std::uint64_t> budget_;
+  std::map<std::int64_t, std::uint64_t> backward_peaks_;
+};
+
+// The host's fit. The process's memory is the host's: a step that does not fit meets the OOM
+// killer. The gradients and AdamW's two moments (the parameters are in memory already) are
+// needed at any batch: refuse before a step when they alone pass the budget.
+BatchDecision fit_batch_on_host(const Runtime& rt, const BatchProblem& p, const BatchSearchOptions& o,
+                                const std::optional<std::uint64_t>& budget, BatchTrialStep& step) {
+  if (!budget) throw std::runtime_error("find_batch_size: " + rt.device_handle()->info().id + " reports no available memory");
+  std::uint64_t param_bytes = 0;
+  for (const auto& t : p.model->parameters())
+    param_bytes += static_cast<std::uint64_t>(t.numel()) * static_cast<std::uint64_t>(t.element_size());
+  if (3 * param_bytes > *budget) {
+    throw BatchDoesNotFitError("the model does not fit at any batch: its gradients and AdamW's two moments "
+                               "alone need " + format_bytes(3 * param_bytes) +
+                               ", the budget is " + format_bytes(*budget) + " (no step was run)");
+  }
+  const double limit = o.max_step_seconds >= 0 ? o.max_step_seconds : *rt.context().config().batch_step_limit;
+  return batch_finder::fit_on_host([&step](std::int64_t b) { return step.run(b); },
+                                   [&step](std::int64_t b) { return step.backward_peak(b); }, o, *budget, limit);
+}
+
+// What the device had, for a batch that does not fit ("" when it says nothing of it): the
+// search's own message names what the step needed.
+std::string memory_the_device_had(const Runtime& rt, const BatchBudget& b) {
+  const MemoryStats& m = b.memory;
+  std::string had = m.available ? format_bytes(*m.available) + " available on " + rt.device_handle()->info().id : std::string();
+  if (m.available && b.total > 0) had += " (memory_margin " + std::to_string(b.margin) + "% of " + format_bytes(b.total) + ")";
+  return had;
+}
+
+// The trials: a search where the device counts its allocator (a GPU: trials may run out of
+// memory safely), else the host's fit of small measurements that never run out of memory.
+// The model, its buffers and the random state are put back whatever happens.
+BatchDecision run_batch_trials(Runtime& rt, const BatchProblem& p, const BatchSearchOptions& o, const BatchBudget& b) {
+  const bool search = b.memory.reserved.has_value();
+  ModelSnapshot snapshot(*p.model, /*on_host=*/search);
+  BatchTrialStep step(rt, p, snapshot, search, b.memory.in_use.value_or(0), b.bytes);
   BatchDecision d;
   try {
-    if (search) {
-      d = batch_finder::search(step, o);
-    } else {
-      // The process's memory is the host's: a step that does not fit meets the OOM killer. The
-      // gradients and AdamW's two moments (the parameters are in memory already) are needed at
-      // any batch: refuse before a step when they alone pass the budget.
-      if (!budget) throw std::runtime_error("find_batch_size: " + device_->info().id + " reports no available memory");
-      std::uint64_t param_bytes = 0;
-      for (const auto& t : p.model->parameters())
-        param_bytes += static_cast<std::uint64_t>(t.numel()) * static_cast<std::uint64_t>(t.element_size());
-      if (3 * param_bytes > *budget) {
-        throw BatchDoesNotFitError("the model does not fit at any batch: its gradients and AdamW's two moments "
-                                   "alone need " + format_bytes(3 * param_bytes) +
-                                   ", the budget is " + format_bytes(*budget) + " (no step was run)");
-      }
-      const double limit = o.max_step_seconds >= 0 ? o.max_step_seconds : *s.batch_step_limit;
-      d = batch_finder::fit_on_host(step, [&](std::int64_t b) { return backward_peaks[b]; }, o, *budget, limit);
-    }
+    if (search) d = batch_finder::search([&step](std::int64_t batch) { return step.run(batch); }, o);
+    else d = fit_batch_on_host(rt, p, o, b.bytes, step);
   } catch (const BatchDoesNotFitError& e) {
     snapshot.restore(true);
-    // What the device had: the search's own message names what the step needed.
-    std::string had = m.available ? format_bytes(*m.available) + " available on " + device_->info().id : std::string();
-    if (m.available && total > 0) had += " (memory_margin " + std::to_string(margin) + "% of " + format_bytes(total) + ")";
+    const std::string had = memory_the_device_had(rt, b);
     throw BatchDoesNotFitError(std::string(e.what()) + (had.empty() ? "" : "; " + had));
   } catch (...) {
     snapshot.restore(true);
     throw;
   }
   snapshot.restore(true);
-  d.device = device_->info().id;
+  return d;
+}
+
+// The decision's record (where and for which key it was measured) and its line for people.
+void describe_decision(const Runtime& rt, BatchDecision& d, const BatchProblem& p, const BatchSearchOptions& o,
+                       const BatchBudget& b, const BatchCacheKey& c) {
+  const std::optional<std::uint64_t>& budget = b.bytes;
+  d.device = rt.device_handle()->info().id;
   d.budget = budget.value_or(0);
-  d.margin_pct = margin;
-  d.key = key;
-  d.fingerprint = fingerprint;
-  d.model = model;
-  d.created = autotune_detail::utc_now();
+  d.margin_pct = b.margin;
+  d.key = c.key;
+  d.fingerprint = c.fingerprint;
+  d.model = c.model;
+  d.created = decision_cache::utc_now();
   const std::string budget_text =
-      !budget ? "no budget: " + device_->info().id + " reports no memory available, the search stops at out-of-memory"
+      !budget ? "no budget: " + rt.device_handle()->info().id + " reports no memory available, the search stops at out-of-memory"
       : o.memory_budget > 0 && *budget == o.memory_budget
           ? "budget " + format_bytes(*budget) + " (asked for)"
-          : "budget " + format_bytes(*budget) + " = available less " + std::to_string(margin) + "% of " + format_bytes(total);
+          : "budget " + format_bytes(*budget) + " = available less " + std::to_string(b.margin) + "% of " + format_bytes(b.total);
   d.why = (p.name.empty() ? std::string() : p.name + ": ") + "largest batch " + std::to_string(d.largest) + " (" +
           format_bytes(d.memory_at_largest) + " at it, " + budget_text + ")" +
           (d.method == "fit" ? "; fitted: " + d.why : "; searched: " + std::to_string(d.trials.size()) + " trial steps");
-  batch_finder::accumulate(d, o.target_effective_batch);
-  if (!cache_file.empty()) {
-    try {
-      batch_cache::write_entry(cache_file, d);
-      d.cache_file = cache_file;
-    } catch (const std::exception& e) {
-      spdlog::warn("find_batch_size: cannot write the cache entry {}: {}", cache_file, e.what());
-    }
+}
+
+// Writes the decision to its cache entry (when the cache is used); a failure is only warned of.
+void store_decision(BatchDecision& d, const std::string& cache_file) {
+  if (cache_file.empty()) return;
+  try {
+    batch_cache::write_entry(cache_file, d);
+    d.cache_file = cache_file;
+  } catch (const std::exception& e) {
+    spdlog::warn("find_batch_size: cannot write the cache entry {}: {}", cache_file, e.what());
   }
-  adopt(d, d.method == "fit" ? "batch finder (fitted)" : "batch finder (searched)");
+}
+
+}  // namespace
+
+BatchDecision find_batch_size(Runtime& rt, const BatchProblem& p, const BatchSearchOptions& options) {
+  if (!p.model || !p.forward || !p.loss || !p.make_batch)
+    throw std::invalid_argument("find_batch_size: the problem needs a model, forward, loss and make_batch");
+  BatchSearchOptions o = options;
+  if (o.min < 1 || o.max < o.min) throw std::invalid_argument("find_batch_size: need 1 <= min <= max");
+  // A plugin's preset for this card (the ROCm plugin's presets.toml) is where the search starts,
+  // not its answer.
+  if (o.start == 0) o.start = batch_finder::preset_start(rt.device_handle()->info());
+  const BatchBudget budget = batch_budget(rt, o);
+  const BatchCacheKey cache = batch_cache_key(rt, p, o, budget.margin);
+  if (std::optional<BatchDecision> cached = cached_decision(cache, budget.bytes)) {
+    adopt_decision(rt, *cached, o.target_effective_batch, "batch finder cache " + cache.file);
+    return *cached;
+  }
+  BatchDecision d = run_batch_trials(rt, p, o, budget);
+  describe_decision(rt, d, p, o, budget, cache);
+  batch_finder::accumulate(d, o.target_effective_batch);
+  store_decision(d, cache.file);
+  adopt_decision(rt, d, o.target_effective_batch, d.method == "fit" ? "batch finder (fitted)" : "batch finder (searched)");
   spdlog::info("find_batch_size: {}", d.why);
   return d;
 }

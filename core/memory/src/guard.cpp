@@ -13,17 +13,16 @@ namespace accelkit {
 
 namespace {
 
-std::string degrees(double c) {
+// "87.0 C": `v` with `decimals` digits after the point, then its unit.
+std::string with_unit(double v, int decimals, const char* unit) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f C", c);
+  std::snprintf(buf, sizeof buf, "%.*f %s", decimals, v, unit);
   return buf;
 }
 
-std::string watts(double w) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f W", w);
-  return buf;
-}
+std::string degrees(double c) { return with_unit(c, 1, "C"); }
+
+std::string watts(double w) { return with_unit(w, 0, "W"); }
 
 using Clock = std::chrono::steady_clock;
 
@@ -139,15 +138,23 @@ void Guard::raise(GuardEvent event) {
 GuardAction Guard::check(std::int64_t step, const std::atomic<bool>* interrupt) {
   if (!monitor_) return GuardAction::proceed;
   const GuardReading r = latest();
-  auto event = [&](const char* kind, std::optional<double> value, std::optional<double> threshold, std::string text) {
-    GuardEvent e;
-    e.kind = kind;
-    e.step = step;
-    e.value = value;
-    e.threshold = threshold;
-    e.text = device_ + ": " + std::move(text) + " (step " + std::to_string(step) + ")";
-    raise(std::move(e));
-  };
+  report_readings(step, r);
+  if (!threshold_ || !r.temperature_c) return GuardAction::proceed;
+  return on_temperature(step, *r.temperature_c, interrupt);
+}
+
+void Guard::raise_event(std::int64_t step, const char* kind, std::optional<double> value,
+                        std::optional<double> threshold, std::string text) {
+  GuardEvent e;
+  e.kind = kind;
+  e.step = step;
+  e.value = value;
+  e.threshold = threshold;
+  e.text = device_ + ": " + std::move(text) + " (step " + std::to_string(step) + ")";
+  raise(std::move(e));
+}
+
+void Guard::report_readings(std::int64_t step, const GuardReading& r) {
   // Implausible readings: said once per sensor, never acted on.
   for (const std::string& what : r.implausible) {
     const std::string key = what.substr(0, what.find(':'));
@@ -155,26 +162,27 @@ GuardAction Guard::check(std::int64_t step, const std::atomic<bool>* interrupt) 
     for (const auto& k : sensors_reported_) said = said || k == key;
     if (said) continue;
     sensors_reported_.push_back(key);
-    event("sensor", std::nullopt, std::nullopt, "sensor reading ignored, " + what);
+    raise_event(step, "sensor", std::nullopt, std::nullopt, "sensor reading ignored, " + what);
   }
   if (r.throttled && *r.throttled && !throttled_) {
     throttled_ = true;
-    event("throttle", std::nullopt, std::nullopt,
-          "the device is slowing itself down" + (r.throttle_reasons.empty() ? std::string() : ": " + r.throttle_reasons));
+    raise_event(step, "throttle", std::nullopt, std::nullopt,
+                "the device is slowing itself down" + (r.throttle_reasons.empty() ? std::string() : ": " + r.throttle_reasons));
   } else if (r.throttled && !*r.throttled) {
     throttled_ = false;
   }
   if (options_.power_w && r.power_w) {
     if (*r.power_w > *options_.power_w && !power_over_) {
       power_over_ = true;
-      event("power", r.power_w, options_.power_w,
-            "draws " + watts(*r.power_w) + ", above guard_power " + watts(*options_.power_w));
+      raise_event(step, "power", r.power_w, options_.power_w,
+                  "draws " + watts(*r.power_w) + ", above guard_power " + watts(*options_.power_w));
     } else if (*r.power_w <= *options_.power_w) {
       power_over_ = false;
     }
   }
-  if (!threshold_ || !r.temperature_c) return GuardAction::proceed;
-  const double t = *r.temperature_c;
+}
+
+GuardAction Guard::on_temperature(std::int64_t step, double t, const std::atomic<bool>* interrupt) {
   const double cool = *threshold_ - options_.hysteresis_c;
   if (t < *threshold_) {
     if (t < cool) over_ = false;
@@ -182,19 +190,38 @@ GuardAction Guard::check(std::int64_t step, const std::atomic<bool>* interrupt) 
   }
   switch (options_.policy) {
     case GuardPolicy::warn:
-      if (!over_) event("warn", t, threshold_, degrees(t) + " reached the threshold " + degrees(*threshold_));
+      if (!over_) raise_event(step, "warn", t, threshold_, degrees(t) + " reached the threshold " + degrees(*threshold_));
       over_ = true;
       return GuardAction::proceed;
     case GuardPolicy::stop:
-      event("stop", t, threshold_, degrees(t) + " reached the threshold " + degrees(*threshold_) + ": stopping");
+      raise_event(step, "stop", t, threshold_, degrees(t) + " reached the threshold " + degrees(*threshold_) + ": stopping");
       return GuardAction::stop;
     case GuardPolicy::pause:
       break;
   }
-  event("pause", t, threshold_,
-        degrees(t) + " reached the threshold " + degrees(*threshold_) + ": pausing until below " + degrees(cool));
+  pause(step, t, cool, interrupt);
+  return GuardAction::proceed;
+}
+
+void Guard::pause(std::int64_t step, double t, double cool, const std::atomic<bool>* interrupt) {
+  raise_event(step, "pause", t, threshold_,
+              degrees(t) + " reached the threshold " + degrees(*threshold_) + ": pausing until below " + degrees(cool));
   const auto start = Clock::now();
   std::optional<double> last = t;
+  const std::string ended = wait_until_below(cool, interrupt, last);
+  GuardEvent e;
+  e.kind = "resume";
+  e.step = step;
+  e.value = last;
+  e.threshold = cool;
+  e.paused_s = std::chrono::duration<double>(Clock::now() - start).count();
+  e.text = device_ + ": resuming after " + with_unit(e.paused_s, 1, "s") + " (" + ended +
+           (last ? ", " + degrees(*last) : std::string()) + ") (step " + std::to_string(step) + ")";
+  raise(std::move(e));
+  over_ = false;
+}
+
+std::string Guard::wait_until_below(double cool, const std::atomic<bool>* interrupt, std::optional<double>& last) {
   std::string ended = "cooled";
   std::unique_lock<std::mutex> lock(mutex_);
   std::uint64_t seen = latest_.sequence;
@@ -215,29 +242,16 @@ GuardAction Guard::check(std::int64_t step, const std::atomic<bool>* interrupt) 
     }
     if (*last < cool) break;
   }
-  lock.unlock();
-  GuardEvent e;
-  e.kind = "resume";
-  e.step = step;
-  e.value = last;
-  e.threshold = cool;
-  e.paused_s = std::chrono::duration<double>(Clock::now() - start).count();
-  char paused[32];
-  std::snprintf(paused, sizeof paused, "%.1f s", e.paused_s);
-  e.text = device_ + ": resuming after " + paused + " (" + ended + (last ? ", " + degrees(*last) : std::string()) +
-           ") (step " + std::to_string(step) + ")";
-  raise(std::move(e));
-  over_ = false;
-  return GuardAction::proceed;
+  return ended;
 }
 
-std::unique_ptr<Guard> Runtime::guard(std::function<void(const GuardEvent&)> on_event) const {
-  const Config& c = context_->config();
+std::unique_ptr<Guard> make_guard(const Runtime& rt, std::function<void(const GuardEvent&)> on_event) {
+  const Config& c = rt.context().config();
   if (*c.guard_interval <= 0) return std::make_unique<Guard>("guard_interval is 0 (" + c.guard_interval.from() + ")");
   if (!*c.sampler) return std::make_unique<Guard>("the sampler is off (" + c.sampler.from() + ")");
-  auto monitor = device_->monitor();
+  auto monitor = rt.device_handle()->monitor();
   if (!monitor.ok() || !monitor.value())
-    return std::make_unique<Guard>(device_->info().id + " has no monitor" +
+    return std::make_unique<Guard>(rt.device_handle()->info().id + " has no monitor" +
                                    (monitor.ok() ? std::string() : " (" + monitor.status().message() + ")"));
   GuardOptions o;
   o.interval_s = *c.guard_interval;
@@ -246,7 +260,7 @@ std::unique_ptr<Guard> Runtime::guard(std::function<void(const GuardEvent&)> on_
   o.hysteresis_c = *c.guard_hysteresis;
   if (*c.guard_power > 0) o.power_w = *c.guard_power;
   o.on_event = std::move(on_event);
-  return std::make_unique<Guard>(monitor.value(), std::move(o), device_->info().id);
+  return std::make_unique<Guard>(monitor.value(), std::move(o), rt.device_handle()->info().id);
 }
 
 }  // namespace accelkit

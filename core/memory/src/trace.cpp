@@ -70,68 +70,91 @@ long innermost(const std::vector<compat::ProfiledRange>& ranges, const Lane& lan
   return pos;
 }
 
-TraceSummary summarize(const compat::ProfiledRun& run, const TraceOptions& options) {
-  const auto& ranges = run.ranges;
-  TraceSummary s;
-  s.path = options.path;
-  s.memory = options.memory;
-  s.events = static_cast<std::int64_t>(ranges.size() + run.allocs.size());
+using LaneKey = std::pair<std::string, std::uint64_t>;  // (where, thread)
+using OpKey = std::pair<std::string, std::string>;      // (name, where)
 
-  std::map<std::pair<std::string, std::uint64_t>, std::vector<std::size_t>> lanes_of;  // (where, thread)
+// The ranges' span, first start to last end, in microseconds.
+double span_us(const std::vector<compat::ProfiledRange>& ranges) {
   std::int64_t first = 0, last = 0;
   for (std::size_t i = 0; i < ranges.size(); ++i) {
-    lanes_of[{ranges[i].where, ranges[i].thread}].push_back(i);
     first = i ? std::min(first, ranges[i].start_ns) : ranges[i].start_ns;
     last = i ? std::max(last, ranges[i].end_ns) : ranges[i].end_ns;
   }
-  s.span_us = static_cast<double>(last - first) / 1e3;
-  std::vector<std::int64_t> self_ns(ranges.size());
+  return static_cast<double>(last - first) / 1e3;
+}
+
+// The ranges nested per thread (or stream); `self_ns` gets each range's time less its children's.
+std::map<LaneKey, Lane> nest_lanes(const std::vector<compat::ProfiledRange>& ranges, std::vector<std::int64_t>& self_ns) {
+  std::map<LaneKey, std::vector<std::size_t>> lanes_of;
+  for (std::size_t i = 0; i < ranges.size(); ++i) lanes_of[{ranges[i].where, ranges[i].thread}].push_back(i);
+  self_ns.assign(ranges.size(), 0);
   for (std::size_t i = 0; i < ranges.size(); ++i)
     self_ns[i] = std::max<std::int64_t>(0, ranges[i].end_ns - ranges[i].start_ns);
-  std::map<std::pair<std::string, std::uint64_t>, Lane> lanes;
+  std::map<LaneKey, Lane> lanes;
   for (auto& [key, members] : lanes_of) lanes.emplace(key, nest(ranges, std::move(members), self_ns));
+  return lanes;
+}
 
-  std::map<std::pair<std::string, std::string>, OpTime> times;  // (name, where)
+// A table's rows: the entries of `by_op` named after their keys, the largest `size` first (ties
+// by name), at most `top` of them; an entry `keep` refuses is left out.
+template <typename Row, typename Size, typename Keep>
+std::vector<Row> top_rows(std::map<OpKey, Row>& by_op, std::size_t top, Size size, Keep keep) {
+  std::vector<Row> rows;
+  for (auto& [key, row] : by_op) {
+    if (!keep(row)) continue;
+    row.name = key.first;
+    row.where = key.second;
+    rows.push_back(std::move(row));
+  }
+  std::sort(rows.begin(), rows.end(), [&size](const Row& a, const Row& b) {
+    return size(a) != size(b) ? size(a) > size(b) : a.name < b.name;
+  });
+  if (rows.size() > top) rows.resize(top);
+  return rows;
+}
+
+// Calls, self and total time per operation and place, the most self time first.
+std::vector<OpTime> op_times(const std::vector<compat::ProfiledRange>& ranges, const std::vector<std::int64_t>& self_ns,
+                             std::size_t top) {
+  std::map<OpKey, OpTime> times;
   for (std::size_t i = 0; i < ranges.size(); ++i) {
     OpTime& t = times[{ranges[i].name, ranges[i].where}];
     ++t.calls;
     t.self_us += static_cast<double>(std::max<std::int64_t>(0, self_ns[i])) / 1e3;
     t.total_us += static_cast<double>(std::max<std::int64_t>(0, ranges[i].end_ns - ranges[i].start_ns)) / 1e3;
   }
-  for (auto& [key, t] : times) {
-    t.name = key.first;
-    t.where = key.second;
-    s.top_by_self_time.push_back(std::move(t));
-  }
-  std::sort(s.top_by_self_time.begin(), s.top_by_self_time.end(), [](const OpTime& a, const OpTime& b) {
-    return a.self_us != b.self_us ? a.self_us > b.self_us : a.name < b.name;
-  });
-  if (s.top_by_self_time.size() > options.top) s.top_by_self_time.resize(options.top);
+  return top_rows(times, top, [](const OpTime& t) { return t.self_us; }, [](const OpTime&) { return true; });
+}
 
-  // Allocations are made by host threads: charged to the innermost host range around them.
-  std::map<std::pair<std::string, std::string>, OpMemory> memory;
+// Allocations are made by host threads: charged to the innermost host range around them. The
+// operations that allocated most first (those that only freed are left out).
+std::vector<OpMemory> op_memory(const compat::ProfiledRun& run, const std::map<LaneKey, Lane>& lanes, std::size_t top) {
+  std::map<OpKey, OpMemory> memory;
   for (const auto& a : run.allocs) {
     const auto lane = lanes.find({"cpu", a.thread});
     if (lane == lanes.end()) continue;
-    const long pos = innermost(ranges, lane->second, a.at_ns);
+    const long pos = innermost(run.ranges, lane->second, a.at_ns);
     if (pos < 0) continue;
-    OpMemory& m = memory[{ranges[lane->second.order[static_cast<std::size_t>(pos)]].name, a.where}];
+    OpMemory& m = memory[{run.ranges[lane->second.order[static_cast<std::size_t>(pos)]].name, a.where}];
     if (a.bytes > 0) {
       ++m.allocations;
       m.bytes += a.bytes;
     }
     m.net_bytes += a.bytes;
   }
-  for (auto& [key, m] : memory) {
-    if (m.bytes == 0) continue;  // frees only
-    m.name = key.first;
-    m.where = key.second;
-    s.top_by_memory.push_back(std::move(m));
-  }
-  std::sort(s.top_by_memory.begin(), s.top_by_memory.end(), [](const OpMemory& a, const OpMemory& b) {
-    return a.bytes != b.bytes ? a.bytes > b.bytes : a.name < b.name;
-  });
-  if (s.top_by_memory.size() > options.top) s.top_by_memory.resize(options.top);
+  return top_rows(memory, top, [](const OpMemory& m) { return m.bytes; }, [](const OpMemory& m) { return m.bytes != 0; });
+}
+
+TraceSummary summarize(const compat::ProfiledRun& run, const TraceOptions& options) {
+  TraceSummary s;
+  s.path = options.path;
+  s.memory = options.memory;
+  s.events = static_cast<std::int64_t>(run.ranges.size() + run.allocs.size());
+  s.span_us = span_us(run.ranges);
+  std::vector<std::int64_t> self_ns;
+  const std::map<LaneKey, Lane> lanes = nest_lanes(run.ranges, self_ns);
+  s.top_by_self_time = op_times(run.ranges, self_ns, options.top);
+  s.top_by_memory = op_memory(run, lanes, options.top);
   return s;
 }
 

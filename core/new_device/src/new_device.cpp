@@ -20,7 +20,7 @@
 #include <torch/library.h>
 #include <torch/torch.h>
 
-#include "accelkit/context.hpp"
+#include "accelkit/device_error.hpp"
 #include "accelkit/sdk/torch_compat_new_device.hpp"
 
 namespace accelkit::new_device {

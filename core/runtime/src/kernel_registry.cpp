@@ -1,4 +1,4 @@
-#include "operator_kernels.hpp"
+#include "kernel_registry.hpp"
 
 #include <algorithm>
 #include <stdexcept>

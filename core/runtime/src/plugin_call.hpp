@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-#include "strings.hpp"
+#include "accelkit/base/strings.hpp"
 
 namespace accelkit {
 

@@ -14,13 +14,18 @@
 
 #include "accelkit/sdk/device.hpp"
 #include "accelkit/new_device.hpp"
+#include "accelkit/prefetch.hpp"
+#include "tuning/autotune_control.hpp"
 #include "combined_optimizer.hpp"
-#include "operator_kernels.hpp"
+#include "kernel_registry.hpp"
+#include "tuning/step_tuning_control.hpp"
 
 namespace accelkit {
 
 std::unique_ptr<Runtime> Runtime::start(const ContextOptions& options) {
   std::unique_ptr<Runtime> rt(new Runtime());
+  rt->steps_ = std::make_unique<detail::StepTuning>(*rt);
+  rt->tuner_ = std::make_unique<detail::AutoTuner>(*rt);
   rt->context_ = Context::create(options);
   rt->device_ = rt->context_->open_selected();
   const DeviceInfo& info = rt->device_->info();
@@ -50,7 +55,7 @@ std::unique_ptr<Runtime> Runtime::start(const ContextOptions& options) {
   rt->attach_optimizers();
   skip_profile_on("fused_optimizer", c.fused_optimizer, rt->current_.fused_optimizer, rt->optimizers_ != nullptr,
                   info.id + " has no fused optimizer (" + rt->optimizer_absent_reason_ + ")");
-  rt->setup_step_tuning();
+  rt->steps_->setup();
   return rt;
 }
 
@@ -153,10 +158,18 @@ at::ScalarType Runtime::autocast_dtype() const {
   return at::kFloat;
 }
 
-void Runtime::prepare(torch::nn::Module& module) const { module.to(torch_device_); }
+AutocastScope Runtime::autocast() const {
+  const StepConfig c = steps_->config();
+  return AutocastScope(torch_device_.type(), c.autocast, c.autocast ? c.dtype : autocast_dtype());
+}
 
-PrefetchOptions Runtime::prefetch_options() const {
-  return PrefetchOptions{static_cast<std::size_t>(*context_->config().prefetch), torch_device_};
+const StepTuningStatus& Runtime::step_tuning() const noexcept { return steps_->status(); }
+
+void Runtime::prepare(torch::nn::Module& module) const { module.to(torch_device_); }
+void Runtime::prepare(torch::jit::Module& module) const { module.to(torch_device_); }
+
+PrefetchOptions prefetch_options(const Runtime& rt) {
+  return PrefetchOptions{static_cast<std::size_t>(*rt.context().config().prefetch), rt.device()};
 }
 
 OptimizerChoice Runtime::make_adamw(const std::vector<at::Tensor>& params, const AdamWConfig& c, bool model_weights,
@@ -184,6 +197,11 @@ std::string master_weights_asker(const AdamWConfig& c, const Setting<Toggle>& s,
 // than an error (AdamWConfig::master_weights, a user's "on").
 bool master_weights_optional(const AdamWConfig& c, const Setting<Toggle>& s) {
   return !c.master_weights && (*s == Toggle::automatic || s.origin == Origin::profile);
+}
+
+// Where fused_optimizer came from: the settings, or the auto-tuner's decision.
+std::string fused_origin(const Config& s, Toggle fused) {
+  return fused == *s.fused_optimizer ? s.fused_optimizer.from() : "the auto-tuner";
 }
 }  // namespace
 
@@ -213,108 +231,101 @@ bool Runtime::use_master_weights(const AdamWConfig& c, Toggle fused, bool model_
   return false;
 }
 
-// Every rank of a data-parallel run steps with the same implementation: each measured (or read
-// its own host's cache) and may have chosen another, whose rounding differs, and the ranks'
-// weights would drift apart. Rank 0's choice is every rank's.
-void Runtime::agree_on_adamw(AdamWImplChoice& choice) const {
-  const std::string mine = choice.name;
-  const std::string first = step_agreement_.rank0("adamw_implementation", mine);
-  if (first == mine) {
-    choice.why += "; rank 0 chose the same, which every rank takes";
-    return;
-  }
+std::string Runtime::choose_fused_adamw(AdamWConfig& c, std::string& chosen_why) const {
+  const Config& s = context_->config();
+  const std::string& asked = *s.adamw_implementation;
+  // Among several implementations the measured fastest; master weights only the plugin's
+  // default (the first) keeps.
   const std::string who = context_->require_device().plugin + " plugin";
-  for (const auto& i : call_plugin(who, "Optimizer::adamw_implementations()",
-                                   [&] { return optimizers_->adamw_implementations(); }))
-    if (i.name == first) {
-      choice.name = i.name;
-      choice.description = i.description;
-      choice.why = "rank 0's choice, which every rank of a data-parallel run takes (this rank had " + mine +
-                   ": " + choice.why + ")";
-      return;
+  std::string impl = call_plugin(who, "Optimizer::implementation()", [&] { return optimizers_->implementation(); });
+  if (c.implementation.empty() && asked != "auto") {
+    // A name the user gave: that one or a loud failure (the plugin lists what it offers).
+    c.implementation = asked;
+    chosen_why = "; adamw_implementation = " + asked + " (from " + s.adamw_implementation.from() + ")";
+    for (const auto& i : call_plugin(who, "Optimizer::adamw_implementations()",
+                                     [&] { return optimizers_->adamw_implementations(); }))
+      if (i.name == asked) impl = i.description;
+  } else if (c.implementation.empty() && !c.master_weights) {
+    if (!adamw_choice_) {
+      adamw_choice_ = choose_adamw_implementation(*context_, *optimizers_, torch_device_, *s.autotune_cache);
+      if (adamw_choice_->origin != "only") steps_->agree_on_adamw(*adamw_choice_, *optimizers_);
     }
-  throw std::runtime_error("rank 0 steps AdamW with " + first + ", which this rank's " + who +
-                           " does not offer: every rank must run the same build");
+    if (adamw_choice_->origin != "only") {
+      c.implementation = adamw_choice_->name;
+      impl = adamw_choice_->description;
+      chosen_why = "; " + adamw_choice_->name + ": " + adamw_choice_->why;
+    }
+  }
+  return impl;
+}
+
+std::optional<OptimizerChoice> Runtime::make_fused_adamw(const std::vector<at::Tensor>& params,
+                                                         const AdamWConfig& config, AdamWConfig& c, Toggle fused,
+                                                         ForwardOwner forwards, std::string& master_note) const {
+  const Config& s = context_->config();
+  const std::string device_id = device_->info().id;
+  const std::string fused_name = to_string(fused);
+  std::string chosen_why;
+  std::string impl = choose_fused_adamw(c, chosen_why);
+  auto made = optimizers_->create_adamw(params, c);
+  if (!(made.ok() && made.value()) && c.master_weights && master_weights_optional(config, s.master_weights)) {
+    // The implementation chosen keeps no master (an add-on plugin's AdamW, say): auto and a
+    // profile's "on" do without them, as where the plan cannot have them.
+    master_note = "; " + master_weights_asker(config, s.master_weights) + " skipped: " + made.status().message();
+    c.master_weights = false;
+    made = optimizers_->create_adamw(params, c);
+  }
+  if (made.ok() && made.value()) {
+    const char* master_use = forwards == ForwardOwner::program ? kMasterWeightsUse : kMasterWeightsOwned;
+    if (c.master_weights) {
+      impl += " with bf16 weights + fp32 master";
+      // The program's model changed under it: say what keeps it usable, once, loudly (a
+      // tuning trial's model is restored after it, and accelkit's own loops run every
+      // forward under autocast: nothing to say).
+      if (!in_trial_) {
+        steps_->drop_unweighted_candidates("master weights: the weights are bf16, so every step runs under autocast");
+        static std::once_flag told;
+        if (forwards == ForwardOwner::program) std::call_once(told, [] { spdlog::warn("{}", kMasterWeightsUse); });
+        context_->record({"master_weights", "on", device_id, master_use});
+      }
+    }
+    return OptimizerChoice{made.value(), impl,
+                           "fused_optimizer = " + fused_name + " and " + device_id + " has one" + chosen_why +
+                               (c.master_weights ? "; " + master_weights_asker(config, s.master_weights) + "; " + master_use
+                                                 : master_note),
+                           c.master_weights};
+  }
+  if (c.master_weights)
+    throw std::runtime_error(device_id + " could not create its fused AdamW with master weights: " +
+                             made.status().message());
+  const std::string& asked = *s.adamw_implementation;
+  if (asked != "auto")
+    throw std::runtime_error("adamw_implementation = " + asked + " (from " + s.adamw_implementation.from() +
+                             ") but " + device_id + " could not create it: " + made.status().message());
+  if (fused == Toggle::on)
+    throw std::runtime_error("fused_optimizer = on (from " + fused_origin(s, fused) + ") but " + device_id +
+                             " could not create it: " + made.status().message());
+  spdlog::warn("{}: fused AdamW unavailable ({}); using torch::optim::AdamW", device_id, made.status().message());
+  return std::nullopt;
 }
 
 OptimizerChoice Runtime::make_adamw_as(const std::vector<at::Tensor>& params, const AdamWConfig& config, Toggle fused,
                                        bool model_weights, ForwardOwner forwards) const {
   const Config& s = context_->config();
   const std::string device_id = device_->info().id;
-  const std::string fused_name = to_string(fused);
-  // Where fused_optimizer came from: the settings, or the auto-tuner's decision.
-  const std::string fused_from = fused == *s.fused_optimizer ? s.fused_optimizer.from() : "the auto-tuner";
+  const std::string fused_from = fused_origin(s, fused);
   AdamWConfig c = config;
   std::string master_note;
   c.master_weights = use_master_weights(config, fused, model_weights, forwards, master_note);
-  if (!in_trial_ && model_weights) note_model(params, "AdamW");
-  const std::string& asked = *s.adamw_implementation;
+  if (!in_trial_ && model_weights) steps_->note_model(params, "AdamW");
   if (fused != Toggle::off && optimizers_) {
-    // Among several implementations the measured fastest; master weights only the plugin's
-    // default (the first) keeps.
-    const std::string who = context_->require_device().plugin + " plugin";
-    std::string impl = call_plugin(who, "Optimizer::implementation()", [&] { return optimizers_->implementation(); });
-    std::string chosen_why;
-    if (c.implementation.empty() && asked != "auto") {
-      // A name the user gave: that one or a loud failure (the plugin lists what it offers).
-      c.implementation = asked;
-      chosen_why = "; adamw_implementation = " + asked + " (from " + s.adamw_implementation.from() + ")";
-      for (const auto& i : call_plugin(who, "Optimizer::adamw_implementations()",
-                                       [&] { return optimizers_->adamw_implementations(); }))
-        if (i.name == asked) impl = i.description;
-    } else if (c.implementation.empty() && !c.master_weights) {
-      if (!adamw_choice_) {
-        adamw_choice_ = choose_adamw_implementation(*context_, *optimizers_, torch_device_, *s.autotune_cache);
-        if (adamw_choice_->origin != "only" && step_agreement_.rank0) agree_on_adamw(*adamw_choice_);
-      }
-      if (adamw_choice_->origin != "only") {
-        c.implementation = adamw_choice_->name;
-        impl = adamw_choice_->description;
-        chosen_why = "; " + adamw_choice_->name + ": " + adamw_choice_->why;
-      }
-    }
-    auto made = optimizers_->create_adamw(params, c);
-    if (!(made.ok() && made.value()) && c.master_weights && master_weights_optional(config, s.master_weights)) {
-      // The implementation chosen keeps no master (an add-on plugin's AdamW, say): auto and a
-      // profile's "on" do without them, as where the plan cannot have them.
-      master_note = "; " + master_weights_asker(config, s.master_weights) + " skipped: " + made.status().message();
-      c.master_weights = false;
-      made = optimizers_->create_adamw(params, c);
-    }
-    if (made.ok() && made.value()) {
-      const char* master_use = forwards == ForwardOwner::program ? kMasterWeightsUse : kMasterWeightsOwned;
-      if (c.master_weights) {
-        impl += " with bf16 weights + fp32 master";
-        // The program's model changed under it: say what keeps it usable, once, loudly (a
-        // tuning trial's model is restored after it, and accelkit's own loops run every
-        // forward under autocast: nothing to say).
-        if (!in_trial_) {
-          drop_unweighted_candidates("master weights: the weights are bf16, so every step runs under autocast");
-          static std::once_flag told;
-          if (forwards == ForwardOwner::program) std::call_once(told, [] { spdlog::warn("{}", kMasterWeightsUse); });
-          context_->record({"master_weights", "on", device_id, master_use});
-        }
-      }
-      return {made.value(), impl,
-              "fused_optimizer = " + fused_name + " and " + device_id + " has one" + chosen_why +
-                  (c.master_weights ? "; " + master_weights_asker(config, s.master_weights) + "; " + master_use
-                                    : master_note),
-              c.master_weights};
-    }
-    if (c.master_weights)
-      throw std::runtime_error(device_id + " could not create its fused AdamW with master weights: " +
-                               made.status().message());
-    if (asked != "auto")
-      throw std::runtime_error("adamw_implementation = " + asked + " (from " + s.adamw_implementation.from() +
-                               ") but " + device_id + " could not create it: " + made.status().message());
-    if (fused == Toggle::on)
-      throw std::runtime_error("fused_optimizer = on (from " + fused_from + ") but " + device_id +
-                               " could not create it: " + made.status().message());
-    spdlog::warn("{}: fused AdamW unavailable ({}); using torch::optim::AdamW", device_id, made.status().message());
+    if (auto made = make_fused_adamw(params, config, c, fused, forwards, master_note)) return std::move(*made);
   } else if (fused == Toggle::on) {
     throw std::runtime_error("fused_optimizer = on (from " + fused_from + ") but " + device_id +
                              " has no fused optimizer: " + optimizer_absent_reason_);
   }
+  // torch::optim::AdamW: fused_optimizer = off, or the device has none (or could not create it).
+  const std::string& asked = *s.adamw_implementation;
   if (asked != "auto")
     throw std::runtime_error("adamw_implementation = " + asked + " (from " + s.adamw_implementation.from() + ") but " +
                              (fused == Toggle::off ? "fused_optimizer = off (from " + fused_from + ")"
@@ -335,10 +346,10 @@ OptimizerChoice Runtime::make_sgd_as(const std::vector<at::Tensor>& params, cons
   // torch::optim::SGD's own rule, before any implementation is chosen: never a fallback over it.
   if (c.nesterov && (c.momentum <= 0 || c.dampening != 0))
     throw std::invalid_argument("SGD: Nesterov momentum needs momentum > 0 and dampening 0");
-  if (!in_trial_) note_model(params, "SGD");
+  if (!in_trial_) steps_->note_model(params, "SGD");
   const Config& s = context_->config();
   const std::string device_id = device_->info().id;
-  const std::string fused_from = fused == *s.fused_optimizer ? s.fused_optimizer.from() : "the auto-tuner";
+  const std::string fused_from = fused_origin(s, fused);
   const std::string fused_name = to_string(fused);
   std::string why_not;
   if (fused == Toggle::off) {

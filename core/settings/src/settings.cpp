@@ -15,7 +15,7 @@
 
 #include "accelkit/train_config.hpp"
 #include "config_file.hpp"
-#include "strings.hpp"
+#include "accelkit/base/strings.hpp"
 #include "toml_text.hpp"
 
 namespace accelkit {
@@ -371,8 +371,15 @@ void add_train(std::vector<SettingSpec>& schema) {
   integer("keep_last", d.keep_last, 0, "checkpoints kept; 0 = all", store_as<std::int64_t>(ACCELKIT_FIELD(train.keep_last)));
 }
 
-std::vector<SettingSpec> make_schema() {
-  std::vector<SettingSpec> s;
+// A number setting with its own range check (`check`; none when null).
+void add_number(std::vector<SettingSpec>& s, const char* key, double def, const char* env, const char* help,
+                std::string (*check)(const SettingValue&), Store store) {
+  s.push_back(spec_of(key, SettingType::number, def, env, help, std::move(store)));
+  s.back().check = check;
+}
+
+// Which device runs the program.
+void add_device_choice(std::vector<SettingSpec>& s) {
   s.push_back(text_spec("device", "auto", {}, "ACCELKIT_DEVICE", "device to run on: auto, <plugin> or <plugin>:<index>",
                         [](Config& c, const Effective& e) {
                           copy_origin(c.device, e);
@@ -380,6 +387,10 @@ std::vector<SettingSpec> make_schema() {
                         }));
   s.back().check = check_device;
   s.push_back(flag_spec("no_gpu", false, "ACCELKIT_NO_GPU", "never use a GPU", store_as<bool>(ACCELKIT_FIELD(no_gpu))));
+}
+
+// How the device computes: precision, graph capture, kernels and threads.
+void add_compute(std::vector<SettingSpec>& s) {
   s.push_back(text_spec("precision", "auto", {"auto", "fp32", "bf16", "fp16"}, "ACCELKIT_PRECISION",
                         "compute precision (autocast)", [](Config& c, const Effective& e) {
                           copy_origin(c.precision, e);
@@ -414,11 +425,10 @@ std::vector<SettingSpec> make_schema() {
                                 "has them; step tuning measures them against "
                                 "LibTorch's), on, or off",
                                 store_enum<Toggle>(ACCELKIT_FIELD(kernels))));
-  auto number = [&](const char* key, double def, const char* env, const char* help, std::string (*check)(const SettingValue&),
-                    Store store) {
-    s.push_back(spec_of(key, SettingType::number, def, env, help, std::move(store)));
-    s.back().check = check;
-  };
+}
+
+// The batch size, the input pipeline and the memory the batch finder leaves free.
+void add_batching(std::vector<SettingSpec>& s) {
   s.push_back(int_spec("batch_size", 0, 0, INT32_MAX, "ACCELKIT_BATCH_SIZE", "batch size (0 = auto)",
                        store_as<std::int64_t>(ACCELKIT_FIELD(batch_size))));
   s.push_back(int_spec("prefetch", 2, 0, 64, "ACCELKIT_PREFETCH",
@@ -427,28 +437,36 @@ std::vector<SettingSpec> make_schema() {
   s.push_back(int_spec("memory_margin", 10, 0, 90, "ACCELKIT_MEMORY_MARGIN",
                        "percent of the device's memory the batch-size finder leaves free",
                        store_as<int>(ACCELKIT_FIELD(memory_margin))));
-  number("batch_step_limit", 2.0, "ACCELKIT_BATCH_STEP_LIMIT",
-         "seconds a training step may take at the batch the batch finder picks on a CPU (0 = no limit): the memory "
-         "there fits batches whose steps run for minutes",
-         check_batch_step_limit, store_as<double>(ACCELKIT_FIELD(batch_step_limit)));
-  s.push_back(enum_spec<Profile>("profile", Profile::balanced, "ACCELKIT_PROFILE", "tuning profile",
-                                 store_enum<Profile>(ACCELKIT_FIELD(profile))));
+  add_number(s, "batch_step_limit", 2.0, "ACCELKIT_BATCH_STEP_LIMIT",
+             "seconds a training step may take at the batch the batch finder picks on a CPU (0 = no limit): the "
+             "memory there fits batches whose steps run for minutes",
+             check_batch_step_limit, store_as<double>(ACCELKIT_FIELD(batch_step_limit)));
+}
+
+// The telemetry sampler and the thermal guard that reads it.
+void add_guard(std::vector<SettingSpec>& s) {
   s.push_back(flag_spec("sampler", true, "ACCELKIT_SAMPLER", "background telemetry sampler thread",
                         store_as<bool>(ACCELKIT_FIELD(sampler))));
-  number("guard_interval", 5.0, "ACCELKIT_GUARD_INTERVAL",
-         "seconds between the thermal guard's samples during training (0 = off; also off without the sampler)",
-         check_guard_interval, store_as<double>(ACCELKIT_FIELD(guard_interval)));
+  add_number(s, "guard_interval", 5.0, "ACCELKIT_GUARD_INTERVAL",
+             "seconds between the thermal guard's samples during training (0 = off; also off without the sampler)",
+             check_guard_interval, store_as<double>(ACCELKIT_FIELD(guard_interval)));
   s.push_back(enum_spec<GuardPolicy>("guard_policy", GuardPolicy::warn, "ACCELKIT_GUARD_POLICY",
                                      "at the guard's temperature: warn, pause (until guard_hysteresis cooler) or stop "
                                      "(checkpoint, exit 4)",
                                      store_enum<GuardPolicy>(ACCELKIT_FIELD(guard_policy))));
-  number("guard_temperature", 0.0, "ACCELKIT_GUARD_TEMPERATURE",
-         "the guard's threshold in C: 0 = the device's own slowdown threshold, else 30-150", check_guard_temperature,
-         store_as<double>(ACCELKIT_FIELD(guard_temperature)));
-  number("guard_hysteresis", 5.0, "ACCELKIT_GUARD_HYSTERESIS", "C below the threshold before a pause ends (at most 50)",
-         check_guard_hysteresis, store_as<double>(ACCELKIT_FIELD(guard_hysteresis)));
-  number("guard_power", 0.0, "ACCELKIT_GUARD_POWER", "warn when the device draws more watts than this (0 = never)",
-         nullptr, store_as<double>(ACCELKIT_FIELD(guard_power)));
+  add_number(s, "guard_temperature", 0.0, "ACCELKIT_GUARD_TEMPERATURE",
+             "the guard's threshold in C: 0 = the device's own slowdown threshold, else 30-150",
+             check_guard_temperature, store_as<double>(ACCELKIT_FIELD(guard_temperature)));
+  add_number(s, "guard_hysteresis", 5.0, "ACCELKIT_GUARD_HYSTERESIS",
+             "C below the threshold before a pause ends (at most 50)",
+             check_guard_hysteresis, store_as<double>(ACCELKIT_FIELD(guard_hysteresis)));
+  add_number(s, "guard_power", 0.0, "ACCELKIT_GUARD_POWER",
+             "warn when the device draws more watts than this (0 = never)",
+             nullptr, store_as<double>(ACCELKIT_FIELD(guard_power)));
+}
+
+// Measuring the candidates, tuning the first steps, and the cache of those decisions.
+void add_tuning(std::vector<SettingSpec>& s) {
   s.push_back(flag_spec("autotune", false, "ACCELKIT_AUTOTUNE", "benchmark the candidates and cache the decision",
                         store_as<bool>(ACCELKIT_FIELD(autotune))));
   s.push_back(flag_spec("step_tuning", true, "ACCELKIT_STEP_TUNING",
@@ -460,8 +478,10 @@ std::vector<SettingSpec> make_schema() {
                         store_as<bool>(ACCELKIT_FIELD(autotune_cache))));
   s.back().option = "--no-cache";  // on by default: the command line only turns it off
   s.back().option_turns_off = true;
-  s.push_back(enum_spec<LogLevel>("log_level", LogLevel::warn, "ACCELKIT_LOG_LEVEL", "log level",
-                                  store_enum<LogLevel>(ACCELKIT_FIELD(log_level))));
+}
+
+// How plugin files are examined, and which plugins and capabilities are asked for.
+void add_plugins(std::vector<SettingSpec>& s) {
   s.push_back(flag_spec("plugin_scan", true, "ACCELKIT_PLUGIN_SCAN",
                         "examine each new plugin file in a separate process first (off: in this one, e.g. under a "
                         "debugger)",
@@ -476,6 +496,10 @@ std::vector<SettingSpec> make_schema() {
                         store_as<std::vector<std::string>>(ACCELKIT_FIELD(prefer))));
   s.push_back(list_spec("require", "ACCELKIT_REQUIRE", "capabilities the device must have", check_capabilities,
                         store_as<std::vector<std::string>>(ACCELKIT_FIELD(require))));
+}
+
+// Data-parallel runs: the collective backend, its timeout and gradient buckets.
+void add_data_parallel(std::vector<SettingSpec>& s) {
   s.push_back(text_spec("dist_backend", "auto", {"auto", "gloo", "nccl"}, "ACCELKIT_DIST_BACKEND",
                         "collective backend of a data-parallel run: auto (the device plugin's), gloo or nccl",
                         store_as<std::string>(ACCELKIT_FIELD(dist_backend))));
@@ -485,6 +509,22 @@ std::vector<SettingSpec> make_schema() {
   s.push_back(int_spec("dist_bucket_mb", 25, 1, 1024, "ACCELKIT_DIST_BUCKET_MB",
                        "MiB of gradients all-reduced together in a data-parallel run",
                        store_as<int>(ACCELKIT_FIELD(dist_bucket_mb))));
+}
+
+// Every setting, in the order the settings table and `accelkit help settings` list them.
+std::vector<SettingSpec> make_schema() {
+  std::vector<SettingSpec> s;
+  add_device_choice(s);
+  add_compute(s);
+  add_batching(s);
+  s.push_back(enum_spec<Profile>("profile", Profile::balanced, "ACCELKIT_PROFILE", "tuning profile",
+                                 store_enum<Profile>(ACCELKIT_FIELD(profile))));
+  add_guard(s);
+  add_tuning(s);
+  s.push_back(enum_spec<LogLevel>("log_level", LogLevel::warn, "ACCELKIT_LOG_LEVEL", "log level",
+                                  store_enum<LogLevel>(ACCELKIT_FIELD(log_level))));
+  add_plugins(s);
+  add_data_parallel(s);
   add_routing(s);
   add_train(s);
   return s;

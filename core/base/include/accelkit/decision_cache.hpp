@@ -1,4 +1,7 @@
-// The auto-tuner's cache entries: one JSON file per key under <cache dir>/autotune/.
+// The decision cache: what accelkit measured once and keeps (the auto-tuner's and step
+// tuning's choices, the AdamW implementation, the batch finder's and inference's decisions, the
+// plugin registry, the tensor cache), one file per key in a folder per kind under one
+// directory. Here: where that directory is, and the helpers every kind reads and writes with.
 #pragma once
 
 #include <algorithm>
@@ -6,22 +9,21 @@
 #include <string>
 #include <vector>
 
-#include "accelkit/autotune.hpp"
+namespace accelkit {
 
-namespace accelkit::autotune_detail {
+// The cache directory: ACCELKIT_CACHE_DIR, else $XDG_CACHE_HOME/accelkit, else
+// $HOME/.cache/accelkit (read with secure_getenv). Empty when none can be named.
+std::string decision_cache_dir();
 
-constexpr int kCacheFormat = 1;
+namespace decision_cache {
 
 // FNV-1a 64, as 16 hex digits: the entry's file name (collisions are caught by comparing the
 // stored fingerprint strings).
 std::string hash_hex(const std::string& text);
 
-std::string entry_path(const std::string& dir, const std::string& key);
-
 // Now, UTC, ISO 8601 ("2026-11-25T10:09:09Z"): when a decision was measured.
 std::string utc_now();
 
-// Shared by the caches under the cache directory (autotune/, batch/):
 // The text of the file at `path`: nullopt with *problem empty when there is none, set when it
 // cannot be read.
 std::optional<std::string> read_entry_text(const std::string& path, std::string* problem);
@@ -51,12 +53,6 @@ std::vector<Decision> list_entries(const std::string& dir, const char* kind, Rea
   return out;
 }
 
-// The entry at `path`. nullopt with *problem empty when there is no file; nullopt with
-// *problem set when the file exists but is not a readable entry of this format.
-std::optional<TuneDecision> read_entry(const std::string& path, std::string* problem);
+}  // namespace decision_cache
 
-// Writes atomically (temporary file in the same directory, fsync, rename, fsync the
-// directory), creating the directories. Throws std::runtime_error with the reason.
-void write_entry(const std::string& path, const TuneDecision& decision);
-
-}  // namespace accelkit::autotune_detail
+}  // namespace accelkit

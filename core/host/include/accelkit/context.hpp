@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "accelkit/device_error.hpp"
 #include "accelkit/loader.hpp"
 #include "accelkit/negotiation.hpp"
 #include "accelkit/sdk/precision.hpp"
@@ -26,12 +27,6 @@ struct RuntimeDecision {
   std::string value;   // what the runtime uses: "bf16", "auto"
   std::string source;  // "autotune cache /c/x.json", "cpu:0"
   std::string why;     // one line
-};
-
-// A requested device could not be had (exit code 3). what() lists what is available.
-class DeviceUnavailableError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
 };
 
 class Context {

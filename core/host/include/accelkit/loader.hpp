@@ -51,7 +51,7 @@ struct LoaderOptions {
   bool read_environment = true;  // ACCELKIT_PLUGIN_PATH, ACCELKIT_ADD_PLUGIN_PATH, ..._DISABLE
   bool include_default_dirs = true;  // build-time and executable-relative directories
   bool probe = true;                 // call probe() on every loaded plugin
-  // The out-of-process scan (core/src/plugin_scan.hpp): before a plugin file is loaded here,
+  // The out-of-process scan (core/host/src/plugin_scan.hpp): before a plugin file is loaded here,
   // its handshake and probe run in a child process, once per file version; a plugin that
   // crashed, hung, aborted or exited there is refused with the reason, and stays refused until
   // its file changes. Off: plugins are examined in this process (for a debugger).
@@ -59,7 +59,7 @@ struct LoaderOptions {
   bool rescan = false;                  // examine every file again, whatever the registry says
   int scan_timeout_s = 10;              // then the child is killed
   std::uint64_t scan_memory_bytes = std::uint64_t{4} << 30;  // the child's data limit; 0 = none
-  // The registry's cache directory; nullopt = the default (autotune_cache_dir()), "" = none.
+  // The registry's cache directory; nullopt = the default (decision_cache_dir()), "" = none.
   std::optional<std::string> cache_dir;
 };
 

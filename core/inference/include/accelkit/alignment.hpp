@@ -3,7 +3,7 @@
 // for int8, the vector width in elements on a CPU), each with the size to pad to. The
 // multiple is the device plugin's statement: the free key "align.<dtype>" (capability.hpp).
 //
-//   auto report = rt->check_alignment(torch::jit::load("model.pt"));
+//   auto report = accelkit::check_alignment(*rt, torch::jit::load("model.pt"));
 //   std::cout << report.summary();
 //
 // Sizes are read from the frozen graph: aten::linear weights [out, in], convolution weights
@@ -22,6 +22,8 @@
 #include "accelkit/sdk/device.hpp"
 
 namespace accelkit {
+
+class Runtime;
 
 struct AlignmentIssue {
   std::string layer;      // the parameter's module ("fc1"), or "<op> #k"
@@ -55,6 +57,10 @@ struct AlignmentReport {
 // its channels as they are and padded. Throws std::invalid_argument with LibTorch's message
 // when the forward rejects the inputs.
 AlignmentReport check_alignment(const torch::jit::Module& module, const DeviceInfo& device, const std::string& dtype,
+                                bool measure = false, const std::vector<at::Tensor>& example_inputs = {});
+
+// The same for `rt`'s device, for `dtype` ("" = the plan's dtype); `measure` applies on the CPU.
+AlignmentReport check_alignment(const Runtime& rt, const torch::jit::Module& module, const std::string& dtype = "",
                                 bool measure = false, const std::vector<at::Tensor>& example_inputs = {});
 
 }  // namespace accelkit

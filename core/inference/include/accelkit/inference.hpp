@@ -2,7 +2,7 @@
 // measurement, never by assumption:
 //
 //   torch::jit::Module m = torch::jit::load("model.pt");
-//   auto fast = rt->optimize_for_inference(m, {torch::randn({16, 3, 224, 224})});
+//   auto fast = accelkit::optimize_for_inference(*rt, m, {torch::randn({16, 3, 224, 224})});
 //   std::vector<at::Tensor> y = fast->run({x});        // fp32 in, fp32 out
 //   std::cout << fast->decision().why;                 // what was applied, and the figures
 //
@@ -26,6 +26,8 @@
 #include <torch/csrc/jit/api/module.h>
 
 namespace accelkit {
+
+class Runtime;
 
 struct InferenceOptions {
   int warmup = 2;   // untimed runs per candidate
@@ -84,5 +86,12 @@ struct OutputError {
   double cosine = 1;         // cosine similarity of got with ref
 };
 OutputError compare_outputs(const std::vector<at::Tensor>& got, const std::vector<at::Tensor>& ref);
+
+// The user's TorchScript module made fast for inference on `rt`'s device: candidates timed on
+// `example_inputs` and checked against the module's own fp32 outputs; the fastest within
+// tolerance is returned, its decision() saying what was applied and why. Cached.
+std::unique_ptr<OptimizedModule> optimize_for_inference(Runtime& rt, const torch::jit::Module& module,
+                                                        const std::vector<at::Tensor>& example_inputs,
+                                                        const InferenceOptions& options = {});
 
 }  // namespace accelkit

@@ -26,6 +26,8 @@
 
 namespace accelkit {
 
+class Runtime;
+
 enum class ModelFormat { torchscript, aoti_package };
 const char* to_string(ModelFormat f) noexcept;
 
@@ -85,5 +87,9 @@ class InferenceModel {
 // package, and LibTorch's own load error, shortened.
 std::unique_ptr<InferenceModel> load_model_file(const std::string& path, c10::Device device,
                                                 const std::string& model_name = "");
+
+// The user's model file for inference on `rt`'s device (load_model_file). Run it under
+// rt.autocast() for the negotiated precision.
+std::unique_ptr<InferenceModel> load_model(const Runtime& rt, const std::string& path, const std::string& model_name = "");
 
 }  // namespace accelkit

@@ -2,7 +2,7 @@
 // already has (x86 / FBGEMM / oneDNN on the CPU), the engine chosen by the device's plugin
 // (Capability::int8_linear, free key "int8.engine"):
 //
-//   auto q = rt->quantize(module, {.linear = accelkit::QuantDtype::int8}, {example_x});
+//   auto q = accelkit::quantize(*rt, module, {.linear = accelkit::QuantDtype::int8}, {example_x});
 //   at::Tensor y = q.module.forward({x}).toTensor();     // fp32 in, fp32 out
 //   std::cout << q.report.summary();                    // layers, sizes, the error on example_x
 //
@@ -17,7 +17,7 @@
 // Static quantization (`.conv = QuantDtype::int8`), for convolutional networks, whose time is
 // in the convolutions that dynamic quantization cannot reach:
 //
-//   auto q = rt->quantize(module, {.conv = accelkit::QuantDtype::int8}, {calibration_batch});
+//   auto q = accelkit::quantize(*rt, module, {.conv = accelkit::QuantDtype::int8}, {calibration_batch});
 //
 // LibTorch's own graph-mode quantization passes, the ones torch.ao.quantization.quantize_jit
 // runs: BatchNorm folded into its convolution, observers inserted on the weights and on every
@@ -38,6 +38,8 @@
 #include <torch/csrc/jit/api/module.h>
 
 namespace accelkit {
+
+class Runtime;
 
 enum class QuantDtype { none, int8 };
 
@@ -83,5 +85,13 @@ struct QuantizedModule {
   torch::jit::Module module;  // frozen; runs in eval mode without autograd
   QuantizeReport report;
 };
+
+// The module's Linear layers in INT8, on the quantized engine `rt`'s device's plugin names
+// (Capability::int8_linear; std::invalid_argument where it has none). A frozen copy is
+// returned with a report: layers converted and kept (why), sizes, and - given example inputs -
+// the output error against the module's own fp32 outputs. Lossy by design: the report says
+// how much; nothing is chosen for the caller.
+QuantizedModule quantize(const Runtime& rt, const torch::jit::Module& module, const QuantizeOptions& options = {},
+                         const std::vector<at::Tensor>& example_inputs = {});
 
 }  // namespace accelkit

@@ -48,16 +48,13 @@
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
 
+#include "accelkit/adamw_choice.hpp"
 #include "accelkit/sdk/device.hpp"
 #include "accelkit/sdk/optimizer.hpp"
 
 namespace accelkit {
 
-// Who runs the forwards of a model whose optimizer make_adamw creates: the program (its own
-// loop, which may evaluate the model outside rt->autocast()), or one of accelkit's own loops
-// (accelkit bench's variant, accelkit train), which runs every forward under autocast().
-// master_weights = auto turns master weights on for the second only.
-enum class ForwardOwner : std::uint8_t { program, accelkit };
+class Runtime;
 
 struct BatchProblem {
   std::string name;                    // shown in the decision; optional
@@ -159,5 +156,10 @@ void accumulate(BatchDecision& decision, std::int64_t target_effective_batch);
 // The cached decisions under `dir` (each *.json in dir/batch), oldest first; unreadable
 // entries come with origin "corrupt" and `why` saying what is wrong.
 std::vector<BatchDecision> list_batch_cache(const std::string& dir);
+
+// The batch-size finder for `rt`'s device: the largest batch it trains `problem` with inside
+// the memory budget, and the accumulation steps for a target effective batch. Throws
+// BatchDoesNotFitError when not even options.min fits.
+BatchDecision find_batch_size(Runtime& rt, const BatchProblem& problem, const BatchSearchOptions& options = {});
 
 }  // namespace accelkit

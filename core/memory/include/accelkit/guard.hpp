@@ -39,6 +39,8 @@
 
 namespace accelkit {
 
+class Runtime;
+
 struct GuardOptions {
   double interval_s = 5;  // between samples; 0 = the guard is off
   GuardPolicy policy = GuardPolicy::warn;
@@ -102,6 +104,21 @@ class Guard {
   GuardReading read_once();
   void raise(GuardEvent event);
 
+  // check()'s parts (the training thread only). An event at `step`, its text prefixed with the
+  // device and followed by the step.
+  void raise_event(std::int64_t step, const char* kind, std::optional<double> value,
+                   std::optional<double> threshold, std::string text);
+  // The events any policy raises: implausible readings, throttling, power over the limit.
+  void report_readings(std::int64_t step, const GuardReading& r);
+  // What the policy does at temperature `t`, the threshold known.
+  GuardAction on_temperature(std::int64_t step, double t, const std::atomic<bool>* interrupt);
+  // Blocks until the device is below `cool` (or the interrupt flag, or the guard ends), between
+  // a "pause" and a "resume" event.
+  void pause(std::int64_t step, double t, double cool, const std::atomic<bool>* interrupt);
+  // Waits for the sampler's readings until one is below `cool`; returns why the wait ended
+  // ("cooled", "interrupted", ...), `last` the last temperature read.
+  std::string wait_until_below(double cool, const std::atomic<bool>* interrupt, std::optional<double>& last);
+
   std::shared_ptr<Monitor> monitor_;
   GuardOptions options_;
   std::string device_;
@@ -121,5 +138,10 @@ class Guard {
   bool power_over_ = false;
   std::vector<std::string> sensors_reported_;
 };
+
+// The thermal and power guard for `rt`'s device, as the guard_* settings say; off, with the
+// reason in describe(), when guard_interval is 0, the sampler setting is off or the device has
+// no monitor. `on_event` gets every event on the thread that checks.
+std::unique_ptr<Guard> make_guard(const Runtime& rt, std::function<void(const GuardEvent&)> on_event = {});
 
 }  // namespace accelkit

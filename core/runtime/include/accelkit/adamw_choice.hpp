@@ -10,6 +10,7 @@
 // the medians decide. About a second on a 2-core CPU.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +20,12 @@
 #include "accelkit/sdk/optimizer.hpp"
 
 namespace accelkit {
+
+// Who runs the forwards of a model whose optimizer make_adamw creates: the program (its own
+// loop, which may evaluate the model outside rt->autocast()), or one of accelkit's own loops
+// (accelkit bench's variant, accelkit train), which runs every forward under autocast().
+// master_weights = auto turns master weights on for the second only.
+enum class ForwardOwner : std::uint8_t { program, accelkit };
 
 class Context;
 

@@ -8,7 +8,7 @@
 //   p.forward = [&](const at::Tensor& x) { return model->forward(x); };
 //   p.loss = [](const at::Tensor& y, const at::Tensor& t) { return at::mse_loss(y, t); };
 //   p.input = x; p.target = t;
-//   accelkit::TuneDecision d = rt->autotune(p);   // then make_adamw(), autocast() as usual
+//   accelkit::TuneDecision d = accelkit::autotune(*rt, p);   // then make_adamw(), autocast() as usual
 //
 // The model's parameters and buffers, and LibTorch's CPU generator, are restored after the
 // trials: tuning leaves no trace in the training run except the chosen settings.
@@ -94,9 +94,21 @@ struct TuneOptions {
   std::function<void(const TuneProgress&)> progress;
 };
 
+class Runtime;
+
+// The auto-tuner: with the `autotune` setting on (profile auto), the cached decision for this
+// device + model + versions, or trials timed now; the chosen precision, optimizer and threads
+// then become what `rt` runs with, recorded beside the settings (Context::decisions(); the
+// settings stay as resolved). With `autotune` off it tunes nothing and returns the current
+// choices with origin "settings". Settings the user fixed (config file, environment, command
+// line) are never overridden.
+TuneDecision autotune(Runtime& rt, const TuneProblem& problem, const TuneOptions& options = {});
+// The last autotune() decision on `rt`, if any.
+const std::optional<TuneDecision>& last_tune_decision(const Runtime& rt);
+
 // The cache directory: ACCELKIT_CACHE_DIR, else $XDG_CACHE_HOME/accelkit, else
 // $HOME/.cache/accelkit (read with secure_getenv). Empty when none can be named.
-std::string autotune_cache_dir();
+std::string decision_cache_dir();
 
 // Picks from finished trials (pure; tested directly): the fastest accepted one. Marks
 // eligible/accepted/note on every trial; throws std::runtime_error when the reference is

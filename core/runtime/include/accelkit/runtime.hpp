@@ -22,30 +22,26 @@
 #include <torch/types.h>
 
 #include "accelkit/adamw_choice.hpp"
-#include "accelkit/alignment.hpp"
-#include "accelkit/autotune.hpp"
-#include "accelkit/batch_finder.hpp"
-#include "accelkit/guard.hpp"
 #include "accelkit/context.hpp"
-#include "accelkit/inference.hpp"
 #include "accelkit/loss_scaler.hpp"
-#include "accelkit/machine_load.hpp"
-#include "accelkit/model_file.hpp"
-#include "accelkit/prefetch.hpp"
-#include "accelkit/quantize.hpp"
+#include "accelkit/routing.hpp"
 #include "accelkit/sdk/optimizer.hpp"
 #include "accelkit/sdk/precision.hpp"
-#include "accelkit/routing.hpp"
-#include "accelkit/step_runner.hpp"
-#include "accelkit/step_tuning.hpp"
 #include "accelkit/sdk/torch_compat.hpp"
+#include "accelkit/step_tuning.hpp"
 
 namespace torch::nn { class Module; }
 
 namespace accelkit {
 
-struct TuneSpace;  // autotune.cpp
-namespace detail { class RegisteredKernels; }  // operator_kernels.hpp
+class StepCapture;       // step_capture.hpp
+struct PrefetchOptions;  // prefetch.hpp
+namespace detail {
+class AutoTuner;          // autotune_control.hpp
+class RegisteredKernels;  // kernel_registry.hpp
+class StepTuning;         // step_tuning_control.hpp
+struct RuntimeInternals;  // internals.hpp
+}  // namespace detail
 
 // Runtime::autocast()'s scope: the calling thread's autocast as the step's configuration says,
 // restored at the end of the scope. Counts the nesting, so that only a top-level scope is a
@@ -88,35 +84,10 @@ class Runtime {
   // They run on a thread whose applied plan lists them (apply_precision, and Runtime::start on
   // its thread), in the training steps whose configuration does (step tuning).
   std::vector<std::string> operator_kernels() const;
-  // How far ahead accelkit::Prefetcher feeds this device (the prefetch setting) and where it
-  // delivers: accelkit::prefetch_loader(*loader, rt->prefetch_options()).
-  PrefetchOptions prefetch_options() const;
 
   // Moves the module's parameters and buffers to the device.
   void prepare(torch::nn::Module& module) const;
   void prepare(torch::jit::Module& module) const;
-
-  // The user's TorchScript module made fast for inference here (inference.hpp): candidates
-  // timed on `example_inputs` and checked against the module's own fp32 outputs; the fastest
-  // within tolerance is returned, its decision() saying what was applied and why. Cached.
-  std::unique_ptr<OptimizedModule> optimize_for_inference(const torch::jit::Module& module,
-                                                          const std::vector<at::Tensor>& example_inputs,
-                                                          const InferenceOptions& options = {});
-
-  // The module's Linear layers in INT8 (quantize.hpp), on the quantized engine the device's
-  // plugin names (Capability::int8_linear; std::invalid_argument where it has none). A frozen
-  // copy is returned with a report: layers converted and kept (why), sizes, and - given
-  // example inputs - the output error against the module's own fp32 outputs. Lossy by design:
-  // the report says how much; nothing is chosen for the caller.
-  QuantizedModule quantize(const torch::jit::Module& module, const QuantizeOptions& options = {},
-                           const std::vector<at::Tensor>& example_inputs = {}) const;
-
-  // The module's Linear, convolution and embedding sizes that are not multiples of what this
-  // device's fast paths work in (alignment.hpp), for `dtype` ("" = the plan's dtype); with
-  // `measure` (on the CPU), each misaligned Linear's GEMM timed as it is and padded, and with
-  // `example_inputs` each misaligned convolution on the input shape it sees in their forward.
-  AlignmentReport check_alignment(const torch::jit::Module& module, const std::string& dtype = "",
-                                  bool measure = false, const std::vector<at::Tensor>& example_inputs = {}) const;
 
   // Autocast with the negotiated dtype for this scope (off when the plan says fp32). With
   // step tuning (step_tuning.hpp; the step_tuning setting, on by default), each top-level scope
@@ -124,12 +95,9 @@ class Runtime {
   // candidates in turn (the plan, fp32, fewer CPU threads), then the fastest is kept, recorded
   // in Context::decisions() and cached. One scope per training step is what it times: the
   // forward (the loss may be inside or out), as in the example above.
-  AutocastScope autocast() const {
-    const StepConfig c = step_config();
-    return AutocastScope(torch_device_.type(), c.autocast, c.autocast ? c.dtype : autocast_dtype());
-  }
+  AutocastScope autocast() const;
   // Where step tuning stands: off (why), observing, or decided (what, from where, why).
-  const StepTuningStatus& step_tuning() const noexcept { return step_tuning_status_; }
+  const StepTuningStatus& step_tuning() const noexcept;
   at::ScalarType autocast_dtype() const;
 
   // The plugin's fused AdamW when it has one and fused_optimizer is auto/on; torch::optim::AdamW
@@ -159,45 +127,19 @@ class Runtime {
   // and when the plugin has no optimizer.
   const std::optional<AdamWImplChoice>& adamw_choice() const noexcept { return adamw_choice_; }
 
-  // The user's model file for inference on this runtime's device (model_file.hpp): TorchScript,
-  // or a .pt2 package (LibTorch >= 2.6) compiled for this device type. Run it under
-  // autocast() for the negotiated precision. Throws ModelFileError saying why it cannot.
-  std::unique_ptr<InferenceModel> load_model(const std::string& path, const std::string& model_name = "") const {
-    return load_model_file(path, torch_device_, model_name);
-  }
-
   // Dynamic loss scaling when the plan asks for it (fp16), otherwise a pass-through scaler.
   LossScaler make_loss_scaler() const;
 
-  // Where an operation class runs (routing.hpp): the device, or where a plugin rule or the
-  // config's [routing] table sends it, with the reason.
-  c10::Device device_for(OpClass op) const { return route(op).device; }
+  // Where an operation class runs (routing.hpp): the device (route(op).device), or where a
+  // plugin rule or the config's [routing] table sends it, with the reason.
   const Route& route(OpClass op) const { return route_for(routes_, op); }
   const std::vector<Route>& routes() const noexcept { return routes_; }
 
-  // The auto-tuner (autotune.hpp): with the `autotune` setting on (profile auto), the cached
-  // decision for this device + model + versions, or trials timed now; the chosen precision,
-  // optimizer and threads then become what this runtime runs with, recorded beside the
-  // settings (Context::decisions(); the settings stay as resolved). With `autotune` off it
-  // tunes nothing and returns the current choices with origin "settings". Settings the user
-  // fixed (config file, environment, command line) are never overridden.
-  TuneDecision autotune(const TuneProblem& problem, const TuneOptions& options = {});
-  // The batch-size finder (batch_finder.hpp): the largest batch this device trains `problem`
-  // with inside the memory budget, and the accumulation steps for a target effective batch.
-  // Throws BatchDoesNotFitError when not even options.min fits.
-  BatchDecision find_batch_size(const BatchProblem& problem, const BatchSearchOptions& options = {});
-  // The thermal and power guard for this runtime's device (guard.hpp), as the guard_* settings
-  // say; off, with the reason in describe(), when guard_interval is 0, the sampler setting is
-  // off or the device has no monitor. `on_event` gets every event on the thread that checks.
-  std::unique_ptr<Guard> guard(std::function<void(const GuardEvent&)> on_event = {}) const;
-  // The last autotune() decision, if any.
-  const std::optional<TuneDecision>& tune_decision() const noexcept { return tune_; }
-
   // The training step `step` (forward, backward, optimizer->step() on static tensors) run as
   // the `compile` setting and the device allow: graph-captured and replayed, or eager with the
-  // reason (step_runner.hpp has the rules and what the step may do). Throws
+  // reason (step_capture.hpp has the rules and what the step may do). Throws
   // DeviceUnavailableError for an explicit compile = graph this device cannot honour.
-  std::unique_ptr<StepRunner> capture_step(torch::optim::Optimizer& optimizer, std::function<void()> step,
+  std::unique_ptr<StepCapture> capture_step(torch::optim::Optimizer& optimizer, std::function<void()> step,
                                            int warmup = 3);
 
   // Applies another plan through the device's Precision (threads, TF32, host BLAS kernels,
@@ -206,20 +148,23 @@ class Runtime {
   // Throws std::runtime_error when the device refuses the plan.
   void apply_precision(const PrecisionPlan& plan);
 
-  // Called by dist::init for a run of several processes: on a CPU, the host's physical cores
-  // shared between its `local_ranks` ranks unless `threads` is set (recorded as the "threads"
-  // decision); step tuning observes again at those threads and the ranks decide together
-  // through `agreement` (step_tuning.hpp; without one it is off: every rank must run one
-  // configuration).
-  void join_data_parallel(int local_ranks, StepAgreement agreement = {});
-
  private:
+  friend struct detail::RuntimeInternals;  // for the subsystems built on the runtime (internals.hpp)
+  // The auto-tuner (accelkit::autotune) changes what the runtime runs with: its choices, its plan.
+  friend class detail::AutoTuner;
   Runtime() = default;
-  // Whose operator kernels the plan's steps run (step tuning).
-  StepKernels plan_kernels() const noexcept { return plan_.kernels.empty() ? StepKernels::none : StepKernels::plugin; }
   OptimizerChoice make_sgd_as(const std::vector<at::Tensor>& params, const SGDConfig& config, Toggle fused) const;
   OptimizerChoice make_adamw_as(const std::vector<at::Tensor>& params, const AdamWConfig& config, Toggle fused,
                                 bool model_weights = true, ForwardOwner forwards = ForwardOwner::program) const;
+  // make_adamw_as's plugin part: the fused AdamW `c` asks for, created; nullopt (with a warning)
+  // where the plugin could not create it and torch::optim::AdamW may stand in, else it throws.
+  std::optional<OptimizerChoice> make_fused_adamw(const std::vector<at::Tensor>& params, const AdamWConfig& config,
+                                                  AdamWConfig& c, Toggle fused, ForwardOwner forwards,
+                                                  std::string& master_note) const;
+  // Which of the plugin's AdamW implementations `c` creates: the one adamw_implementation
+  // names, or (without master weights) the measured fastest, rank 0's in a data-parallel run.
+  // Sets c.implementation where it chooses; returns the description, `chosen_why` the reason.
+  std::string choose_fused_adamw(AdamWConfig& c, std::string& chosen_why) const;
   // Whether the settings ask for master weights for a model whose forwards `forwards` runs.
   bool master_weights_asked(ForwardOwner forwards) const;
   // Whether make_adamw_as gives the optimizer master weights; auto or a profile's "on" that
@@ -244,36 +189,13 @@ class Runtime {
   void apply_sdpa_backend();
   // The plan's autocast, for accelkit's own trials (no step tuning).
   AutocastScope plan_autocast() const { return AutocastScope(torch_device_.type(), plan_.autocast, autocast_dtype()); }
-  // Step tuning (step_tuning.cpp).
-  void setup_step_tuning();
-  void make_step_tuner(const std::vector<StepConfig>& candidates) const;  // with the agreement, if any
-  StepConfig step_config() const;  // this autocast() scope's configuration
-  void apply_step_config(const StepConfig& c) const;  // threads and the thread's autocast
-  void no_step_tuning(const std::string& why) const;  // unless already decided
-  void step_tuning_off(std::string why) const;         // whatever its state
-  void agree_on_steps(StepAgreement agreement);        // join_data_parallel's parts
-  void agree_on_adamw(AdamWImplChoice& choice) const;  // rank 0's, in a data-parallel run
-  void share_cores(int local_ranks);
-  void drop_unweighted_candidates(const std::string& why) const;
-  std::string step_cache_path(std::string& key) const;
-  void read_step_cache() const;
-  void write_step_cache() const;
-  void note_model(const std::vector<at::Tensor>& params, const char* optimizer) const;
-  mutable std::unique_ptr<StepTuner> step_tuner_;
-  mutable StepTuningStatus step_tuning_status_;
-  StepAgreement step_agreement_;        // a data-parallel run's (join_data_parallel)
-  mutable int step_generation_ = 0;     // tuners made under it
-  mutable std::string model_signature_;  // the params of the last optimizer made here
-  mutable StepConfig current_step_;      // what the open top-level scope runs with
-  mutable std::optional<CpuSample> step_load_start_;  // the machine's load when observing began
-  // autotune()'s steps (autotune.cpp).
-  TuneSpace tune_space(bool sgd) const;
-  void run_trial(const TuneProblem& problem, const TuneOptions& options, const at::Tensor& target, TuneTrial& trial);
-  void adopt_tuning(const TuneDecision& decision, const TuneSpace& space, const std::string& source);
   std::unique_ptr<Context> context_;
   std::shared_ptr<Device> device_;
   std::shared_ptr<Precision> precision_rules_;
-  std::optional<TuneDecision> tune_;
+  // Step tuning: the candidates, each autocast() scope's configuration, the decision.
+  std::unique_ptr<detail::StepTuning> steps_;
+  // The auto-tuner's trials and its last decision.
+  std::unique_ptr<detail::AutoTuner> tuner_;
   // While the auto-tuner's trials run: what a trial's optimizer does to the model (master
   // weights) is neither recorded as a decision nor warned about - the chosen candidate's is.
   bool in_trial_ = false;
@@ -289,6 +211,10 @@ class Runtime {
   // while the plugin that holds their code is still loaded.
   std::unique_ptr<detail::RegisteredKernels> kernels_;
 };
+
+// How far ahead accelkit::Prefetcher feeds `rt`'s device (the prefetch setting) and where it
+// delivers: accelkit::prefetch_loader(*loader, accelkit::prefetch_options(*rt)) (prefetch.hpp).
+PrefetchOptions prefetch_options(const Runtime& rt);
 
 // Sets every gradient of `optimizer`'s parameters to none (undefined), PyTorch 2.x's default
 // for zero_grad(): the next backward stores its fresh gradient instead of adding it into a

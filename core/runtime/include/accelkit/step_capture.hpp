@@ -20,7 +20,7 @@
 //                                          by the user (file, env, cli): DeviceUnavailableError
 //   device refuses (capture_step error)    eager with the device's message
 //   capture fails while running            eager from then on, the plugin's reason
-// The optimizer, the step function's tensors and the model outlive the StepRunner.
+// The optimizer, the step function's tensors and the model outlive the StepCapture.
 #pragma once
 
 #include <functional>
@@ -36,15 +36,15 @@ namespace accelkit {
 class CapturedStep;
 class Device;
 
-class StepRunner {
+class StepCapture {
  public:
   // Eager: run() calls `step`; `reason` says why it is not captured.
-  StepRunner(std::function<void()> step, std::string reason);
+  StepCapture(std::function<void()> step, std::string reason);
   // Through the plugin's CapturedStep; `where` names the device and the setting for reasons.
-  StepRunner(std::shared_ptr<CapturedStep> captured, std::string where);
-  ~StepRunner();
-  StepRunner(const StepRunner&) = delete;
-  StepRunner& operator=(const StepRunner&) = delete;
+  StepCapture(std::shared_ptr<CapturedStep> captured, std::string where);
+  ~StepCapture();
+  StepCapture(const StepCapture&) = delete;
+  StepCapture& operator=(const StepCapture&) = delete;
 
   // One training step. Throws std::runtime_error when the step failed inside the plugin
   // (the step function's own exception, as one line); eager steps throw what `step` throws.
@@ -69,11 +69,14 @@ class StepRunner {
   bool fell_back_ = false;
 };
 
+// The name this class had before it was named for what it does (the README lists the renames).
+using StepRunner [[deprecated("renamed accelkit::StepCapture (step_capture.hpp)")]] = StepCapture;
+
 // The rules above for one device and its compile setting; what Runtime::capture_step calls
 // (and tests, with a device of their own). Throws DeviceUnavailableError for an explicit
 // compile = graph the device cannot honour, std::invalid_argument for warmup < 1 or an empty
 // step.
-std::unique_ptr<StepRunner> make_step_runner(Device& device, const Setting<CompileMode>& compile,
+std::unique_ptr<StepCapture> make_step_capture(Device& device, const Setting<CompileMode>& compile,
                                              torch::optim::Optimizer& optimizer, std::function<void()> step,
                                              int warmup);
 

@@ -2,7 +2,7 @@
 //
 // settings_schema() declares every key once - name, type, allowed values, default, environment
 // variable, command-line option, help line - and the TOML reader, the environment reader, the
-// CLI's options, `accelkit report` and the README's table all come from it. [routing] and
+// CLI's options, `accelkit report` and docs/settings.md's table all come from it. [routing] and
 // [train] are sections of the same schema ("routing.fft", "train.steps").
 //
 // Layers, lowest first: built-in defaults < profile < config file (TOML: --config or
@@ -179,7 +179,7 @@ const SettingSpec* find_setting(std::string_view key);
 const std::vector<std::string>& settings_sections();
 
 // The schema as a Markdown table (key, type, default, values, variable, option, meaning): what
-// `accelkit help settings` prints and the README's table is (a test compares them).
+// `accelkit help settings` prints and docs/settings.md's table is (a test compares them).
 std::string settings_table_markdown();
 
 // The closest schema key by edit distance, or "" when nothing is close.

@@ -1,0 +1,282 @@
+// Observe, then switch (step_tuning.hpp): the state machine, and the autocast() scope that
+// counts the steps (the Runtime's part is step_tuning_control.cpp).
+#include "accelkit/step_tuning.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <iomanip>
+#include <cmath>
+#include <numeric>
+#include <sstream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "accelkit/runtime.hpp"
+#include "accelkit/base/median.hpp"
+#include "accelkit/base/strings.hpp"
+
+namespace accelkit {
+
+namespace {
+
+double step_now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string step_ms_text(double ms) {
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(ms < 10 ? 2 : 1);
+  s << ms << " ms";
+  return s.str();
+}
+
+}  // namespace
+
+std::string StepConfig::label() const {
+  std::string s = autocast ? std::string(c10::toString(dtype)) + " autocast" : "fp32";
+  if (autocast) {
+    if (dtype == at::kBFloat16) s = "bf16 autocast";
+    else if (dtype == at::kHalf) s = "fp16 autocast";
+  }
+  if (threads > 0) s += ", " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+  if (kernels == StepKernels::libtorch) s += ", LibTorch's kernels";
+  return s;
+}
+
+StepTuner::StepTuner(std::vector<StepConfig> candidates, Options options, Clock clock)
+    : options_(options), clock_(clock ? std::move(clock) : Clock(step_now_ms)) {
+  if (candidates.empty()) throw std::invalid_argument("step tuning needs at least one candidate");
+  if (options_.rounds < 1 || options_.warmup_rounds < 0 || options_.give_up_factor < 1 || options_.steps_per_turn < 1 ||
+      options_.settle_steps < 0)
+    throw std::invalid_argument(
+        "step tuning: rounds >= 1, warmup_rounds >= 0, steps_per_turn >= 1, settle_steps >= 0 and give_up_factor >= 1");
+  status_.candidates = std::move(candidates);
+  status_.samples.assign(status_.candidates.size(), {});
+  status_.state = StepTuningStatus::State::observing;
+  last_threads_ = status_.candidates.front().threads;  // the plan's, applied at start
+  start_round();
+}
+
+void StepTuner::start_round() {
+  // Grouped by thread count, the groups' order reversed every other round (the round starts
+  // with the thread count the last one ended with); shuffled within a group, so that a
+  // program whose scopes are not one per step (micro-batches, an optimizer step every k-th
+  // scope) does not hand the slow scope to one candidate.
+  std::vector<int> groups;
+  for (const auto& c : status_.candidates)
+    if (std::find(groups.begin(), groups.end(), c.threads) == groups.end()) groups.push_back(c.threads);
+  if (round_ % 2 == 1) std::reverse(groups.begin(), groups.end());
+  order_.clear();
+  for (int g : groups) {
+    const std::size_t from = order_.size();
+    for (std::size_t i = 0; i < status_.candidates.size(); ++i)
+      if (status_.candidates[i].threads == g) order_.push_back(i);
+    std::shuffle(order_.begin() + static_cast<std::ptrdiff_t>(from), order_.end(), shuffle_);
+  }
+  pos_ = 0;
+}
+
+const StepConfig& StepTuner::enter(bool training) {
+  if (decided()) return status_.candidates[status_.chosen];
+  const StepConfig& front = status_.candidates.front();
+  if (!training) {
+    pending_ = false;  // the evaluation's time is no candidate's
+    // It runs with the plan's threads: a turn it interrupts at another count is over (the
+    // candidate goes without a sample this round; one whose turns are always interrupted is
+    // left out of the decision, and the decision says so).
+    if (turn_step_ > 0 && status_.candidates[order_[pos_]].threads != front.threads) end_turn();
+    last_threads_ = front.threads;
+    return front;
+  }
+  const double now = clock_();
+  if (pending_ && pending_timed_) status_.samples[pending_index_].push_back(now - pending_start_);
+  ++status_.steps_seen;
+
+  const bool enough = std::all_of(status_.samples.begin(), status_.samples.end(), [&](const std::vector<double>& s) {
+    return static_cast<int>(s.size()) >= options_.rounds;
+  });
+  // At most give_up_factor times the steps a full observation takes.
+  const std::int64_t limit = static_cast<std::int64_t>(options_.warmup_rounds + options_.rounds) *
+                             options_.give_up_factor * static_cast<std::int64_t>(status_.candidates.size()) *
+                             (options_.steps_per_turn + options_.settle_steps);
+  if (enough || status_.steps_seen > limit) {
+    pending_ = false;
+    if (!agreement_) {
+      decide();
+      return status_.candidates[status_.chosen];
+    }
+    if (!published_) {
+      observed_steps_ = status_.steps_seen - 1;
+      agreement_.publish(generation_, payload());
+      published_ = true;
+      status_.why = "observed; waiting for the other ranks' observations (running the plan meanwhile)";
+    }
+    const std::optional<std::vector<std::string>> all = agreement_.poll(generation_);
+    if (!all) return status_.candidates.front();
+    if (all->empty()) decide();  // the process group is gone: nobody left to agree with
+    else decide_together(*all);
+    return status_.candidates[status_.chosen];
+  }
+
+  const std::size_t index = order_[pos_];
+  if (turn_step_ == 0) {  // a turn begins
+    const int threads = status_.candidates[index].threads;
+    turn_len_ = options_.steps_per_turn + (threads != last_threads_ ? options_.settle_steps : 0);
+    last_threads_ = threads;
+  }
+  pending_ = true;
+  pending_index_ = index;
+  pending_timed_ = round_ >= options_.warmup_rounds && turn_step_ + 1 == turn_len_;
+  pending_start_ = now;
+  if (++turn_step_ == turn_len_) end_turn();
+  return status_.candidates[index];
+}
+
+void StepTuner::end_turn() {
+  turn_step_ = 0;
+  if (++pos_ == order_.size()) {
+    ++round_;
+    start_round();
+  }
+}
+
+void StepTuner::decide() {
+  const std::size_t n = status_.candidates.size();
+  std::vector<double> medians;
+  std::vector<bool> timed(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    medians.push_back(stats::median(status_.samples[i]));
+    timed[i] = static_cast<int>(status_.samples[i].size()) >= options_.rounds;
+  }
+  if (!published_) observed_steps_ = status_.steps_seen - 1;
+  decide_on(medians, timed, "");
+}
+
+void StepTuner::set_agreement(StepAgreement agreement, int generation) {
+  agreement_ = std::move(agreement);
+  generation_ = generation;
+}
+
+std::string StepTuner::payload() const {
+  nlohmann::json j;
+  for (std::size_t i = 0; i < status_.candidates.size(); ++i) {
+    const bool timed = static_cast<int>(status_.samples[i].size()) >= options_.rounds;
+    j["candidates"].push_back(status_.candidates[i].label());
+    j["median_ms"].push_back(timed ? stats::median(status_.samples[i]) : -1.0);
+  }
+  return j.dump();
+}
+
+void StepTuner::decide_together(const std::vector<std::string>& payloads) {
+  const std::size_t n = status_.candidates.size();
+  std::vector<double> sum(n, 0.0);
+  std::vector<bool> timed(n, true);
+  std::string differ;
+  for (std::size_t r = 0; r < payloads.size() && differ.empty(); ++r) {
+    try {
+      const auto j = nlohmann::json::parse(payloads[r]);
+      const auto labels = j.at("candidates").get<std::vector<std::string>>();
+      const auto medians = j.at("median_ms").get<std::vector<double>>();
+      bool same = labels.size() == n && medians.size() == n;
+      for (std::size_t i = 0; same && i < n; ++i) same = labels[i] == status_.candidates[i].label();
+      if (!same) {
+        differ = "rank " + std::to_string(r) + " chose between " + text::join(labels, "; ");
+        break;
+      }
+      for (std::size_t i = 0; i < n; ++i) {
+        if (medians[i] < 0) timed[i] = false;
+        else sum[i] += medians[i];
+      }
+    } catch (const std::exception& e) {
+      differ = "rank " + std::to_string(r) + "'s observation is unreadable (" + e.what() + ")";
+    }
+  }
+  if (!differ.empty()) {
+    // Every rank sees the same payloads, so every rank keeps the plan.
+    settle(0, "kept the plan: the ranks observed different candidates (" + differ + ")", false);
+    return;
+  }
+  std::vector<double> mean(n, 0.0);
+  for (std::size_t i = 0; i < n; ++i) mean[i] = timed[i] ? sum[i] / static_cast<double>(payloads.size()) : 0.0;
+  decide_on(mean, timed, "mean over " + std::to_string(payloads.size()) + " ranks");
+}
+
+void StepTuner::decide_on(const std::vector<double>& medians, const std::vector<bool>& timed, const std::string& pooled) {
+  const std::size_t n = status_.candidates.size();
+  status_.median_ms = medians;
+  std::vector<std::string> untimed;
+  for (std::size_t i = 0; i < n; ++i)
+    if (!timed[i]) untimed.push_back(status_.candidates[i].label());
+  std::ostringstream why;
+  if (!timed[0]) {
+    why << "kept the plan: after " << observed_steps_
+        << " training steps too few were timed (a step's interval is broken by anything run outside a training "
+           "scope in between, e.g. an evaluation every few steps)";
+    settle(0, why.str(), !pooled.empty());
+    return;
+  }
+  std::size_t chosen = 0;
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < n; ++i)
+    if (timed[i] && status_.median_ms[i] < status_.median_ms[best]) best = i;
+  const double plan = status_.median_ms.front();
+  if (best != 0 && status_.median_ms[best] <= plan * (1.0 - options_.margin)) {
+    chosen = best;
+    why << status_.candidates[best].label() << " took " << step_ms_text(status_.median_ms[best])
+        << " a step, the plan (" << status_.candidates.front().label() << ") " << step_ms_text(plan) << ": "
+        << std::setprecision(3) << plan / status_.median_ms[best] << "x";
+  } else {
+    why << "the plan (" << status_.candidates.front().label() << ", " << step_ms_text(plan) << " a step) ";
+    if (best == 0) why << "was the fastest";
+    else
+      why << "kept: " << status_.candidates[best].label() << " (" << step_ms_text(status_.median_ms[best])
+          << ") is within the " << static_cast<int>(std::lround(options_.margin * 100)) << "% margin";
+  }
+  why << " (medians of " << options_.rounds << " timed steps each" << (pooled.empty() ? "" : ", " + pooled);
+  for (std::size_t i = 0; i < n; ++i)
+    if (timed[i]) why << (i ? "; " : ": ") << status_.candidates[i].label() << " " << step_ms_text(status_.median_ms[i]);
+  why << ")";
+  if (!untimed.empty())
+    why << "; not timed (their turns were interrupted every time): " << text::join(untimed, ", ");
+  settle(chosen, why.str(), !pooled.empty());
+}
+
+void StepTuner::settle(std::size_t chosen, std::string why, bool pooled) {
+  status_.state = StepTuningStatus::State::decided;
+  status_.chosen = chosen;
+  status_.source = "observed on the program's first " + std::to_string(observed_steps_) + " training steps" +
+                   (pooled ? " of each of " + std::to_string(agreement_.world_size) + " ranks" : "");
+  status_.why = std::move(why);
+  new_decision_ = true;
+}
+
+void StepTuner::adopt(std::size_t index, std::string source, std::string why) {
+  if (index >= status_.candidates.size()) throw std::out_of_range("step tuning: no candidate " + std::to_string(index));
+  status_.chosen = index;
+  status_.source = std::move(source);
+  status_.why = std::move(why);
+  status_.state = StepTuningStatus::State::decided;
+  pending_ = false;
+}
+
+bool StepTuner::take_new_decision() noexcept {
+  const bool fresh = new_decision_;
+  new_decision_ = false;
+  return fresh;
+}
+
+namespace {
+thread_local int scope_depth = 0;
+}  // namespace
+
+AutocastScope::AutocastScope(c10::DeviceType type, bool enabled, at::ScalarType dtype) : guard_(type, enabled, dtype) {
+  ++scope_depth;
+}
+
+AutocastScope::~AutocastScope() { --scope_depth; }
+
+int AutocastScope::depth() noexcept { return scope_depth; }
+
+}  // namespace accelkit

@@ -1,0 +1,75 @@
+// Step tuning's part in the Runtime (step_tuning.hpp has the idea and the StepTuner state
+// machine): the candidates the runtime's plan and settings leave, the configuration each
+// autocast() scope runs with, the decision recorded and cached, and a data-parallel run's
+// agreement. One per Runtime, which owns it.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "accelkit/adamw_choice.hpp"
+#include "accelkit/machine_load.hpp"
+#include "accelkit/step_tuning.hpp"
+
+namespace accelkit {
+
+class Runtime;
+
+namespace detail {
+
+class StepTuning {
+ public:
+  // Reads the runtime's settings, plan and device as they are at each call (the auto-tuner and
+  // a data-parallel run change the plan after start).
+  explicit StepTuning(Runtime& rt) : rt_(rt) {}
+  StepTuning(const StepTuning&) = delete;
+  StepTuning& operator=(const StepTuning&) = delete;
+
+  // The candidates for the plan and settings, observed from the next training step on; off,
+  // with the reason, where the settings leave nothing to choose.
+  void setup();
+  // This autocast() scope's configuration, applied (threads, the thread's autocast, kernels).
+  StepConfig config();
+  // Where step tuning stands: off (why), observing, or decided (what, from where, why).
+  const StepTuningStatus& status() const noexcept { return status_; }
+  // Whether it is observing or has decided (not off).
+  bool on() const noexcept { return tuner_ != nullptr; }
+  void no_step_tuning(const std::string& why);  // unless already decided
+  void turn_off(std::string why);              // whatever its state
+  // The ranks of a data-parallel run decide together from here (join_data_parallel).
+  void agree_on_steps(StepAgreement agreement);
+  // Every rank of a data-parallel run steps with rank 0's AdamW implementation (`optimizers`
+  // offers them); nothing to do outside one.
+  void agree_on_adamw(AdamWImplChoice& choice, Optimizer& optimizers) const;
+  // The model's weights became bf16 (master weights): only the autocast candidates are left.
+  void drop_unweighted_candidates(const std::string& why);
+  // The params of the optimizer just made, which name the model in the cache's key.
+  void note_model(const std::vector<at::Tensor>& params, const char* optimizer);
+
+ private:
+  // Whose operator kernels the plan's steps run.
+  StepKernels plan_kernels() const noexcept;
+  void make_tuner(const std::vector<StepConfig>& candidates);  // with the agreement, if any
+  void apply_config(const StepConfig& c);  // threads and the thread's autocast
+  // The decision just observed: cached (unless the machine was busy), recorded and logged.
+  void settle_decision();
+  std::string cache_path(std::string& key) const;
+  void read_cache();
+  void write_cache();
+
+  Runtime& rt_;
+  std::unique_ptr<StepTuner> tuner_;
+  StepTuningStatus status_;
+  StepAgreement agreement_;              // a data-parallel run's (join_data_parallel)
+  int generation_ = 0;                   // tuners made under it
+  std::string model_signature_;          // the params of the last optimizer made here
+  StepConfig current_;                   // what the open top-level scope runs with
+  std::optional<CpuSample> load_start_;  // the machine's load when observing began
+};
+
+}  // namespace detail
+}  // namespace accelkit

@@ -1,2 +1,0 @@
-# Settings under hostile input: a generated corpus, in process and through the CLI.
-accelkit_add_cli_test(settings_fuzz_test SOURCES settings_fuzz_test.cpp LINK accelkit_core)
