@@ -9,6 +9,7 @@
 #include "accelkit/autotune.hpp"
 #include "accelkit/batch_finder.hpp"
 #include "accelkit/context.hpp"
+#include "accelkit/decision_cache.hpp"
 #include "accelkit/dist_sampler.hpp"
 #include "accelkit/distributed.hpp"
 #include "accelkit/guard.hpp"
