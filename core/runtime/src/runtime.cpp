@@ -15,6 +15,7 @@
 #include "accelkit/sdk/device.hpp"
 #include "accelkit/new_device.hpp"
 #include "accelkit/prefetch.hpp"
+#include "adopted_optimizer.hpp"
 #include "tuning/autotune_control.hpp"
 #include "combined_optimizer.hpp"
 #include "kernel_registry.hpp"
@@ -165,7 +166,10 @@ AutocastScope Runtime::autocast() const {
 
 const StepTuningStatus& Runtime::step_tuning() const noexcept { return steps_->status(); }
 
-void Runtime::prepare(torch::nn::Module& module) const { module.to(torch_device_); }
+void Runtime::prepare(torch::nn::Module& module) const {
+  module.to(torch_device_);
+  steps_->note_model(module.parameters(), "model");
+}
 void Runtime::prepare(torch::jit::Module& module) const { module.to(torch_device_); }
 
 PrefetchOptions prefetch_options(const Runtime& rt) {

@@ -6,6 +6,7 @@
 
 #include <sstream>
 
+#include "accelkit/inference.hpp"
 #include "accelkit/quantize.hpp"
 #include "accelkit/runtime.hpp"
 #include "cpu_runtime.hpp"

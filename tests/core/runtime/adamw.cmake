@@ -35,6 +35,13 @@ if(TARGET accelkit-plugin-cpu)
   target_compile_definitions(${sgd_test_target} PRIVATE ACCELKIT_TEST_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}")
   add_dependencies(${sgd_test_target} accelkit-plugin-cpu)
 endif()
+# The program's own optimizer (Adam, AdamW, SGD, others) taken by Runtime::prepare and stepped by
+# Runtime::step with the CPU plugin's fused update, against torch::optim on fresh random data.
+if(TARGET accelkit-plugin-cpu)
+  accelkit_add_test(adopt_test SOURCES core/runtime/adopt_test.cpp LINK accelkit::core GROUP runtime)
+  target_compile_definitions(${adopt_test_target} PRIVATE ACCELKIT_TEST_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}")
+  add_dependencies(${adopt_test_target} accelkit-plugin-cpu)
+endif()
 # The CPU plugin's operator kernels through a Runtime: the plan, the setting, the gate, and
 # max_pool2d against LibTorch's own kernel (the pure plan rules from accelkit_cpu_adamw).
 if(TARGET accelkit-plugin-cpu)

@@ -37,6 +37,8 @@ namespace accelkit {
 class StepCapture;       // step_capture.hpp
 struct PrefetchOptions;  // prefetch.hpp
 namespace detail {
+class AdoptedOptimizer;   // adopted_optimizer.hpp
+class AdoptedOptimizers;
 class AutoTuner;          // autotune_control.hpp
 class RegisteredKernels;  // kernel_registry.hpp
 class StepTuning;         // step_tuning_control.hpp
@@ -66,6 +68,15 @@ struct OptimizerChoice {
   bool master_weights = false; // the params became bf16; the optimizer holds their fp32 master
 };
 
+// What Runtime::prepare(module, optimizer) made of the program's own optimizer.
+struct Adoption {
+  std::string optimizer;       // "torch::optim::Adam", "a subclass of torch::optim::SGD (MySGD)"
+  std::string implementation;  // "fused AdamW (avx512, 2 threads) on the optimizer's own state", or
+                               // "torch::optim::RMSprop, as it is"
+  std::string why;             // why this one
+  bool fused = false;          // Runtime::step runs the device's fused update
+};
+
 class Runtime {
  public:
   // Resolves settings, loads plugins, negotiates (throws DeviceUnavailableError when nothing
@@ -85,9 +96,22 @@ class Runtime {
   // its thread), in the training steps whose configuration does (step tuning).
   std::vector<std::string> operator_kernels() const;
 
-  // Moves the module's parameters and buffers to the device.
+  // Moves the module's parameters and buffers to the device. The module's parameters name the
+  // model in step tuning's cache key, whichever optimizer the program keeps.
   void prepare(torch::nn::Module& module) const;
   void prepare(torch::jit::Module& module) const;
+  // The same, and takes the program's own optimizer as it is: a torch::optim::Adam, AdamW or SGD
+  // (param groups, options, state) is stepped by Runtime::step with the device's fused
+  // implementation of the same update where it has one and fused_optimizer allows - on the
+  // optimizer's own options (a learning-rate schedule that sets them works) and state (torch::save
+  // and torch::load of the optimizer move checkpoints both ways with torch::optim). Any other
+  // optimizer (RMSprop, Adagrad, LBFGS, a subclass) steps as it is, with the reason. Logged and
+  // recorded in Context::decisions() ("optimizer"). The optimizer must outlive the runtime's use.
+  Adoption prepare(torch::nn::Module& module, torch::optim::Optimizer& optimizer);
+  // One step of `optimizer` (call it instead of optimizer.step()): as prepare() arranged; an
+  // optimizer not given to prepare() is taken on its first step. A schedule that sets an option
+  // the fused step cannot follow (amsgrad switched mid-run) throws std::invalid_argument.
+  at::Tensor step(torch::optim::Optimizer& optimizer, const std::function<at::Tensor()>& closure = nullptr);
 
   // Autocast with the negotiated dtype for this scope (off when the plan says fp32). With
   // step tuning (step_tuning.hpp; the step_tuning setting, on by default), each top-level scope
@@ -196,6 +220,10 @@ class Runtime {
   std::unique_ptr<detail::StepTuning> steps_;
   // The auto-tuner's trials and its last decision.
   std::unique_ptr<detail::AutoTuner> tuner_;
+  // The program's own optimizers (prepare(module, optimizer), step()).
+  std::unique_ptr<detail::AdoptedOptimizers> adopted_;
+  // Takes `optimizer` (again, where an earlier one lived at its address), logged and recorded.
+  detail::AdoptedOptimizer& adopt(torch::optim::Optimizer& optimizer);
   // While the auto-tuner's trials run: what a trial's optimizer does to the model (master
   // weights) is neither recorded as a decision nor warned about - the chosen candidate's is.
   bool in_trial_ = false;

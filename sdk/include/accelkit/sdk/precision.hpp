@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -39,6 +40,9 @@ inline const char* to_string(Dtype d) noexcept {
   }
   return "fp32";
 }
+
+// Prints its name ("bf16"), so that a program can stream rt->precision().dtype.
+inline std::ostream& operator<<(std::ostream& os, Dtype d) { return os << to_string(d); }
 
 inline std::optional<Dtype> dtype_from_string(std::string_view s) noexcept {
   for (const auto& [d, name] : kDtypeNames)

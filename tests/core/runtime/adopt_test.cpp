@@ -1,0 +1,253 @@
+// The program's own optimizer taken by the runtime (Runtime::prepare(module, optimizer),
+// Runtime::step): torch::optim::Adam, AdamW and SGD stepped with the CPU plugin's fused update on
+// their own param groups, options and state, against the same optimizer stepped by LibTorch on
+// fresh random data; checkpoints both ways; a learning-rate schedule; what steps as it is, and
+// what is refused.
+#include <ATen/ATen.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/rmsprop.h>
+#include <torch/optim/schedulers/step_lr.h>
+#include <torch/optim/sgd.h>
+#include <torch/serialize.h>
+
+#include "torch_doctest.hpp"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "accelkit/runtime.hpp"
+#include "cpu_runtime.hpp"
+#include "test_support.hpp"
+
+namespace adopt_suite {
+
+using namespace accelkit;
+using accelkit::test::test_seed;
+
+namespace {
+
+// Two networks with the same weights: one for the runtime, one for the reference.
+torch::nn::Sequential make_net(std::uint64_t seed) {
+  torch::manual_seed(seed);
+  // 300 x 130 is above the fused kernel's per-thread grain.
+  return torch::nn::Sequential(torch::nn::Linear(48, 300), torch::nn::ReLU(), torch::nn::Linear(300, 130),
+                               torch::nn::ReLU(), torch::nn::Linear(130, 5));
+}
+
+double max_rel(const at::Tensor& a, const at::Tensor& b) {
+  const auto a64 = a.to(at::kDouble), b64 = b.to(at::kDouble);
+  return ((a64 - b64).abs() / b64.abs().clamp_min(1e-3)).max().item<double>();
+}
+
+double max_rel(torch::nn::Sequential& a, torch::nn::Sequential& b) {
+  double worst = 0;
+  const auto pa = a->parameters(), pb = b->parameters();
+  for (std::size_t i = 0; i < pa.size(); ++i) worst = std::max(worst, max_rel(pa[i], pb[i]));
+  return worst;
+}
+
+// One training step of `net` on (x, y); `step` steps the optimizer.
+void train_step(torch::nn::Sequential& net, torch::optim::Optimizer& opt, const at::Tensor& x, const at::Tensor& y,
+                const std::function<void()>& step) {
+  opt.zero_grad();
+  auto loss = at::mse_loss(net->forward(x), y);
+  loss.backward();
+  step();
+}
+
+Runtime& cpu_runtime(const std::vector<std::pair<std::string, std::string>>& extra = {}) {
+  static std::map<std::string, std::unique_ptr<Runtime>> runtimes;
+  std::string key;
+  for (const auto& [k, v] : extra) key += k + "=" + v + " ";
+  auto& rt = runtimes[key];
+  if (!rt) {
+    // fp32: the comparison is of the optimizers (the nets run outside Runtime::autocast() here).
+    std::vector<std::pair<std::string, std::string>> cli{{"threads", "2"}, {"precision", "fp32"}};
+    cli.insert(cli.end(), extra.begin(), extra.end());
+    rt = accelkit::test::start_cpu_runtime(std::move(cli));
+  }
+  return *rt;
+}
+
+// Steps `mine` through the runtime and `ref` through LibTorch for `steps` steps on the same
+// fresh random batches; returns the largest relative difference of the weights at the end.
+template <class Opt>
+double run_both(Runtime& rt, torch::nn::Sequential& a, Opt& mine, torch::nn::Sequential& b, Opt& ref, int steps,
+                std::uint64_t seed) {
+  at::manual_seed(seed);
+  for (int s = 0; s < steps; ++s) {
+    const auto x = at::randn({16, 48}), y = at::randn({16, 5});
+    train_step(a, mine, x, y, [&] { rt.step(mine); });
+    train_step(b, ref, x, y, [&] { ref.step(); });
+  }
+  return max_rel(a, b);
+}
+
+}  // namespace
+
+TEST_CASE("Adam with L2 decay, amsgrad and two param groups: the fused step follows torch::optim::Adam") {
+  const auto seed = test_seed();
+  INFO("seed " << seed);
+  for (const bool amsgrad : {false, true}) {
+    auto a = make_net(seed), b = make_net(seed), untouched = make_net(seed);
+    auto groups = [&](torch::nn::Sequential& n) {
+      std::vector<torch::optim::OptimizerParamGroup> g;
+      g.emplace_back(n[0]->parameters(), std::make_unique<torch::optim::AdamOptions>(
+                                             torch::optim::AdamOptions(1e-3).weight_decay(0.05).amsgrad(amsgrad)));
+      std::vector<at::Tensor> rest = n[2]->parameters();
+      for (const auto& p : n[4]->parameters()) rest.push_back(p);
+      g.emplace_back(rest, std::make_unique<torch::optim::AdamOptions>(
+                               torch::optim::AdamOptions(3e-3).betas({0.5, 0.99}).amsgrad(amsgrad)));
+      return g;
+    };
+    torch::optim::Adam mine(groups(a)), ref(groups(b));
+    Runtime& rt = cpu_runtime();
+    const Adoption adopted = rt.prepare(*a, mine);
+    CHECK(adopted.optimizer == "torch::optim::Adam");
+    CHECK(adopted.fused);
+    CHECK(test::contains(adopted.implementation, "on the optimizer's own state"));
+    CHECK(run_both(rt, a, mine, b, ref, 20, seed) <= 1e-4);
+    CHECK(max_rel(a, untouched) > 1e-2);  // the comparison can tell a stepped net from none
+    // The state is the optimizer's own, in torch::optim::Adam's types.
+    const auto& st = mine.state();
+    REQUIRE(st.size() == 6);
+    for (const auto& [key, s] : st) {
+      const auto* as = dynamic_cast<const torch::optim::AdamParamState*>(s.get());
+      REQUIRE(as != nullptr);
+      CHECK(as->step() == 20);
+      CHECK(as->max_exp_avg_sq().defined() == amsgrad);
+    }
+  }
+}
+
+TEST_CASE("AdamW and SGD with Nesterov momentum: the fused step follows torch::optim's") {
+  const auto seed = test_seed();
+  INFO("seed " << seed);
+  Runtime& rt = cpu_runtime();
+  {
+    auto a = make_net(seed), b = make_net(seed);
+    torch::optim::AdamW mine(a->parameters(), torch::optim::AdamWOptions(2e-3).weight_decay(0.1));
+    torch::optim::AdamW ref(b->parameters(), torch::optim::AdamWOptions(2e-3).weight_decay(0.1));
+    CHECK(rt.prepare(*a, mine).fused);
+    CHECK(run_both(rt, a, mine, b, ref, 15, seed + 1) <= 1e-4);
+  }
+  {
+    auto a = make_net(seed), b = make_net(seed);
+    auto o = torch::optim::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(1e-3);
+    torch::optim::SGD mine(a->parameters(), o), ref(b->parameters(), o);
+    const Adoption adopted = rt.prepare(*a, mine);
+    CHECK(adopted.fused);
+    CHECK(test::contains(adopted.implementation, "fused SGD"));
+    CHECK(run_both(rt, a, mine, b, ref, 15, seed + 2) <= 1e-5);
+  }
+}
+
+TEST_CASE("a learning-rate schedule on the optimizer's options is followed") {
+  const auto seed = test_seed();
+  auto a = make_net(seed), b = make_net(seed), fixed = make_net(seed);
+  torch::optim::Adam mine(a->parameters(), torch::optim::AdamOptions(1e-2));
+  torch::optim::Adam ref(b->parameters(), torch::optim::AdamOptions(1e-2));
+  torch::optim::Adam no_schedule(fixed->parameters(), torch::optim::AdamOptions(1e-2));
+  Runtime& rt = cpu_runtime();
+  rt.prepare(*a, mine);
+  torch::optim::StepLR sched_a(mine, 3, 0.1), sched_b(ref, 3, 0.1);
+  at::manual_seed(seed);
+  for (int s = 0; s < 10; ++s) {
+    const auto x = at::randn({16, 48}), y = at::randn({16, 5});
+    train_step(a, mine, x, y, [&] { rt.step(mine); });
+    train_step(b, ref, x, y, [&] { ref.step(); });
+    train_step(fixed, no_schedule, x, y, [&] { no_schedule.step(); });
+    sched_a.step();
+    sched_b.step();
+  }
+  CHECK(max_rel(a, b) <= 1e-4);
+  CHECK(max_rel(a, fixed) > 1e-3);  // the schedule changed the result
+}
+
+TEST_CASE("checkpoints move both ways between an adopted Adam and torch::optim::Adam") {
+  const auto seed = test_seed();
+  Runtime& rt = cpu_runtime();
+  auto a = make_net(seed), b = make_net(seed);
+  torch::optim::Adam mine(a->parameters(), torch::optim::AdamOptions(1e-3));
+  torch::optim::Adam ref(b->parameters(), torch::optim::AdamOptions(1e-3));
+  rt.prepare(*a, mine);
+  run_both(rt, a, mine, b, ref, 5, seed);
+  // The adopted one's checkpoint into a fresh torch::optim::Adam, and the reference's into a
+  // fresh adopted one: both continue as the originals do.
+  auto c = make_net(seed + 7), d = make_net(seed + 7);
+  {
+    torch::NoGradGuard no_grad;
+    for (std::size_t i = 0; i < c->parameters().size(); ++i) {
+      c->parameters()[i].copy_(a->parameters()[i]);
+      d->parameters()[i].copy_(b->parameters()[i]);
+    }
+  }
+  torch::optim::Adam from_mine(c->parameters(), torch::optim::AdamOptions(1e-3));
+  torch::optim::Adam from_ref(d->parameters(), torch::optim::AdamOptions(1e-3));
+  std::stringstream s1, s2;
+  torch::save(mine, s1);
+  torch::load(from_mine, s1);
+  torch::save(ref, s2);
+  torch::load(from_ref, s2);
+  rt.prepare(*d, from_ref);
+  at::manual_seed(seed + 3);
+  for (int s = 0; s < 5; ++s) {
+    const auto x = at::randn({16, 48}), y = at::randn({16, 5});
+    train_step(a, mine, x, y, [&] { rt.step(mine); });
+    train_step(c, from_mine, x, y, [&] { from_mine.step(); });
+    train_step(b, ref, x, y, [&] { ref.step(); });
+    train_step(d, from_ref, x, y, [&] { rt.step(from_ref); });
+  }
+  CHECK(max_rel(a, c) <= 1e-4);
+  CHECK(max_rel(b, d) <= 1e-4);
+  for (const auto& [key, st] : from_ref.state()) CHECK(static_cast<const torch::optim::AdamParamState&>(*st).step() == 10);
+}
+
+TEST_CASE("what steps as it is: RMSprop, a subclass, fused_optimizer = off; what is refused") {
+  Runtime& rt = cpu_runtime();
+  auto net = make_net(test_seed());
+  torch::optim::RMSprop rms(net->parameters(), torch::optim::RMSpropOptions(1e-3));
+  const Adoption r = rt.prepare(*net, rms);
+  CHECK_FALSE(r.fused);
+  CHECK(r.implementation == "torch::optim::RMSprop, as it is");
+  CHECK(test::contains(r.why, "no fused implementation"));
+  const auto x = at::randn({4, 48}), y = at::randn({4, 5});
+  const auto before = net->parameters()[0].clone();
+  train_step(net, rms, x, y, [&] { rt.step(rms); });
+  CHECK_FALSE(at::equal(before, net->parameters()[0]));
+
+  struct MyAdam : torch::optim::Adam {
+    using torch::optim::Adam::Adam;
+  };
+  MyAdam mine(net->parameters(), torch::optim::AdamOptions(1e-3));
+  const Adoption s = rt.prepare(*net, mine);
+  CHECK_FALSE(s.fused);
+  CHECK(test::contains(s.optimizer, "a subclass of torch::optim::Adam"));
+
+  torch::optim::Adam off(net->parameters(), torch::optim::AdamOptions(1e-3));
+  const Adoption o = cpu_runtime({{"fused_optimizer", "off"}}).prepare(*net, off);
+  CHECK_FALSE(o.fused);
+  CHECK(test::contains(o.why, "fused_optimizer = off"));
+
+  // A schedule that switches amsgrad mid-run: loud, not ignored.
+  torch::optim::Adam ams(net->parameters(), torch::optim::AdamOptions(1e-3));
+  rt.prepare(*net, ams);
+  train_step(net, ams, x, y, [&] { rt.step(ams); });
+  static_cast<torch::optim::AdamOptions&>(ams.param_groups()[0].options()).amsgrad(true);
+  CHECK_THROWS_WITH_AS(rt.step(ams), doctest::Contains("switched amsgrad on"), std::invalid_argument);
+
+  // An optimizer never given to prepare() is taken on its first step.
+  torch::optim::Adam later(net->parameters(), torch::optim::AdamOptions(1e-3));
+  train_step(net, later, x, y, [&] { rt.step(later); });
+  CHECK(later.state().size() == net->parameters().size());
+}
+
+}  // namespace adopt_suite
