@@ -473,6 +473,10 @@ void add_tuning(std::vector<SettingSpec>& s) {
                         "time the program's first training steps under the plan, fp32, fewer threads and LibTorch's "
                         "kernels, keep the fastest (cached)",
                         store_as<bool>(ACCELKIT_FIELD(step_tuning))));
+  s.push_back(flag_spec("step_retune", true, "ACCELKIT_STEP_RETUNE",
+                        "keep watching the step tuner's choice (other processes' load, the step's time) and time "
+                        "the candidates again when either changes for several seconds",
+                        store_as<bool>(ACCELKIT_FIELD(step_retune))));
   s.push_back(flag_spec("autotune_cache", true, "ACCELKIT_AUTOTUNE_CACHE",
                         "read and write the auto-tuner's cache (--no-cache: neither)",
                         store_as<bool>(ACCELKIT_FIELD(autotune_cache))));

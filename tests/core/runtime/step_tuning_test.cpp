@@ -1,9 +1,11 @@
 // Observe, then switch (step_tuning.hpp): the state machine on a scripted clock, and the
 // runtime's part on a real training loop through the CPU plugin (the decision, the cache, the
 // settings that turn it off).
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -56,8 +58,8 @@ std::unique_ptr<Runtime> start(std::vector<std::pair<std::string, std::string>> 
 }
 
 // A small MLP trained with SGD the way the README's loop does; returns the last loss.
-// `after_step(i)` runs after step i.
-double train(Runtime& rt, int steps, const std::function<void(int)>& after_step = {}) {
+// `after_step(i)` runs after step i; the training goes on while it returns true.
+double train_while(Runtime& rt, const std::function<bool(int)>& after_step) {
   torch::manual_seed(5);
   torch::nn::Sequential net(torch::nn::Linear(32, 64), torch::nn::ReLU(), torch::nn::Linear(64, 4));
   rt.prepare(*net);
@@ -68,7 +70,7 @@ double train(Runtime& rt, int steps, const std::function<void(int)>& after_step 
   const at::Tensor x = torch::randn({64, 32});
   const at::Tensor y = torch::randn({64, 4});
   double last = 0;
-  for (int i = 0; i < steps; ++i) {
+  for (int i = 0;; ++i) {
     zero_grad(*opt.optimizer);
     at::Tensor out;
     {
@@ -79,15 +81,75 @@ double train(Runtime& rt, int steps, const std::function<void(int)>& after_step 
     loss.backward();
     opt.optimizer->step();
     last = loss.item<double>();
-    if (after_step) after_step(i);
     if (i % 10 == 9) {  // an evaluation now and then, under no_grad: not a training step
       torch::NoGradGuard no_grad;
       auto ac = rt.autocast();
       (void)net->forward(x);
     }
+    if (!after_step(i)) break;
   }
   return last;
 }
+
+double train(Runtime& rt, int steps, const std::function<void(int)>& after_step = {}) {
+  return train_while(rt, [&](int i) {
+    if (after_step) after_step(i);
+    return i + 1 < steps;
+  });
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Trains while other processes keep every core busy from the second step on (a scripted
+// /proc/stat: the observation's decision is taken under contention) and are quiet from the
+// decision on, until `done` or `seconds` have passed. `each_step` checks every step.
+void contention_then_quiet(Runtime& rt, accelkit::test::FakeProcStat& load, double seconds,
+                           const std::function<bool()>& done, const std::function<void()>& each_step = {}) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const auto t0 = std::chrono::steady_clock::now();
+  train_while(rt, [&](int i) {
+    if (i == 0) load.add_busy_seconds(cores * 3600.0);
+    if (each_step) each_step();
+    return !done() && seconds_since(t0) < seconds;
+  });
+}
+
+// The ResNet case: a plan of fp32 at 2 threads and its 1-thread candidate, on a machine whose
+// load the test scripts. Each step costs what its configuration costs under that load (measured
+// figures: 2 threads 380 ms quiet, 1,284 ms beside a process busy on one core; 1 thread 513 and
+// 598 ms); the load source reads the same script.
+const StepConfig kTwo{false, at::kFloat, 2};
+const StepConfig kSingle{false, at::kFloat, 1};
+
+struct Machine {
+  double now = 0;
+  bool busy = false;
+  double noise = 0;                 // each step's cost times 1 +- up to this, drawn
+  std::function<double()> load;     // the load reading; default: 1 core busy or none
+  std::map<std::string, double> quiet{{kTwo.label(), 380.0}, {kSingle.label(), 513.0}};
+  std::map<std::string, double> loaded{{kTwo.label(), 1284.0}, {kSingle.label(), 598.0}};
+  std::mt19937 rng{11};
+  StepTuner tuner;
+  explicit Machine(StepTuner::Options o = {})
+      : tuner({kTwo, kSingle}, o, [this] { return now; }, [this] { return load ? load() : (busy ? 1.0 : 0.0); }) {}
+  const StepConfig& step() {
+    const StepConfig& c = tuner.enter(true);
+    double cost = (busy ? loaded : quiet).at(c.label());
+    if (noise > 0) cost *= 1.0 + noise * std::uniform_real_distribution<double>(-1.0, 1.0)(rng);
+    now += cost;
+    return c;
+  }
+  // Steps until `done` (true) or `max` steps (false).
+  bool run_until(const std::function<bool()>& done, int max) {
+    for (int i = 0; i < max; ++i) {
+      if (done()) return true;
+      step();
+    }
+    return done();
+  }
+};
 
 struct ThreadsRestore {
   int threads = at::get_num_threads();
@@ -262,6 +324,137 @@ TEST_CASE("step tuning: bad options and an adopted decision") {
   CHECK(t.enter(true).label() == kFp32.label());
 }
 
+TEST_CASE("step tuning revisits a decision: 1 thread under a burst, 2 once the machine is quiet again") {
+  Machine m;
+  m.busy = true;  // another process keeps a core busy while the first steps are observed
+  REQUIRE(m.run_until([&] { return m.tuner.decided(); }, 1000));
+  const StepTuningStatus& st = m.tuner.status();
+  REQUIRE(st.chosen == 1);  // 598 ms against 1,284: right while the burst lasts
+  CHECK(m.tuner.take_new_decision());
+  CHECK(st.redecisions == 0);
+  CHECK(st.no_revisit.empty());
+  CHECK(m.tuner.decision_load() == doctest::Approx(1.0));
+
+  m.busy = false;  // the burst is over
+  bool seen_reobserving = false;
+  const bool revisited = m.run_until(
+      [&] {
+        if (st.reobserving) {
+          seen_reobserving = true;
+          CHECK(st.state == StepTuningStatus::State::decided);
+          CHECK(st.why.find("re-observing on the program's training steps") != std::string::npos);
+          CHECK(st.why.find("other processes kept 0.00 cores busy (1.00 when it was decided)") != std::string::npos);
+        }
+        return st.redecisions > 0;
+      },
+      60);  // 3 windows of 5 steps, then 3 rounds of 2 candidates
+  REQUIRE(revisited);
+  CHECK(seen_reobserving);
+  INFO(st.why);
+  CHECK(st.chosen == 0);
+  CHECK(st.redecisions == 1);
+  CHECK(m.tuner.take_new_decision());  // recorded (and cached) again by the runtime
+  CHECK(st.last_revisit == st.why);
+  CHECK(st.why.find("had fp32, 1 thread; chose fp32, 2 threads: 380.0 ms a step against 513.0 ms") != std::string::npos);
+  CHECK(st.source.find("re-observed on the program's training steps") != std::string::npos);
+  CHECK(st.median_ms[0] == doctest::Approx(380.0));
+  CHECK(m.tuner.decision_load() == doctest::Approx(0.0));
+  // It stays there while the machine stays quiet.
+  for (int i = 0; i < 2000; ++i) CHECK(m.step() == kTwo);
+  CHECK(st.redecisions == 1);
+
+  // A burst that comes back for good is revisited too, the other way.
+  m.busy = true;
+  REQUIRE(m.run_until([&] { return st.redecisions == 2; }, 400));
+  CHECK(st.chosen == 1);
+  for (int i = 0; i < 200; ++i) CHECK(m.step() == kSingle);
+}
+
+TEST_CASE("step tuning revisits nothing under steady noise, bursts shorter than the sustain, or when told not to") {
+  {  // Steps +-15% apart, other processes at 0-0.4 cores: no re-observation in 20,000 steps.
+    Machine m;
+    m.noise = 0.15;
+    std::mt19937 rng(3);
+    m.load = [&rng] { return std::uniform_real_distribution<double>(0.0, 0.4)(rng); };
+    for (int i = 0; i < 20000; ++i) m.step();
+    REQUIRE(m.tuner.decided());
+    CHECK(m.tuner.status().chosen == 0);
+    CHECK(m.tuner.status().redecisions == 0);
+    CHECK_FALSE(m.tuner.status().reobserving);
+  }
+  {  // A core busy every other window: never sustained.
+    Machine m;
+    REQUIRE(m.run_until([&] { return m.tuner.decided(); }, 1000));
+    int calls = 0;
+    m.load = [&calls] { return ++calls % 2 == 0 ? 1.0 : 0.0; };
+    for (int i = 0; i < 5000; ++i) m.step();
+    CHECK(m.tuner.status().redecisions == 0);
+  }
+  {  // The program's steps become 60% slower, every candidate alike: one re-observation keeps
+     // the choice and takes the new time as its reference.
+    Machine m;
+    REQUIRE(m.run_until([&] { return m.tuner.decided(); }, 1000));
+    for (int i = 0; i < 100; ++i) m.step();  // past the windows that take the reference
+    for (auto& c : m.quiet) c.second *= 1.6;
+    for (int i = 0; i < 5000; ++i) m.step();
+    CHECK(m.tuner.status().redecisions == 1);
+    CHECK(m.tuner.status().chosen == 0);
+    CHECK(m.tuner.status().why.find("kept it: still the fastest") != std::string::npos);
+    CHECK(m.tuner.status().why.find("a step took 608.0 ms (380.0 ms in its first windows)") != std::string::npos);
+  }
+  {  // Revisiting off (the step_retune setting): the burst's choice stays.
+    StepTuner::Options o;
+    o.revisit = false;
+    Machine m(o);
+    m.busy = true;
+    REQUIRE(m.run_until([&] { return m.tuner.decided(); }, 1000));
+    m.busy = false;
+    for (int i = 0; i < 2000; ++i) CHECK(m.step() == kSingle);
+    CHECK(m.tuner.status().redecisions == 0);
+    CHECK_FALSE(m.tuner.status().no_revisit.empty());
+  }
+  {  // Stopped in the middle of a re-observation: the standing choice, at once, for good.
+    Machine m;
+    m.busy = true;
+    REQUIRE(m.run_until([&] { return m.tuner.decided(); }, 1000));
+    m.busy = false;
+    REQUIRE(m.run_until([&] { return m.tuner.status().reobserving; }, 100));
+    m.tuner.stop_revisiting("the step is graph-captured");
+    CHECK_FALSE(m.tuner.status().reobserving);
+    CHECK(m.tuner.status().no_revisit == "the step is graph-captured");
+    for (int i = 0; i < 500; ++i) CHECK(m.step() == kSingle);
+    CHECK(m.tuner.status().redecisions == 0);
+  }
+}
+
+TEST_CASE("step tuning revisits an adopted decision from the load it was cached under") {
+  Machine m;
+  m.tuner.adopt(0, "step-tuning cache x", "cached", 0.0);  // 2 threads, decided on a quiet machine
+  m.busy = true;                                          // this run starts beside a busy process
+  REQUIRE(m.run_until([&] { return m.tuner.status().redecisions == 1; }, 200));
+  CHECK(m.tuner.status().chosen == 1);
+  CHECK(m.tuner.take_new_decision());
+}
+
+TEST_CASE("step tuning says what it does while it observes") {
+  StepTuner t({kPlan, kFp32, kOne}, {}, [] { return 0.0; });
+  CHECK(t.status().why == "observing the program's first training steps (bf16 autocast, 2 threads; fp32, 2 threads; "
+                          "bf16 autocast, 1 thread): step 0 of about 60");
+  for (int i = 0; i < 12; ++i) t.enter(true);
+  t.enter(false);  // an evaluation is no training step
+  CHECK(t.status().why.find("): step 12 of about 60") != std::string::npos);
+  t.note("master weights");
+  CHECK(t.status().why.find("1 thread; master weights): step 12") != std::string::npos);
+  // "About" is what a full observation takes: the first test counts its steps exactly.
+  Script s({{kPlan.label(), 10.0}, {kFp32.label(), 6.0}, {kOne.label(), 12.0}});
+  int steps = 0;
+  while (!s.tuner.decided()) {
+    s.step();
+    ++steps;
+  }
+  CHECK(steps == 61);  // 60 observed, the 61st decided
+}
+
 TEST_CASE("step tuning through the runtime: a real loop decides, records, caches; the next run reads the cache") {
   ThreadsRestore restore;
   TempDir cache("accelkit-step-tuning");
@@ -313,7 +506,8 @@ TEST_CASE("step tuning: a choice observed while other processes took the cores i
   ThreadsRestore restore;
   TempDir cache("accelkit-step-tuning");
   ScopedEnv cache_dir("ACCELKIT_CACHE_DIR", cache.path().string());
-  auto rt = start();
+  // (Not revisited: the quiet after the contention would be, the next test shows.)
+  auto rt = start({{"step_retune", "false"}});
   if (rt->step_tuning().state == StepTuningStatus::State::off) return;  // nothing to observe (said above)
   accelkit::test::FakeProcStat load;
   // Other processes use every core from the second step on.
@@ -336,6 +530,75 @@ TEST_CASE("step tuning: a choice observed while other processes took the cores i
   auto again = start();
   train(*again, 2);
   CHECK(again->step_tuning().state == StepTuningStatus::State::observing);
+}
+
+TEST_CASE("step tuning through the runtime: a decision taken under contention is revisited once it is quiet") {
+  ThreadsRestore restore;
+  TempDir cache("accelkit-step-tuning");
+  ScopedEnv cache_dir("ACCELKIT_CACHE_DIR", cache.path().string());
+  accelkit::test::FakeProcStat load;
+  auto rt = start();
+  const StepTuningStatus& st = rt->step_tuning();
+  if (st.state == StepTuningStatus::State::off) return;  // nothing to observe (said above)
+  CHECK(st.no_revisit.empty());
+  contention_then_quiet(*rt, load, 60, [&] { return st.redecisions > 0; });
+  REQUIRE(st.redecisions >= 1);
+  INFO(st.last_revisit);
+  INFO(st.source);
+  CHECK(st.last_revisit.find("revisited (over the last 3 windows") != std::string::npos);
+  CHECK(st.last_revisit.find("other processes kept 0.00 cores busy") != std::string::npos);
+  CHECK(st.source.find("re-observed on the program's training steps") != std::string::npos);
+  CHECK(st.source.find("cached in " + cache.path().string()) != std::string::npos);  // quiet now
+  const auto& decisions = rt->context().decisions();
+  auto it = std::find_if(decisions.begin(), decisions.end(), [](const RuntimeDecision& d) { return d.key == "step_tuning"; });
+  REQUIRE(it != decisions.end());
+  CHECK(it->value == st.candidates[st.chosen].label());
+  CHECK(it->source == st.source);
+  CHECK(at::get_num_threads() == st.candidates[st.chosen].threads);
+}
+
+TEST_CASE("step tuning through the runtime: step_retune = false keeps the decision; threads the user fixed stay") {
+  ThreadsRestore restore;
+  TempDir cache("accelkit-step-tuning");
+  ScopedEnv cache_dir("ACCELKIT_CACHE_DIR", cache.path().string());
+  {
+    accelkit::test::FakeProcStat load;
+    auto rt = start({{"step_retune", "false"}});
+    const StepTuningStatus& st = rt->step_tuning();
+    if (st.state == StepTuningStatus::State::off) return;  // nothing to observe (said above)
+    CHECK(st.no_revisit.find("step_retune = off (from") != std::string::npos);
+    // Long enough for the revisit the test above sees (3 windows of a second, then ~40 steps).
+    contention_then_quiet(*rt, load, 6, [] { return false; });
+    CHECK(st.state == StepTuningStatus::State::decided);
+    CHECK(st.redecisions == 0);
+    CHECK(st.source.find("not cached") != std::string::npos);
+  }
+  accelkit::test::FakeProcStat load;
+  auto rt = start({{"threads", "1"}});
+  const StepTuningStatus& st = rt->step_tuning();
+  if (st.state == StepTuningStatus::State::off) return;  // the precision is fixed too, or nothing else
+  for (const auto& c : st.candidates) CHECK(c.threads == 1);
+  int other_threads = 0;
+  contention_then_quiet(
+      *rt, load, 60, [&] { return st.redecisions > 0; }, [&] { other_threads += at::get_num_threads() != 1; });
+  CHECK(st.redecisions >= 1);  // revisited, among what the user left open
+  CHECK(other_threads == 0);
+  CHECK(at::get_num_threads() == 1);
+}
+
+TEST_CASE("step tuning through the runtime says what it does while it observes") {
+  ThreadsRestore restore;
+  TempDir cache("accelkit-step-tuning");
+  ScopedEnv cache_dir("ACCELKIT_CACHE_DIR", cache.path().string());
+  auto rt = start();
+  const StepTuningStatus& st = rt->step_tuning();
+  if (st.state == StepTuningStatus::State::off) return;  // nothing to observe (said above)
+  INFO(st.why);
+  CHECK(st.why.find("observing the program's first training steps (") == 0);
+  CHECK(st.why.find("): step 0 of about ") != std::string::npos);
+  train(*rt, 12);  // and an evaluation after the 10th: no training step
+  REQUIRE(st.state == StepTuningStatus::State::observing);
+  CHECK(st.why.find("): step 12 of about ") != std::string::npos);
 }
 
 TEST_CASE("step tuning: off by the setting, by ultra_low_overhead, and where the user fixed what it varies") {

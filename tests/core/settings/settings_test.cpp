@@ -72,7 +72,7 @@ TEST_CASE("schema: display order, types, env names and options, [routing] and [t
                                         "fused_optimizer", "adamw_implementation", "master_weights", "threads",
                                         "blas_kernels", "kernels", "batch_size", "prefetch", "memory_margin", "batch_step_limit", "profile", "sampler",
                                         "guard_interval", "guard_policy", "guard_temperature", "guard_hysteresis",
-                                        "guard_power", "autotune", "step_tuning",
+                                        "guard_power", "autotune", "step_tuning", "step_retune",
                                         "autotune_cache", "log_level", "plugin_scan", "plugin_scan_timeout",
                                         "plugin_scan_memory", "prefer", "require", "dist_backend", "dist_timeout",
                                         "dist_bucket_mb"});
@@ -195,6 +195,7 @@ TEST_CASE("file layer: every key, with file:line:column") {
   CHECK((*s->sampler) == false);
   CHECK((*s->autotune));
   CHECK_FALSE(*s->step_tuning);
+  CHECK_FALSE(*s->step_retune);
   CHECK(*s->dist_backend == "gloo");
   CHECK((*s->dist_timeout) == 60);
   CHECK((*s->dist_bucket_mb) == 8);

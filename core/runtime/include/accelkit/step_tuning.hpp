@@ -2,8 +2,8 @@
 // with. Runtime::autocast() hands each training step (a top-level autocast scope entered with
 // gradients on) one candidate in turn - the negotiated precision plan, fp32, fewer CPU threads -
 // a turn of a few steps each, the last one timed from its entry to the next; once every
-// candidate has its samples, the fastest (by median) is kept for the rest of the run and cached
-// for the next. No lambdas, no separate batch: the program's own loop is the trial.
+// candidate has its samples, the fastest (by median) is kept from then on (revisited: below)
+// and cached for the next run. No lambdas, no separate batch: the program's own loop is the trial.
 //
 // What it may switch between steps is only what leaves the training itself unchanged in kind:
 // autocast on or off and the intra-op thread count. The weights, the optimizer and its state
@@ -12,6 +12,16 @@
 // where the auto-tuner already decided, for a graph-captured step (Runtime::capture_step on a
 // device that captures: a replay runs the kernels recorded at capture), and under the
 // step_tuning = off setting.
+//
+// A decision is not trusted forever (the step_retune setting, on by default): from then on the
+// tuner watches, once a window (at least watch_ms and watch_steps training steps), the median
+// interval between the training steps and how many cores other processes keep busy; where either
+// moves away from what it was when the decision was taken (load_change cores, time_change of the
+// step) for sustain_windows windows in a row, it re-times the candidates on the program's next
+// steps (revisit_rounds each) and switches where another beats the standing one by
+// revisit_margin. A re-observation's reference is what it found; the next may begin only after
+// gap_windows windows, doubled by each one (up to max_gap_windows), so a noisy or bursty
+// machine does not make it flap. Not in a data-parallel run (its ranks decide together once).
 //
 // On a device that queues work (CUDA), a step's interval is measured on the host: a program
 // that reads its loss each step (loss.item()) waits for the device there, so the interval is
@@ -60,6 +70,14 @@ struct StepTuningStatus {
   std::string source;  // "observed on the program's training steps 1-28", "step-tuning cache F"
   std::string why;     // why off, or why the chosen one
   std::int64_t steps_seen = 0;  // training steps entered so far while observing
+  // Revisiting the decision (above). While it re-observes, state stays decided and `chosen` is
+  // the standing choice (the steps run the candidates in turn).
+  bool reobserving = false;
+  std::int64_t redecisions = 0;  // re-observations finished (each one a decision recorded again)
+  // Why the last re-observation began, what the decision had and what it chose; "" before one.
+  std::string last_revisit;
+  // Why the decision is not (any longer) revisited; "" while it is watched.
+  std::string no_revisit;
 };
 
 // The ranks of a data-parallel run decide together (Runtime::join_data_parallel sets it): a
@@ -99,18 +117,48 @@ class StepTuner {
     int settle_steps = 4;
     double margin = 0.03;    // another candidate must beat the plan's median by this fraction
     int give_up_factor = 4;  // decide for the plan after (warmup + rounds) * this many rounds
+    // Revisiting the decision (above).
+    bool revisit = true;
+    double watch_ms = 1000;        // a watch window lasts at least this long...
+    int watch_steps = 5;           // ...and this many intervals between training steps
+    double load_change = 0.5;      // cores of other processes' load away from the decision's
+    double time_change = 0.25;     // the window's median step away from the reference, a fraction
+    int sustain_windows = 3;       // windows in a row a change must last
+    int gap_windows = 10;          // windows after a re-observation before the next may begin
+    int max_gap_windows = 320;     // the gap doubles with each re-observation up to this
+    int revisit_rounds = 3;        // timed steps per candidate in a re-observation (no warm-up)
+    double revisit_margin = 0.05;  // another must beat the standing choice's median by this
   };
   using Clock = std::function<double()>;  // monotonic milliseconds
+  // Cores other processes kept busy since the previous call (< 0: unknown). Called once per
+  // watch window and at an observation's start and end, never per step.
+  using Load = std::function<double()>;
 
-  StepTuner(std::vector<StepConfig> candidates, Options options, Clock clock = {});
+  StepTuner(std::vector<StepConfig> candidates, Options options, Clock clock = {}, Load load = {});
 
   // A top-level autocast scope begins. `training`: gradients are on (a training step);
   // anything else (evaluation under NoGradGuard) runs candidate 0 and breaks the interval
   // being timed. Returns the configuration this scope runs with.
   const StepConfig& enter(bool training);
 
-  // Takes a decision made earlier (the cache): index into candidates.
-  void adopt(std::size_t index, std::string source, std::string why);
+  // Takes a decision made earlier (the cache): index into candidates; `load`: the cores other
+  // processes kept busy when it was observed (< 0: unknown, the first watch window's is taken).
+  void adopt(std::size_t index, std::string source, std::string why, double load = -1);
+
+  // The decision stands from here: no (further) re-observation; one under way ends, keeping the
+  // standing choice.
+  void stop_revisiting(std::string why);
+  // A note added to the observation's why ("observing the program's first training steps
+  // (candidates; note): step 12 of about 72").
+  void note(std::string text);
+  // Other processes' load (cores) over the observation that took the standing decision; < 0
+  // unknown.
+  double decision_load() const noexcept { return decision_load_; }
+  // Whether the candidates are being timed: the first observation or a re-observation.
+  bool observing() const noexcept { return !decided() || status_.reobserving; }
+  // Bumped whenever the status changes other than by a step's progress (a decision, a cached
+  // one adopted, a re-observation begun or ended).
+  std::uint64_t changes() const noexcept { return changes_; }
 
   // A data-parallel run's agreement (above), for the tuner the ranks count as `generation`.
   void set_agreement(StepAgreement agreement, int generation);
@@ -130,7 +178,42 @@ class StepTuner {
   // The decision: `chosen`, why, observed by this rank alone or by every rank (`pooled`).
   void settle(std::size_t chosen, std::string why, bool pooled);
   std::string payload() const;
+  std::string observing_why() const;
+  std::int64_t expected_steps(int warmup, int rounds) const;
+  // Revisiting (step_revisit.cpp): a training step while decided; a window's end; the
+  // re-observation's start and end.
+  const StepConfig& finish_observation();
+  void reset_watch();
+  void watch(bool training);
+  void close_window(double now);
+  void begin_reobservation(const std::string& reason);
+  void redecide();
+  std::string revisit_reason(double load, double ms) const;
   Options options_;
+  int obs_warmup_ = 0;   // the observation under way: untimed rounds
+  int obs_rounds_ = 0;   // timed steps per candidate
+  Load load_;
+  std::string note_;
+  std::uint64_t changes_ = 0;
+  std::int64_t training_steps_ = 0;  // every training step entered, all states
+  std::int64_t obs_first_step_ = 0;  // the training step a re-observation began at
+  // The watch: the reference (< 0 / 0: the first window's), the open window, the drift.
+  double decision_load_ = -1;
+  double ref_ms_ = 0;
+  std::vector<double> ref_intervals_;  // the first windows', until ref_ms_ is taken
+  double window_start_ = 0;
+  bool window_open_ = false;
+  bool have_last_step_ = false;
+  double last_step_at_ = 0;
+  std::vector<double> intervals_;
+  int drift_ = 0;                  // windows in a row away from the reference
+  double drift_load_ = 0;          // their sums, for the reason
+  double drift_ms_ = 0;
+  double drift_wall_ = 0;
+  int windows_since_ = 0;          // windows since the standing decision
+  int gap_ = 0;                    // windows that must pass before a re-observation
+  std::string standing_why_;       // the standing decision's why, while it re-observes
+  std::string reason_;             // why the re-observation under way began
   StepAgreement agreement_;
   int generation_ = 0;
   bool published_ = false;

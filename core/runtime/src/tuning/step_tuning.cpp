@@ -45,18 +45,66 @@ std::string StepConfig::label() const {
   return s;
 }
 
-StepTuner::StepTuner(std::vector<StepConfig> candidates, Options options, Clock clock)
-    : options_(options), clock_(clock ? std::move(clock) : Clock(step_now_ms)) {
-  if (candidates.empty()) throw std::invalid_argument("step tuning needs at least one candidate");
-  if (options_.rounds < 1 || options_.warmup_rounds < 0 || options_.give_up_factor < 1 || options_.steps_per_turn < 1 ||
-      options_.settle_steps < 0)
+namespace {
+
+void check_step_options(const StepTuner::Options& o) {
+  if (o.rounds < 1 || o.warmup_rounds < 0 || o.give_up_factor < 1 || o.steps_per_turn < 1 || o.settle_steps < 0)
     throw std::invalid_argument(
         "step tuning: rounds >= 1, warmup_rounds >= 0, steps_per_turn >= 1, settle_steps >= 0 and give_up_factor >= 1");
+  if (o.revisit && (o.watch_ms < 0 || o.watch_steps < 1 || o.sustain_windows < 1 || o.gap_windows < 0 ||
+                    o.max_gap_windows < o.gap_windows || o.revisit_rounds < 1 || o.load_change <= 0 ||
+                    o.time_change <= 0))
+    throw std::invalid_argument(
+        "step tuning: watch_ms >= 0, watch_steps, sustain_windows and revisit_rounds >= 1, 0 <= gap_windows <= "
+        "max_gap_windows, load_change and time_change > 0");
+}
+
+}  // namespace
+
+StepTuner::StepTuner(std::vector<StepConfig> candidates, Options options, Clock clock, Load load)
+    : options_(options),
+      obs_warmup_(options.warmup_rounds),
+      obs_rounds_(options.rounds),
+      load_(std::move(load)),
+      clock_(clock ? std::move(clock) : Clock(step_now_ms)) {
+  if (candidates.empty()) throw std::invalid_argument("step tuning needs at least one candidate");
+  check_step_options(options_);
   status_.candidates = std::move(candidates);
   status_.samples.assign(status_.candidates.size(), {});
   status_.state = StepTuningStatus::State::observing;
+  if (!options_.revisit) status_.no_revisit = "revisiting is off";
   last_threads_ = status_.candidates.front().threads;  // the plan's, applied at start
+  status_.why = observing_why();
   start_round();
+}
+
+std::int64_t StepTuner::expected_steps(int warmup, int rounds) const {
+  // A turn per candidate a round, and the settle steps at each change of the thread count
+  // (the groups alternate their order, so a round changes it once per group boundary).
+  std::vector<int> groups;
+  for (const auto& c : status_.candidates)
+    if (std::find(groups.begin(), groups.end(), c.threads) == groups.end()) groups.push_back(c.threads);
+  const auto n = static_cast<std::int64_t>(status_.candidates.size());
+  const auto changes = static_cast<std::int64_t>(groups.size()) - 1;
+  return static_cast<std::int64_t>(warmup + rounds) * (n * options_.steps_per_turn + changes * options_.settle_steps);
+}
+
+std::string StepTuner::observing_why() const {
+  std::string cs;
+  for (const auto& c : status_.candidates) cs += (cs.empty() ? "" : "; ") + c.label();
+  if (!note_.empty()) cs += "; " + note_;
+  if (!status_.reobserving)
+    return "observing the program's first training steps (" + cs + "): step " + std::to_string(status_.steps_seen) +
+           " of about " + std::to_string(expected_steps(obs_warmup_, obs_rounds_));
+  return "re-observing on the program's training steps (" + cs + "): step " +
+         std::to_string(training_steps_ - obs_first_step_ + 1) + " of about " +
+         std::to_string(expected_steps(obs_warmup_, obs_rounds_)) + ", " +
+         status_.candidates[status_.chosen].label() + " standing meanwhile; " + reason_;
+}
+
+void StepTuner::note(std::string text) {
+  note_ = std::move(text);
+  if (observing()) status_.why = observing_why();
 }
 
 void StepTuner::start_round() {
@@ -79,46 +127,37 @@ void StepTuner::start_round() {
 }
 
 const StepConfig& StepTuner::enter(bool training) {
-  if (decided()) return status_.candidates[status_.chosen];
-  const StepConfig& front = status_.candidates.front();
+  if (training) ++training_steps_;
+  if (decided() && !status_.reobserving) {
+    watch(training);
+    return status_.candidates[status_.chosen];
+  }
+  // Outside the candidates' turns a scope runs the plan (observing) or the standing choice
+  // (re-observing), at its thread count.
+  const StepConfig& rest = status_.candidates[decided() ? status_.chosen : 0];
   if (!training) {
     pending_ = false;  // the evaluation's time is no candidate's
-    // It runs with the plan's threads: a turn it interrupts at another count is over (the
-    // candidate goes without a sample this round; one whose turns are always interrupted is
-    // left out of the decision, and the decision says so).
-    if (turn_step_ > 0 && status_.candidates[order_[pos_]].threads != front.threads) end_turn();
-    last_threads_ = front.threads;
-    return front;
+    // A turn it interrupts at another thread count is over (the candidate goes without a
+    // sample this round; one whose turns are always interrupted is left out of the decision,
+    // and the decision says so).
+    if (turn_step_ > 0 && status_.candidates[order_[pos_]].threads != rest.threads) end_turn();
+    last_threads_ = rest.threads;
+    return rest;
   }
   const double now = clock_();
   if (pending_ && pending_timed_) status_.samples[pending_index_].push_back(now - pending_start_);
-  ++status_.steps_seen;
+  if (!status_.reobserving && ++status_.steps_seen == 1 && load_) load_();  // the observation's load from here
+  status_.why = observing_why();
 
   const bool enough = std::all_of(status_.samples.begin(), status_.samples.end(), [&](const std::vector<double>& s) {
-    return static_cast<int>(s.size()) >= options_.rounds;
+    return static_cast<int>(s.size()) >= obs_rounds_;
   });
   // At most give_up_factor times the steps a full observation takes.
-  const std::int64_t limit = static_cast<std::int64_t>(options_.warmup_rounds + options_.rounds) *
-                             options_.give_up_factor * static_cast<std::int64_t>(status_.candidates.size()) *
+  const std::int64_t limit = static_cast<std::int64_t>(obs_warmup_ + obs_rounds_) * options_.give_up_factor *
+                             static_cast<std::int64_t>(status_.candidates.size()) *
                              (options_.steps_per_turn + options_.settle_steps);
-  if (enough || status_.steps_seen > limit) {
-    pending_ = false;
-    if (!agreement_) {
-      decide();
-      return status_.candidates[status_.chosen];
-    }
-    if (!published_) {
-      observed_steps_ = status_.steps_seen - 1;
-      agreement_.publish(generation_, payload());
-      published_ = true;
-      status_.why = "observed; waiting for the other ranks' observations (running the plan meanwhile)";
-    }
-    const std::optional<std::vector<std::string>> all = agreement_.poll(generation_);
-    if (!all) return status_.candidates.front();
-    if (all->empty()) decide();  // the process group is gone: nobody left to agree with
-    else decide_together(*all);
-    return status_.candidates[status_.chosen];
-  }
+  const std::int64_t seen = status_.reobserving ? training_steps_ - obs_first_step_ + 1 : status_.steps_seen;
+  if (enough || seen > limit) return finish_observation();
 
   const std::size_t index = order_[pos_];
   if (turn_step_ == 0) {  // a turn begins
@@ -128,10 +167,33 @@ const StepConfig& StepTuner::enter(bool training) {
   }
   pending_ = true;
   pending_index_ = index;
-  pending_timed_ = round_ >= options_.warmup_rounds && turn_step_ + 1 == turn_len_;
+  pending_timed_ = round_ >= obs_warmup_ && turn_step_ + 1 == turn_len_;
   pending_start_ = now;
   if (++turn_step_ == turn_len_) end_turn();
   return status_.candidates[index];
+}
+
+const StepConfig& StepTuner::finish_observation() {
+  pending_ = false;
+  if (status_.reobserving) {
+    redecide();
+    return status_.candidates[status_.chosen];
+  }
+  if (!agreement_) {
+    decide();
+    return status_.candidates[status_.chosen];
+  }
+  if (!published_) {
+    observed_steps_ = status_.steps_seen - 1;
+    agreement_.publish(generation_, payload());
+    published_ = true;
+    status_.why = "observed; waiting for the other ranks' observations (running the plan meanwhile)";
+  }
+  const std::optional<std::vector<std::string>> all = agreement_.poll(generation_);
+  if (!all) return status_.candidates.front();
+  if (all->empty()) decide();  // the process group is gone: nobody left to agree with
+  else decide_together(*all);
+  return status_.candidates[status_.chosen];
 }
 
 void StepTuner::end_turn() {
@@ -148,7 +210,7 @@ void StepTuner::decide() {
   std::vector<bool> timed(n);
   for (std::size_t i = 0; i < n; ++i) {
     medians.push_back(stats::median(status_.samples[i]));
-    timed[i] = static_cast<int>(status_.samples[i].size()) >= options_.rounds;
+    timed[i] = static_cast<int>(status_.samples[i].size()) >= obs_rounds_;
   }
   if (!published_) observed_steps_ = status_.steps_seen - 1;
   decide_on(medians, timed, "");
@@ -157,12 +219,13 @@ void StepTuner::decide() {
 void StepTuner::set_agreement(StepAgreement agreement, int generation) {
   agreement_ = std::move(agreement);
   generation_ = generation;
+  if (agreement_) stop_revisiting("a data-parallel run's ranks decide together, once");
 }
 
 std::string StepTuner::payload() const {
   nlohmann::json j;
   for (std::size_t i = 0; i < status_.candidates.size(); ++i) {
-    const bool timed = static_cast<int>(status_.samples[i].size()) >= options_.rounds;
+    const bool timed = static_cast<int>(status_.samples[i].size()) >= obs_rounds_;
     j["candidates"].push_back(status_.candidates[i].label());
     j["median_ms"].push_back(timed ? stats::median(status_.samples[i]) : -1.0);
   }
@@ -250,15 +313,22 @@ void StepTuner::settle(std::size_t chosen, std::string why, bool pooled) {
                    (pooled ? " of each of " + std::to_string(agreement_.world_size) + " ranks" : "");
   status_.why = std::move(why);
   new_decision_ = true;
+  ++changes_;
+  decision_load_ = load_ ? load_() : -1;  // over the observation (from its first step)
+  reset_watch();
 }
 
-void StepTuner::adopt(std::size_t index, std::string source, std::string why) {
+void StepTuner::adopt(std::size_t index, std::string source, std::string why, double load) {
   if (index >= status_.candidates.size()) throw std::out_of_range("step tuning: no candidate " + std::to_string(index));
   status_.chosen = index;
   status_.source = std::move(source);
   status_.why = std::move(why);
   status_.state = StepTuningStatus::State::decided;
   pending_ = false;
+  ++changes_;
+  decision_load_ = load;
+  if (load_) load_();  // the watch's first window from here
+  reset_watch();
 }
 
 bool StepTuner::take_new_decision() noexcept {

@@ -30,6 +30,17 @@ std::string step_candidates_text(const std::vector<StepConfig>& cs) {
   return s;
 }
 
+// Cores other processes kept busy since the previous call (/proc/stat), for the tuner's watch.
+StepTuner::Load machine_load_reading() {
+  auto last = std::make_shared<std::optional<CpuSample>>(sample_cpu());
+  return [last] {
+    const std::optional<CpuSample> now = sample_cpu();
+    const double others = now && *last ? other_cores(**last, *now) : -1.0;
+    *last = now;
+    return others;
+  };
+}
+
 }  // namespace
 
 StepKernels StepTuning::plan_kernels() const noexcept {
@@ -63,13 +74,26 @@ void StepTuning::setup() {
     return turn_off(fixed.empty() ? "nothing to choose between: the plan is fp32 with one thread, or not on a CPU"
                                   : "nothing left to choose: the user fixed " + text::join(fixed, " and "));
   make_tuner(cs);
-  status_.why = "observing the program's first training steps (" + step_candidates_text(cs) + ")";
+  if (!*s.step_retune) {
+    tuner_->stop_revisiting("step_retune = off (from " + s.step_retune.from() + ")");
+    copy_status();
+  }
 }
 
 void StepTuning::make_tuner(const std::vector<StepConfig>& cs) {
-  tuner_ = std::make_unique<StepTuner>(cs, StepTuner::Options{});
+  // The load of other processes matters to the thread counts a CPU runs; elsewhere the watch
+  // reads the step's time only.
+  tuner_ = std::make_unique<StepTuner>(cs, StepTuner::Options{}, StepTuner::Clock{},
+                                       rt_.device().is_cpu() ? machine_load_reading() : StepTuner::Load{});
   if (agreement_) tuner_->set_agreement(agreement_, ++generation_);
+  source_note_.clear();
+  copy_status();
+}
+
+void StepTuning::copy_status() {
+  changes_seen_ = tuner_->changes();
   status_ = tuner_->status();
+  status_.source += source_note_;
 }
 
 void StepTuning::agree_on_steps(StepAgreement agreement) {
@@ -114,19 +138,28 @@ void StepTuning::turn_off(std::string why) {
 }
 
 void StepTuning::no_step_tuning(const std::string& why) {
-  if (!tuner_ || tuner_->decided()) return;
-  turn_off(why);
+  if (!tuner_) return;
+  if (!tuner_->decided()) return turn_off(why);
+  tuner_->stop_revisiting(why);  // the decision stands, no longer revisited
+  copy_status();
 }
 
 void StepTuning::drop_unweighted_candidates(const std::string& why) {
   // The model's weights became bf16 (master weights): a step outside autocast cannot run.
-  if (!tuner_ || tuner_->decided()) return;
+  if (!tuner_) return;
   std::vector<StepConfig> keep;
   for (const auto& c : tuner_->status().candidates)
     if (c.autocast) keep.push_back(c);
+  if (tuner_->decided()) {  // a re-observation must not run the others
+    if (keep.size() < tuner_->status().candidates.size()) no_step_tuning(why);
+    return;
+  }
   if (keep.size() < 2) return no_step_tuning(why);
   make_tuner(keep);
-  status_.why = "observing the program's first training steps (" + step_candidates_text(keep) + "; " + why + ")";
+  if (!*rt_.context().config().step_retune)
+    tuner_->stop_revisiting("step_retune = off (from " + rt_.context().config().step_retune.from() + ")");
+  tuner_->note(why);
+  copy_status();
 }
 
 std::string StepTuning::cache_path(std::string& key) const {
@@ -157,7 +190,7 @@ void StepTuning::read_cache() {
     const auto& cs = tuner_->status().candidates;
     for (std::size_t i = 0; i < cs.size(); ++i)
       if (cs[i].label() == chosen) {
-        tuner_->adopt(i, "step-tuning cache " + path, j.at("why").get<std::string>());
+        tuner_->adopt(i, "step-tuning cache " + path, j.at("why").get<std::string>(), j.value("other_cores", -1.0));
         return;
       }
     spdlog::warn("step tuning: ignoring the cache entry {}: its choice '{}' is no candidate here", path, chosen);
@@ -183,11 +216,13 @@ void StepTuning::write_cache() {
   j["chosen"] = st.candidates[st.chosen].label();
   j["why"] = st.why;
   j["source"] = st.source;
+  j["other_cores"] = tuner_->decision_load();  // the reference a later run's watch starts from
   for (std::size_t i = 0; i < st.candidates.size(); ++i)
     j["median_ms"][st.candidates[i].label()] = i < st.median_ms.size() ? st.median_ms[i] : 0.0;
   try {
     decision_cache::write_entry_text(path, j.dump(2) + "\n");
-    status_.source += "; cached in " + path;
+    source_note_ = "; cached in " + path;
+    status_.source += source_note_;
   } catch (const std::exception& e) {
     spdlog::warn("step tuning: cannot write the cache entry {}: {}", path, e.what());
   }
@@ -198,36 +233,50 @@ StepConfig StepTuning::config() {
   if (!tuner_) return plan;
   if (AutocastScope::depth() > 0) return current_;  // inside a step: as the step began
   const bool training = at::GradMode::is_enabled();
-  const bool was_decided = tuner_->decided();
-  if (!was_decided && tuner_->status().steps_seen == 0 && training) read_cache();
+  if (!tuner_->decided() && tuner_->status().steps_seen == 0 && training) read_cache();
   const StepConfig& c = tuner_->enter(training);
-  if (was_decided) {  // the status is final (with the cache's note)
-    apply_config(c);
-    return c;
+  // While decided and watching, the status stays as it is: nothing is copied per step.
+  const bool changed = tuner_->changes() != changes_seen_;
+  if (changed || tuner_->observing()) {
+    copy_status();
+    if (!tuner_->decided() && status_.steps_seen == 1) load_start_ = sample_cpu();
+    if (changed) on_change();
   }
-  if (!tuner_->decided() && tuner_->status().steps_seen == 1) load_start_ = sample_cpu();
-  status_ = tuner_->status();
-  if (tuner_->decided()) settle_decision();
   apply_config(c);
   return c;
 }
 
-void StepTuning::settle_decision() {
+void StepTuning::on_change() {
   if (tuner_->take_new_decision()) {
-    // Steps timed while other processes took the cores they needed decide this run only.
-    int threads = at::get_num_threads();
-    for (const StepConfig& s : status_.candidates) threads = std::max(threads, s.threads);
-    // (Only where it would be cached: a data-parallel run's ranks, which share the cores,
-    // decide together each run anyway.)
-    std::string key;
-    const std::string contention =
-        rt_.device().is_cpu() && !cache_path(key).empty() ? contention_since(load_start_, threads) : std::string();
-    if (contention.empty()) {
-      write_cache();
-    } else {
-      status_.source += "; not cached: while it observed, " + contention + ", so the next run observes again";
-      spdlog::warn("step tuning: {}", status_.source);
-    }
+    source_note_.clear();  // the last decision's cache note
+    copy_status();
+    return settle_decision();
+  }
+  if (status_.reobserving) {  // a re-observation begins: its load from here, for the cache
+    load_start_ = sample_cpu();
+    spdlog::info("step tuning: {}", status_.why);
+    return;
+  }
+  const StepConfig& chosen = status_.candidates[status_.chosen];  // adopted from the cache
+  rt_.context().record({"step_tuning", chosen.label(), status_.source, status_.why});
+  spdlog::info("step tuning: {} from now on - {} [{}]", chosen.label(), status_.why, status_.source);
+}
+
+void StepTuning::settle_decision() {
+  // Steps timed while other processes took the cores they needed decide this run only.
+  int threads = at::get_num_threads();
+  for (const StepConfig& s : status_.candidates) threads = std::max(threads, s.threads);
+  // (Only where it would be cached: a data-parallel run's ranks, which share the cores,
+  // decide together each run anyway.)
+  std::string key;
+  const std::string contention =
+      rt_.device().is_cpu() && !cache_path(key).empty() ? contention_since(load_start_, threads) : std::string();
+  if (contention.empty()) {
+    write_cache();
+  } else {
+    source_note_ = "; not cached: while it observed, " + contention + ", so the next run observes again";
+    status_.source += source_note_;
+    spdlog::warn("step tuning: {}", status_.source);
   }
   const StepConfig& chosen = status_.candidates[status_.chosen];
   rt_.context().record({"step_tuning", chosen.label(), status_.source, status_.why});

@@ -55,6 +55,9 @@ class StepTuning {
   StepKernels plan_kernels() const noexcept;
   void make_tuner(const std::vector<StepConfig>& candidates);  // with the agreement, if any
   void apply_config(const StepConfig& c);  // threads and the thread's autocast
+  // The tuner's status changed (a decision, a cached one adopted, a re-observation begun).
+  void on_change();
+  void copy_status();  // the tuner's, with this side's note on the source
   // The decision just observed: cached (unless the machine was busy), recorded and logged.
   void settle_decision();
   std::string cache_path(std::string& key) const;
@@ -69,6 +72,8 @@ class StepTuning {
   std::string model_signature_;          // the params of the last optimizer made here
   StepConfig current_;                   // what the open top-level scope runs with
   std::optional<CpuSample> load_start_;  // the machine's load when observing began
+  std::uint64_t changes_seen_ = 0;       // the tuner's changes() last copied
+  std::string source_note_;              // "; cached in ..." on the standing decision's source
 };
 
 }  // namespace detail

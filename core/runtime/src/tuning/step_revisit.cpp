@@ -1,0 +1,179 @@
+// Revisiting a step-tuning decision (step_tuning.hpp): the watch over windows of training steps
+// (their median interval, other processes' load), and the re-observation that follows a
+// sustained change. The first observation is step_tuning.cpp's.
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+
+#include "accelkit/base/median.hpp"
+#include "accelkit/step_tuning.hpp"
+
+namespace accelkit {
+
+namespace {
+
+std::string revisit_ms_text(double ms) {
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(ms < 10 ? 2 : 1);
+  s << ms << " ms";
+  return s.str();
+}
+
+}  // namespace
+
+void StepTuner::reset_watch() {
+  window_open_ = false;
+  have_last_step_ = false;
+  intervals_.clear();
+  drift_ = 0;
+  drift_load_ = drift_ms_ = drift_wall_ = 0;
+  windows_since_ = 0;
+  ref_ms_ = 0;
+  ref_intervals_.clear();
+}
+
+void StepTuner::stop_revisiting(std::string why) {
+  status_.no_revisit = std::move(why);
+  if (!status_.reobserving) return;
+  status_.reobserving = false;  // the standing choice stays
+  status_.why = standing_why_;
+  pending_ = false;
+  ++changes_;
+}
+
+void StepTuner::watch(bool training) {
+  if (!status_.no_revisit.empty()) return;
+  if (!training) {  // an evaluation: its time is no training step's
+    have_last_step_ = false;
+    return;
+  }
+  const double now = clock_();
+  if (!window_open_) {
+    window_open_ = true;
+    window_start_ = now;
+  } else if (have_last_step_) {
+    intervals_.push_back(now - last_step_at_);
+  }
+  have_last_step_ = true;
+  last_step_at_ = now;
+  if (now - window_start_ >= options_.watch_ms && static_cast<int>(intervals_.size()) >= options_.watch_steps)
+    close_window(now);
+}
+
+void StepTuner::close_window(double now) {
+  const double ms = stats::median(intervals_);
+  // The step's reference: the median of every interval of the first sustain_windows windows
+  // under the decision, measured as the watch measures (every interval, where the observation
+  // timed one step per turn: a program whose scopes are not one per step times differently).
+  const bool reference = ref_ms_ <= 0;
+  if (reference) {
+    ref_intervals_.insert(ref_intervals_.end(), intervals_.begin(), intervals_.end());
+    if (windows_since_ + 1 >= options_.sustain_windows) ref_ms_ = stats::median(ref_intervals_);
+  }
+  intervals_.clear();
+  const double wall = now - window_start_;
+  window_start_ = now;
+  const double load = load_ ? load_() : -1;
+  ++windows_since_;
+  bool moved = false;
+  if (load >= 0) {
+    if (decision_load_ < 0) decision_load_ = load;  // unknown when decided: this window's is the reference
+    else moved = std::abs(load - decision_load_) >= options_.load_change;
+  }
+  if (!reference) moved = moved || std::abs(ms / ref_ms_ - 1.0) >= options_.time_change;
+  if (!moved) {
+    drift_ = 0;
+    drift_load_ = drift_ms_ = drift_wall_ = 0;
+    return;
+  }
+  ++drift_;
+  drift_load_ += load;
+  drift_ms_ += ms;
+  drift_wall_ += wall;
+  if (drift_ >= options_.sustain_windows && windows_since_ >= gap_)
+    begin_reobservation(revisit_reason(drift_load_ / drift_, drift_ms_ / drift_));
+}
+
+std::string StepTuner::revisit_reason(double load, double ms) const {
+  std::ostringstream r;
+  r.setf(std::ios::fixed);
+  r.precision(2);
+  r << "over the last " << drift_ << " windows (" << std::setprecision(1) << drift_wall_ / 1000.0 << " s) ";
+  r.precision(2);
+  if (load >= 0 && decision_load_ >= 0)
+    r << "other processes kept " << load << " cores busy (" << decision_load_ << " when it was decided), ";
+  r << "a step took " << revisit_ms_text(ms);
+  if (ref_ms_ > 0) r << " (" << revisit_ms_text(ref_ms_) << " in its first windows)";
+  return r.str();
+}
+
+void StepTuner::begin_reobservation(const std::string& reason) {
+  status_.reobserving = true;
+  reason_ = reason;
+  standing_why_ = status_.why;
+  status_.samples.assign(status_.candidates.size(), {});
+  obs_warmup_ = 0;  // the allocator and caches are warm by now
+  obs_rounds_ = options_.revisit_rounds;
+  round_ = 0;
+  turn_step_ = 0;
+  pending_ = false;
+  last_threads_ = status_.candidates[status_.chosen].threads;
+  obs_first_step_ = training_steps_ + 1;  // from the next training step
+  if (load_) load_();                      // the re-observation's load from here
+  start_round();
+  status_.why = observing_why();
+  ++changes_;
+}
+
+void StepTuner::redecide() {
+  const std::size_t n = status_.candidates.size();
+  const std::size_t had = status_.chosen;
+  std::vector<double> medians(n, 0.0);
+  std::vector<bool> timed(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    timed[i] = static_cast<int>(status_.samples[i].size()) >= obs_rounds_;
+    if (!status_.samples[i].empty()) medians[i] = stats::median(status_.samples[i]);
+  }
+  std::ostringstream why;
+  why << "revisited (" << reason_ << "): had " << status_.candidates[had].label() << "; ";
+  std::size_t best = had;
+  for (std::size_t i = 0; i < n; ++i)
+    if (timed[i] && (!timed[best] || medians[i] < medians[best])) best = i;
+  if (!timed[had]) {
+    why << "kept it: too few of its steps were timed";
+  } else if (best != had && medians[best] <= medians[had] * (1.0 - options_.revisit_margin)) {
+    why << "chose " << status_.candidates[best].label() << ": " << revisit_ms_text(medians[best]) << " a step against "
+        << revisit_ms_text(medians[had]) << ", " << std::setprecision(3) << medians[had] / medians[best] << "x";
+    status_.chosen = best;
+  } else {
+    why << "kept it: ";
+    if (best == had) why << "still the fastest";
+    else
+      why << status_.candidates[best].label() << " is within the " << std::lround(options_.revisit_margin * 100)
+          << "% margin";
+  }
+  why << " (medians of " << obs_rounds_ << " timed steps each";
+  const char* sep = ": ";
+  for (std::size_t i = 0; i < n; ++i)
+    if (timed[i]) {
+      why << sep << status_.candidates[i].label() << " " << revisit_ms_text(medians[i]);
+      sep = "; ";
+    }
+  why << ")";
+  status_.median_ms = medians;
+  status_.why = why.str();
+  status_.last_revisit = status_.why;
+  status_.source = "re-observed on the program's training steps " + std::to_string(obs_first_step_) + "-" +
+                   std::to_string(training_steps_ - 1) + " (revisit " + std::to_string(status_.redecisions + 1) + ")";
+  ++status_.redecisions;
+  status_.reobserving = false;
+  new_decision_ = true;
+  ++changes_;
+  decision_load_ = load_ ? load_() : -1;  // over the re-observation
+  reset_watch();
+  gap_ = gap_ == 0 ? options_.gap_windows : std::min(gap_ * 2, options_.max_gap_windows);
+}
+
+}  // namespace accelkit
