@@ -26,9 +26,9 @@ constexpr VerbDoc kVerbs[] = {
     {"info", "info [--json]", "the selected device and why, plugins, devices, settings"},
     {"plugins", "plugins [-v] [--rescan] [--json]",
      "every plugin found and what became of it (-v: search path and trace; --rescan: examine them again)"},
-    {"report", "report [--apply] [--model FILE.pt [--measure [--input SHAPE...]]] [--json]",
+    {"report", "report [--apply] [--model FILE.pt [--measure [--input SHAPE...]] | --model FILE.pt2] [--json]",
      "decision, settings with provenance, precision plan (--apply: apply and read back; --model: the model's "
-     "dimension alignment)"},
+     "dimension alignment, or whether a .pt2 package runs here)"},
     {"monitor", "monitor [--all] [--interval S] [--count N] [--csv | --json]",
      "sample the selected device's sensors (--all: every device's)"},
     {"bench", "bench [--model M|FILE --input SHAPE...] [--mode infer|train] [--steps N] [--vs-tuned] [--vs-eager] [--quantize int8|int8-static] [--data-ms MS] [--wait-quiet[=S]] [--trace FILE] [--json]",
@@ -111,8 +111,9 @@ po::options_description verb_options() {
       ("seed", po::value<unsigned long long>()->value_name("N"),
        "verify: seed of the random inputs (default: fresh each run; the summary prints the one used)")
       ("model", po::value<std::string>()->value_name("M"),
-       "bench: mlp | transformer | cnn | optimizer (default mlp), or a TorchScript file (with --input); "
-       "report: a TorchScript file whose dimension alignment to check")
+       "bench: mlp | transformer | cnn | optimizer (default mlp), or a model file (with --input): TorchScript, or "
+       "a .pt2 AOTInductor package (inference only); "
+       "report: a TorchScript file whose dimension alignment to check, or a .pt2 package to check against this device")
       ("input", po::value<std::vector<std::string>>()->composing()->value_name("SHAPE"),
        "bench, report --measure: an input of the model file, DIMxDIMx...[,dtype], one per argument of its forward")
       ("mode", po::value<std::string>()->value_name("MODE"),

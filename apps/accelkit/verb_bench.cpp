@@ -121,6 +121,7 @@ void render_variants(std::ostream& out, const BenchResult& r) {
   if (r.eager) add_variant(t, *r.eager, base, phases, blas);
   if (r.int8) add_variant(t, *r.int8, base, phases, blas);
   t.print(out);
+  for (const std::string& n : r.not_timed) out << "not timed: " << n << '\n';
 }
 
 // How accelkit's step ran, and what step tuning chose.

@@ -11,9 +11,11 @@
 #include "accelkit/alignment.hpp"
 #include "accelkit/bench.hpp"
 #include "accelkit/distributed.hpp"
+#include "accelkit/loader.hpp"
 #include "accelkit/model_file.hpp"
 #include "accelkit/new_device.hpp"
 #include "accelkit/sdk/precision.hpp"
+#include "accelkit/sdk/torch_compat_aoti.hpp"
 #include "cli.hpp"
 #include "format.hpp"
 #include "accelkit/memory_scope.hpp"
@@ -68,10 +70,12 @@ void render_plan(std::ostream& out, const PrecisionRequest& r, const PrecisionPl
   }
 }
 
-// report --model: the TorchScript module, and the inputs --measure times its convolutions on.
+// report --model: the TorchScript module, and the inputs --measure times its convolutions on;
+// or a .pt2 package's facts (loaded on the selected device later, to say whether it runs there).
 struct ReportModel {
   std::optional<torch::jit::Module> module;
   std::vector<at::Tensor> inputs;
+  std::optional<ModelFileFacts> package;
 };
 
 // Reads --model and its --input shapes; false after saying why (exit 2).
@@ -83,8 +87,17 @@ bool load_report_model(const Invocation& inv, ReportModel& model) {
     return false;
   }
   try {
-    if (inspect_model_file(inv.report_model).format != ModelFormat::torchscript)
-      throw std::invalid_argument("not a TorchScript file (torch.jit.save): --model checks TorchScript modules");
+    ModelFileFacts facts = inspect_model_file(inv.report_model);
+    if (facts.format == ModelFormat::aoti_package) {
+      if (!compat::AotiPackage::available)
+        throw std::invalid_argument("a .pt2 package (AOTInductor) needs LibTorch >= 2.6; this accelkit is built "
+                                    "against LibTorch " + host_torch_version());
+      if (inv.measure)
+        throw std::invalid_argument("--measure times a TorchScript module's layers; a .pt2 package's are compiled "
+                                    "into its library");
+      model.package = std::move(facts);
+      return true;
+    }
     model.module = torch::jit::load(inv.report_model);
   } catch (const std::exception& e) {
     std::cerr << "accelkit: --model " << inv.report_model << ": " << torch_error_summary(e.what()) << '\n';
@@ -290,6 +303,35 @@ Json alignment_json(const std::string& model, const AlignmentReport& a) {
               {"issues", std::move(issues)}, {"not_timed", a.not_timed}};
 }
 
+// --model with a .pt2 package: what it is, and whether it loads on the selected device (the
+// checks load_model makes: device type, instruction set, the PyTorch that made it, the LibTorch
+// its library needs). False after saying why it does not (exit 2).
+bool report_package(const Invocation& inv, const DeviceInfo& device, const ModelFileFacts& f, Json& j) {
+  std::string loaded;
+  try {
+    loaded = load_model_file(inv.report_model, c10::Device(device.torch_device))->describe();
+  } catch (const std::exception& e) {
+    std::cerr << "accelkit: --model " << inv.report_model << ": " << torch_error_summary(e.what()) << '\n';
+    return false;
+  }
+  const std::string alignment = "not checked: a package's layers are compiled into its library (check the "
+                                "model's TorchScript before export)";
+  if (inv.json) {
+    j["model_file"] = Json{{"path", inv.report_model}, {"format", to_string(f.format)}, {"models", f.models},
+                           {"device", f.device}, {"cpu_isa", f.cpu_isa}, {"machine", f.machine},
+                           {"torch_version", f.torch_version.empty() ? Json(nullptr) : Json(f.torch_version)},
+                           {"loads_on", device.torch_device}, {"alignment", alignment}};
+    return true;
+  }
+  std::string models;
+  for (const auto& m : f.models) models += (models.empty() ? "" : ", ") + m;
+  std::cout << "\nModel file " << inv.report_model << ":\n  " << loaded
+            << " - loads here (device type, instruction set and LibTorch checked)\n  models inside: " << models
+            << (f.torch_version.empty() ? "; the PyTorch that made it is not recorded" : "")
+            << "\n  dimension alignment: " << alignment << '\n';
+  return true;
+}
+
 // --model: the model's sizes against the multiples the device's plugin states, for the
 // plan's dtype. False after check_alignment refused the model (exit 2).
 bool report_alignment(const Invocation& inv, const DeviceInfo& device, const PrecisionPlan& plan,
@@ -440,6 +482,7 @@ int verb_report(const Invocation& inv, Context& ctx) {
     report_new_device(inv, *d.selected, torch_device, j);
   }
   if (model.module && !report_alignment(inv, d.selected->device, planned->plan, model, j)) return kExitUsage;
+  if (model.package && !report_package(inv, d.selected->device, *model.package, j)) return kExitUsage;
 
   auto optimizers = planned->device->optimizer();
   if (inv.apply) return apply_and_read_back(inv, ctx, *planned, optimizers, j);

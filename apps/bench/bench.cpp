@@ -45,7 +45,8 @@ void validate(const BenchOptions& o) {
   auto bad = [](const std::string& what) { throw std::invalid_argument("bench: " + what); };
   const bool file = !bench_detail::is_builtin_model(o.model);
   if (file && o.model.find('/') == std::string::npos && o.model.find('.') == std::string::npos)
-    bad("unknown model '" + o.model.substr(0, 60) + "' (expected mlp, transformer, cnn, optimizer or a TorchScript file)");
+    bad("unknown model '" + o.model.substr(0, 60) +
+        "' (expected mlp, transformer, cnn, optimizer, a TorchScript file or a .pt2 package)");
   if (file && o.inputs.empty())
     bad("--model " + o.model.substr(0, 200) + " needs --input for each argument of its forward (e.g. --input 32x3x224x224)");
   if (!file && !o.inputs.empty()) bad("--input is for a model file; the " + o.model + " model makes its own inputs");
@@ -967,7 +968,7 @@ class TrainBench {
   const BenchOptions& o;
   const BenchProgressFn& progress;
   const c10::Device device;
-  const bool file;  // a model file (TorchScript), not a built-in model
+  const bool file;  // a model file (TorchScript: training runs no .pt2 package), not a built-in model
   const bool gpu;
   ModelSpec spec;
   const bool optimizer_only;
@@ -1002,7 +1003,7 @@ class TrainBench {
 BenchResult run_bench(Runtime& rt, const BenchOptions& o, const BenchProgressFn& progress) {
   validate(o);
   const bool file = !bench_detail::is_builtin_model(o.model);
-  if (file) bench_detail::check_model_file(o.model);
+  if (file) bench_detail::check_model_file(o);
   if (file && bench_mode(o) == "infer") return bench_detail::run_infer_bench(rt, o, progress);
   return TrainBench(rt, o, progress).run();
 }

@@ -146,9 +146,9 @@ inline PrecisionPlan plain_plan(int threads) {
   return p;
 }
 
-// A model file the bench can time, or std::invalid_argument saying why not (missing, not a
-// PyTorch archive, a .pt2 package: bench times TorchScript).
-void check_model_file(const std::string& path);
+// o.model as a model file the bench can time in o's mode, or std::invalid_argument saying why
+// not (missing, not a PyTorch archive, a .pt2 package on LibTorch < 2.6 or in training mode).
+void check_model_file(const BenchOptions& o);
 
 // net.forward(x), or std::invalid_argument naming the file, the --input shapes and LibTorch's
 // reason when the model refuses them.

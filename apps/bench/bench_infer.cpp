@@ -1,5 +1,5 @@
-// accelkit bench --model FILE --input ... [--mode infer]: the user's TorchScript model, one
-// forward without autograd, timed three ways in one process, alternating every round:
+// accelkit bench --model FILE --input ... [--mode infer]: the user's model, one forward without
+// autograd, timed in one process, alternating every round. A TorchScript file, three ways:
 //   baseline  plain LibTorch: the module as loaded, eval, NoGradGuard, LibTorch's default
 //             threads, fp32;
 //   accelkit  Runtime::optimize_for_inference under the negotiated plan (threads): the
@@ -10,34 +10,52 @@
 //             is shown, not judged;
 //   tuned     (vs_tuned) hand-tuned LibTorch: all physical cores, the module frozen, channels-
 //             last for 4-D inputs, fp32.
-// Before timing, accelkit's outputs are compared with the baseline's (relative error and
-// cosine similarity; the tolerance follows the precision the chosen candidate runs in).
+// A .pt2 AOTInductor package (LibTorch >= 2.6; its kernels and dtypes fixed when it was
+// compiled, so autocast, int8, freezing and channels-last do not apply: BenchResult::not_timed
+// says so):
+//   baseline  plain LibTorch: the package run by LibTorch's AOTIModelPackageLoader as its
+//             documentation shows (InferenceMode), LibTorch's default threads;
+//   accelkit  accelkit::load_model (the package checked against this device and LibTorch first)
+//             under the negotiated plan (threads; TF32 on a GPU);
+//   tuned     (vs_tuned) the package's loader on all physical cores.
+// Before timing, the other variants' outputs are compared with the baseline's (relative error
+// and cosine similarity; the tolerance follows the precision the variants run in).
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 #include <random>
 #include <sstream>
 
 #include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/serialization/import.h>
 
+#include "accelkit/loader.hpp"
 #include "accelkit/model_file.hpp"
+#include "accelkit/sdk/torch_compat_aoti.hpp"
 #include "bench_common.hpp"
 
 namespace accelkit::bench_detail {
 
-void check_model_file(const std::string& path) {
+void check_model_file(const BenchOptions& o) {
   ModelFileFacts facts;
   try {
-    facts = inspect_model_file(path);
+    facts = inspect_model_file(o.model);
   } catch (const ModelFileError& e) {
     throw std::invalid_argument(std::string("bench: ") + e.what());
   }
-  if (facts.format != ModelFormat::torchscript)
-    throw std::invalid_argument("bench: " + path + " is a " + to_string(facts.format) +
-                                ": bench --model times TorchScript files (torch.jit.save); run a .pt2 package with "
-                                "Runtime::load_model");
+  if (facts.format != ModelFormat::aoti_package) return;
+  if (!compat::AotiPackage::available)
+    throw std::invalid_argument("bench: " + o.model + ": a .pt2 package (AOTInductor) needs LibTorch >= 2.6; this "
+                                "accelkit is built against LibTorch " + host_torch_version() +
+                                ": bench a TorchScript file (torch.jit.save) instead");
+  if (bench_mode(o) == "train")
+    throw std::invalid_argument("bench: " + o.model + " is a .pt2 package: it has no backward (AOTInductor compiles "
+                                "the forward only), so --mode train needs a TorchScript file; --mode infer times it");
 }
 
 namespace {
@@ -62,6 +80,44 @@ BenchVariant variant_info(const std::string& name, const std::string& descriptio
   v.step_mode = "inference";
   return v;
 }
+
+// What the process writes to stderr while it lives, held back: AOTInductor's runtime prints
+// "Error: <reason>" there itself before LibTorch throws the same reason, and a refusal is one
+// line. replay() writes what was held to stderr (the run went well: its warnings are the user's).
+class HeldStderr {
+ public:
+  HeldStderr() {
+    std::fflush(stderr);
+    file_ = std::tmpfile();
+    saved_ = file_ ? ::dup(STDERR_FILENO) : -1;
+    if (saved_ >= 0) ::dup2(::fileno(file_), STDERR_FILENO);
+  }
+  ~HeldStderr() {
+    restore();
+    if (file_) std::fclose(file_);
+  }
+  HeldStderr(const HeldStderr&) = delete;
+  HeldStderr& operator=(const HeldStderr&) = delete;
+
+  void replay() {
+    restore();
+    if (!file_) return;
+    std::rewind(file_);
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, file_)) > 0;) std::fwrite(buf, 1, n, stderr);
+  }
+
+ private:
+  void restore() {
+    if (saved_ < 0) return;
+    std::fflush(stderr);
+    ::dup2(saved_, STDERR_FILENO);
+    ::close(saved_);
+    saved_ = -1;
+  }
+  std::FILE* file_ = nullptr;
+  int saved_ = -1;
+};
 
 // One way of running the model, with its plan.
 struct Variant {
@@ -101,12 +157,19 @@ class InferBench {
 
   BenchResult run() {
     start_result();
-    load_module();
-    plans.emplace(rt);
-    add_baseline();
-    add_accelkit();
-    if (!o.quantize.empty()) add_int8();
-    if (o.vs_tuned) add_tuned();
+    make_inputs();
+    if (package) {
+      load_package();
+      plans.emplace(rt);
+      add_package_variants();
+    } else {
+      load_module();
+      plans.emplace(rt);
+      add_baseline();
+      add_accelkit();
+      if (!o.quantize.empty()) add_int8();
+      if (o.vs_tuned) add_tuned();
+    }
     // Accuracy: every variant's outputs against the baseline's, before anything is timed.
     set_tolerance();
     check_outputs();
@@ -124,12 +187,17 @@ class InferBench {
     spec.file = o.model;
     for (const auto& in : o.inputs) spec.inputs.push_back(parse_input(in));
     r.shape = describe(spec);
+    package = inspect_model_file(o.model).format == ModelFormat::aoti_package;  // check_model_file read it
   }
 
-  // The inputs (seeded) and the module as loaded, in eval mode.
-  void load_module() {
+  // The inputs, seeded.
+  void make_inputs() {
     at::manual_seed(o.seed + 1);
     for (const auto& in : spec.inputs) inputs.push_back(make_tensor(in, device));
+  }
+
+  // The module as loaded, in eval mode.
+  void load_module() {
     args.assign(inputs.begin(), inputs.end());
     module = torch::jit::load(o.model, device);
     module.eval();
@@ -216,11 +284,102 @@ class InferBench {
                         plain_plan(physical_cores(rt)), tuned_run, {}});
   }
 
+  // A .pt2 package: accelkit's load_model first (it checks the package against this device and
+  // LibTorch and refuses with the reason), then LibTorch's own loader for the plain variants.
+  void load_package() {
+    try {
+      accel_model = load_model(rt, o.model);
+    } catch (const ModelFileError& e) {
+      throw std::invalid_argument(std::string("bench: ") + e.what());
+    }
+    const ModelFileFacts& f = accel_model->facts();
+    const std::string name = f.models.size() == 1 ? f.models.front() : "model";
+    try {
+      plain_package = std::make_shared<compat::AotiPackage>(o.model, name, device.has_index() ? device.index() : -1);
+    } catch (const std::exception& e) {
+      throw std::invalid_argument("bench: " + o.model + ": LibTorch's AOTIModelPackageLoader cannot load it: " +
+                                  torch_error_summary(e.what()));
+    }
+    r.params = std::max<std::int64_t>(0, plain_package->constant_elements());
+    r.shape = ".pt2 package '" + name + "' (" + f.device + (f.cpu_isa.empty() ? "" : ", " + f.cpu_isa) +
+              (f.torch_version.empty() ? "" : ", PyTorch " + f.torch_version) + "), inputs";
+    for (const auto& in : spec.inputs) r.shape += " " + in.text;
+    // The package computes in the dtypes it was compiled with: no variant runs under autocast.
+    fp32.emplace(device.type(), false, compat::autocast_dtype(device.type()));
+  }
+
+  // The package's variants: LibTorch's loader at its default threads (the reference) and on all
+  // physical cores (vs_tuned), accelkit's load_model under the plan; what cannot apply, said.
+  void add_package_variants() {
+    const int baseline_threads = o.baseline_threads > 0 ? o.baseline_threads : at::intraop_default_num_threads();
+    const c10::DeviceType type = device.type();
+    auto plain = [p = plain_package, args = inputs, type] {
+      c10::InferenceMode inference_mode;  // as LibTorch's documentation runs a package
+      compat::AutocastGuard off(type, false, compat::autocast_dtype(type));
+      return p->run(args);
+    };
+    variants.push_back({variant_info("baseline",
+                                     "plain LibTorch: the package run by AOTIModelPackageLoader as LibTorch's "
+                                     "documentation shows (InferenceMode), default threads",
+                                     baseline_threads, "compiled"),
+                        plain_plan(baseline_threads), plain, {}});
+    plans->to("baseline", variants.back().plan);
+    try {
+      HeldStderr held;
+      reference = plain();
+      held.replay();
+    } catch (const std::exception& e) {
+      refused(o, e);
+    }
+    plans->to("accelkit", rt.precision());
+    accel_threads = rt.precision().threads > 0 ? rt.precision().threads : at::get_num_threads();
+    const bool tf32 = rt.precision().tf32;
+    auto ours = [m = accel_model, args = inputs, type] {
+      compat::AutocastGuard off(type, false, compat::autocast_dtype(type));
+      return m->run(args);
+    };
+    variants.push_back({variant_info("accelkit",
+                                     "accelkit: load_model under the negotiated plan (" + std::to_string(accel_threads) +
+                                         " threads" + (tf32 ? ", TF32" : "") +
+                                         "); the package's kernels and dtypes as compiled",
+                                     accel_threads, "compiled"),
+                        rt.precision(), ours, {}});
+    if (!o.quantize.empty())
+      r.not_timed.push_back("int8 (--quantize " + o.quantize +
+                            "): Runtime::quantize rewrites a TorchScript module's Linear and convolution layers; a "
+                            ".pt2 package's kernels were compiled at export (quantize before torch.export)");
+    if (!o.vs_tuned) return;
+    variants.push_back({variant_info("tuned", "hand-tuned LibTorch: the package's AOTIModelPackageLoader on all "
+                                              "physical cores",
+                                     physical_cores(rt), "compiled"),
+                        plain_plan(physical_cores(rt)), plain, {}});
+    r.not_timed.push_back("tuned: freezing and channels-last - a .pt2 package's graph was compiled with its weights "
+                          "as constants, in the layouts chosen at export");
+  }
+
+  // A package's variants run the same compiled kernels: only the order of sums differs (thread
+  // count; TF32 where the plan turns it on).
+  void set_package_tolerance() {
+    BenchAccuracy& acc = r.accuracy;
+    const bool tf32 = rt.precision().tf32;
+    const bool low = std::any_of(reference.begin(), reference.end(), [](const at::Tensor& t) {
+      return t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf;
+    });
+    acc.tolerance = low ? 1e-2 : tf32 ? 5e-3 : 1e-4;
+    acc.why = low ? "the package's outputs are bf16 or fp16 (unit roundoff up to 2^-9 ~ 2e-3): the same compiled "
+                    "kernels in every variant, only the order of sums differs (thread count)"
+              : tf32 ? "the same compiled kernels in every variant; accelkit's plan runs fp32 matmuls in TF32 (unit "
+                       "roundoff 2^-11 ~ 5e-4 per product): 5e-3 = 10x that"
+                     : "the same compiled kernels in every variant: only the order of floating-point sums differs "
+                       "(thread count)";
+  }
+
   // The tolerance follows the precision the chosen candidate runs in.
   void set_tolerance() {
     BenchAccuracy& acc = r.accuracy;
     acc.compared = "outputs";
     acc.steps = 1;
+    if (package) return set_package_tolerance();
     // TF32 (a GPU's fp32 matmuls on tensor cores) keeps fp32's range with 10 mantissa bits.
     const bool tf32 = !reduced && rt.precision().tf32;
     acc.tolerance = reduced ? 5e-2 : tf32 ? 5e-3 : 1e-4;
@@ -329,8 +488,11 @@ class InferBench {
   BenchResult r;
   ModelSpec spec;
   std::vector<at::Tensor> inputs;
+  bool package = false;  // a .pt2 package (else TorchScript)
   std::vector<c10::IValue> args;  // the inputs as the module's forward takes them
   torch::jit::Module module;
+  std::shared_ptr<InferenceModel> accel_model;  // a package: accelkit's load_model
+  std::shared_ptr<compat::AotiPackage> plain_package;  // a package: LibTorch's own loader
   std::optional<compat::AutocastGuard> fp32;  // from load_module() on
   std::optional<PlanSwitch> plans;
   std::vector<Variant> variants;  // baseline, accelkit, then int8 and tuned as asked

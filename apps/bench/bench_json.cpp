@@ -359,6 +359,9 @@ std::string bench_json(const BenchResult& r, int indent) {
       .close();
   if (r.inference) inference_decision(w, *r.inference);
   else w.null("inference");
+  w.open_array("not_timed");
+  for (const std::string& n : r.not_timed) w.field(nullptr, n);
+  w.close();
   if (r.trace) trace(w, *r.trace, r.trace_steps);
   else w.null("trace");
   if (r.quantize) quantize_report(w, *r.quantize, r.speedup_int8);

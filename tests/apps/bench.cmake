@@ -11,3 +11,13 @@ add_dependencies(${bench_test_target} accelkit-plugin-cpu)
 # load_report.hpp, from a fixture procfs and the real one).
 accelkit_add_test(machine_load_test SOURCES apps/machine_load_test.cpp LINK accelkit::bench GROUP host)
 target_include_directories(${machine_load_test_target} PRIVATE "${PROJECT_SOURCE_DIR}/apps/bench")
+
+# bench_pt2_test: accelkit bench and report --model with a .pt2 package, through the CLI: the
+# packages exported at test time (core/inference/model_file.cmake's model_fixtures, where the
+# build found the matching PyTorch); LibTorch < 2.6 refuses them in one line.
+accelkit_add_cli_test(bench_pt2_test SOURCES apps/bench_pt2_test.cpp)
+if(TEST bench_pt2_test)
+  set_property(TEST bench_pt2_test APPEND PROPERTY ENVIRONMENT
+    "ACCELKIT_TEST_MODEL_FIXTURES=${CMAKE_CURRENT_BINARY_DIR}/model-fixtures")
+  set_tests_properties(bench_pt2_test PROPERTIES FIXTURES_REQUIRED model_fixtures)
+endif()

@@ -239,8 +239,10 @@ TEST_CASE("bench_json has the documented fields") {
   const BenchResult r = accelkit::run_bench(runtime(), o);
   const auto j = nlohmann::json::parse(accelkit::bench_json(r));
   for (const char* key : {"model", "shape", "device", "torch_version", "params", "baseline", "accelkit", "tuned",
-                          "speedup", "speedup_vs_tuned", "floor", "data", "memory_source", "accuracy", "load_average", "machine"})
+                          "speedup", "speedup_vs_tuned", "floor", "data", "memory_source", "accuracy", "not_timed",
+                          "load_average", "machine"})
     CHECK_MESSAGE(j.contains(key), key);
+  CHECK(j["not_timed"].empty());  // everything asked for ran
   for (const char* key : {"logical_cores", "threads_used", "other_cores_before", "other_cores_during", "busy", "note", "waited"})
     CHECK_MESSAGE(j["machine"].contains(key), key);
   CHECK(j["machine"]["logical_cores"].get<int>() >= 1);
@@ -317,7 +319,7 @@ TEST_CASE("the accuracy check catches a broken candidate") {
 
 TEST_CASE("bad options are refused with a clear message") {
   BenchOptions o = tiny("resnet");
-  CHECK(message(o) == "bench: unknown model 'resnet' (expected mlp, transformer, cnn, optimizer or a TorchScript file)");
+  CHECK(message(o) == "bench: unknown model 'resnet' (expected mlp, transformer, cnn, optimizer, a TorchScript file or a .pt2 package)");
   CHECK_THROWS_AS(accelkit::run_bench(runtime(), o), std::invalid_argument);
   o = tiny("mlp");
   o.steps = 0;

@@ -288,6 +288,10 @@ std::unique_ptr<InferenceModel> load_model_file(const std::string& path, c10::De
                            "; export it again on (or for) this machine");
   }
   caffe2::serialize::PyTorchStreamReader reader(path);
+  // AOTInductor checks a call's input shapes, strides and dtypes only when asked: without the
+  // check, inputs of another shape run the compiled kernels out of bounds. Asked for here
+  // (unless the process set it), before any package's library reads it.
+  ::setenv("AOTI_RUNTIME_CHECK_INPUTS", "1", /*overwrite=*/0);
   for (const auto& r : reader.getAllRecords())
     if (starts_with(r, "data/aotinductor/" + model + "/") && ends_with(r, ".so")) check_package_library(reader, r, path);
   try {

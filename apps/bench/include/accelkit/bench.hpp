@@ -39,8 +39,9 @@ namespace accelkit {
 class Runtime;
 
 struct BenchOptions {
-  // mlp | transformer | cnn | optimizer, or the path of the user's TorchScript file (then
-  // `inputs` are required and `mode` says what is timed).
+  // mlp | transformer | cnn | optimizer, or the path of the user's model file: TorchScript, or
+  // a .pt2 AOTInductor package (inference only; LibTorch >= 2.6). Then `inputs` are required
+  // and `mode` says what is timed.
   std::string model = "mlp";
   // A model file's inputs, one per argument of its forward: "32x3x224x224[,dtype]".
   std::vector<std::string> inputs;
@@ -248,6 +249,9 @@ struct BenchResult {
   // Inference on a model file: what Runtime::optimize_for_inference chose for the accelkit
   // variant, with every candidate it timed.
   std::optional<InferenceDecision> inference;
+  // What was asked for and does not apply to this model, each "what: why" (a .pt2 package:
+  // --quantize, the tuned variant's freezing and channels-last); empty when everything ran.
+  std::vector<std::string> not_timed;
   // BenchOptions::trace: the traced steps' summary, and which steps they were ("5 accelkit
   // steps after the timed ones").
   std::optional<TraceSummary> trace;

@@ -84,7 +84,11 @@ class InferenceModel {
 // only one, or "model"). Throws ModelFileError saying why it cannot: everything
 // inspect_model_file refuses, a package for another device type or instruction set, made by
 // another PyTorch, needing libraries or functions this LibTorch lacks, LibTorch < 2.6 for a
-// package, and LibTorch's own load error, shortened.
+// package, and LibTorch's own load error, shortened. Loading a package sets
+// AOTI_RUNTIME_CHECK_INPUTS=1 in the environment unless the process set it: AOTInductor then
+// refuses inputs of another shape, stride or dtype than the package was compiled for (run()
+// throws) instead of running its kernels out of bounds; the check costs a few comparisons
+// per input and call.
 std::unique_ptr<InferenceModel> load_model_file(const std::string& path, c10::Device device,
                                                 const std::string& model_name = "");
 

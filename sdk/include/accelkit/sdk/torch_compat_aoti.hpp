@@ -9,6 +9,7 @@
 // before that the package runs on the current device of its type.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -60,6 +61,21 @@ class AotiPackage {
 #else
     (void)inputs;
     return {};
+#endif
+  }
+
+  // The elements of the constants the package holds (its model's parameters and buffers, none
+  // that constant folding made; inductor writes some tiny ones, such as a 4-element bias, into
+  // its code instead, and those are not counted), or -1 where this LibTorch cannot list them
+  // (before 2.8).
+  std::int64_t constant_elements() {
+#if ACCELKIT_HAS_AOTI_PACKAGE && ACCELKIT_TORCH_AT_LEAST(2, 8)
+    std::int64_t n = 0;
+    for (const auto& named : loader_->get_runner()->extract_constants_map(/*use_inactive=*/false))
+      n += named.second.numel();
+    return n;
+#else
+    return -1;
 #endif
   }
 
