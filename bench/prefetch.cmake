@@ -21,3 +21,9 @@ target_link_libraries(accelkit_bench_mnist_program PRIVATE accelkit::core)
 accelkit_warnings(accelkit_bench_mnist_program)
 target_compile_options(accelkit_bench_mnist_program PRIVATE "$<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>")
 set_target_properties(accelkit_bench_mnist_program PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/bench")
+# accelkit_bench_resnet_program: a ResNet-20 CIFAR program (Adam, StepLR, flips in the loop) as
+# written, hand-tuned, and ported with Runtime::prepare(model, optimizer) and Runtime::step.
+add_executable(accelkit_bench_resnet_program "${CMAKE_CURRENT_LIST_DIR}/resnet_program_bench.cpp")
+target_link_libraries(accelkit_bench_resnet_program PRIVATE accelkit::core)
+accelkit_warnings(accelkit_bench_resnet_program)
+set_target_properties(accelkit_bench_resnet_program PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/bench")
