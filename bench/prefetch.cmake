@@ -27,3 +27,9 @@ add_executable(accelkit_bench_resnet_program "${CMAKE_CURRENT_LIST_DIR}/resnet_p
 target_link_libraries(accelkit_bench_resnet_program PRIVATE accelkit::core)
 accelkit_warnings(accelkit_bench_resnet_program)
 set_target_properties(accelkit_bench_resnet_program PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/bench")
+# accelkit_bench_dcgan_program: pytorch/examples' C++ DCGAN program (two networks, two Adam) as
+# written, hand-tuned, and ported with Runtime::prepare(model, optimizer) and Runtime::step.
+add_executable(accelkit_bench_dcgan_program "${CMAKE_CURRENT_LIST_DIR}/dcgan_program_bench.cpp")
+target_link_libraries(accelkit_bench_dcgan_program PRIVATE accelkit::core)
+accelkit_warnings(accelkit_bench_dcgan_program)
+set_target_properties(accelkit_bench_dcgan_program PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/bench")
