@@ -4,8 +4,9 @@
 //   original    the program as written: LibTorch's default threads, fp32, torch::optim::SGD
 //   hand-tuned  what a LibTorch user tunes by hand: intra-op threads = the machine's cores
 //   accelkit    the program ported with the README's API and the default settings:
-//               Runtime::start, prepare, make_sgd, forward under rt->autocast(), the loss in
-//               fp32 outside it, prefetch_loader(loader, prefetch_options(*rt))
+//               Runtime::start, prepare(model, its own SGD), forward under rt->autocast(), the
+//               loss in fp32 outside it, rt->step(optimizer), prefetch_loader(loader,
+//               prefetch_options(*rt))
 // The images are MNIST's idx files written here (no network): each class a pattern of strokes
 // under noise, so the network learns and the test accuracy after the last epoch can be
 // compared. The accelkit run starts with an empty cache: its first epoch includes the steps
@@ -83,13 +84,10 @@ int main(int argc, char** argv) {
     torch::manual_seed(1);
     v.model = std::make_unique<Net>();
   }
-  rt->prepare(*vs[2].model);
   torch::optim::SGD sgd0(vs[0].model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.5));
   torch::optim::SGD sgd1(vs[1].model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.5));
-  accelkit::SGDConfig cfg;
-  cfg.lr = 0.01;
-  cfg.momentum = 0.5;
-  accelkit::OptimizerChoice sgd2 = rt->make_sgd(vs[2].model->parameters(), cfg);
+  torch::optim::SGD sgd2(vs[2].model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.5));
+  const accelkit::Adoption adopted = rt->prepare(*vs[2].model, sgd2);
 
   // Plain LibTorch: fp32, no autocast (Runtime::start turned it on for this thread), its threads.
   auto plain_epoch = [&](Variant& v, torch::optim::Optimizer& opt, int threads) {
@@ -111,7 +109,7 @@ int main(int argc, char** argv) {
     const auto t0 = Clock::now();
     auto batches_in = accelkit::prefetch_loader(*loader, accelkit::prefetch_options(*rt));
     while (auto batch = batches_in.next()) {
-      accelkit::zero_grad(*sgd2.optimizer);
+      sgd2.zero_grad();
       at::Tensor out;
       {
         auto ac = rt->autocast();
@@ -119,7 +117,7 @@ int main(int argc, char** argv) {
       }
       auto loss = torch::nll_loss(out.to(at::kFloat), batch->target);
       loss.backward();
-      sgd2.optimizer->step();
+      rt->step(sgd2);
       v.loss_sum += loss.item<double>();
     }
     return ms_since(t0);
@@ -168,7 +166,7 @@ int main(int argc, char** argv) {
   const char* state = st.state == accelkit::StepTuningStatus::State::decided    ? "decided"
                       : st.state == accelkit::StepTuningStatus::State::observing ? "still observing"
                                                                                  : "off";
-  std::printf("accelkit: optimizer %s; step tuning %s: %s%s%s\n", sgd2.implementation.c_str(), state,
+  std::printf("accelkit: optimizer %s; step tuning %s: %s%s%s\n", adopted.implementation.c_str(), state,
               st.state == accelkit::StepTuningStatus::State::decided
                   ? (st.candidates[st.chosen].label() + " - ").c_str()
                   : "",

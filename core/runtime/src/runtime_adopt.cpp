@@ -65,6 +65,7 @@ Adoption Runtime::prepare(torch::nn::Module& module, torch::optim::Optimizer& op
 at::Tensor Runtime::step(torch::optim::Optimizer& optimizer, const std::function<at::Tensor()>& closure) {
   detail::AdoptedOptimizer* a = adopted_ ? adopted_->find(optimizer) : nullptr;
   at::Tensor loss = (a != nullptr ? *a : adopt(optimizer)).step(closure);
+  steps_->optimizer_stepped(&optimizer);  // the next training step begins (step tuning)
   // The weights changed: autocast's casts of them, which it keeps while the thread's autocast is
   // on outside any scope (the plan turns it on at start), are stale now.
   if (AutocastScope::depth() == 0) at::autocast::clear_cache();

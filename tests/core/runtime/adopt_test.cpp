@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "accelkit/runtime.hpp"
+#include "accelkit/sdk/torch_compat.hpp"
 #include "cpu_runtime.hpp"
 #include "test_support.hpp"
 
@@ -248,6 +249,40 @@ TEST_CASE("what steps as it is: RMSprop, a subclass, fused_optimizer = off; what
   torch::optim::Adam later(net->parameters(), torch::optim::AdamOptions(1e-3));
   train_step(net, later, x, y, [&] { rt.step(later); });
   CHECK(later.state().size() == net->parameters().size());
+}
+
+TEST_CASE("with Runtime::step, a training step for step tuning is one optimizer step, whatever scopes it holds") {
+  // Step tuning on (the defaults): the plan's and fewer threads at least, on a 2-core machine.
+  auto rt = accelkit::test::start_cpu_runtime({{"autotune_cache", "false"}});
+  if (rt->step_tuning().state != StepTuningStatus::State::observing) {
+    MESSAGE("skipped: step tuning has nothing to choose here (" << rt->step_tuning().why << ")");
+    return;
+  }
+  auto net = make_net(test_seed());
+  torch::optim::Adam opt(net->parameters(), torch::optim::AdamOptions(1e-3));
+  rt->prepare(*net, opt);
+  const int iterations = 6;
+  for (int i = 0; i < iterations; ++i) {
+    opt.zero_grad();
+    // Three forwards a step, as a GAN's: each scope of one step runs with one configuration.
+    std::vector<std::pair<bool, int>> seen;
+    at::Tensor loss = at::zeros({});
+    for (int k = 0; k < 3; ++k) {
+      at::Tensor out;
+      {
+        auto ac = rt->autocast();
+        seen.emplace_back(compat::autocast_enabled(c10::DeviceType::CPU), at::get_num_threads());
+        out = net->forward(at::randn({8, 48}));
+      }
+      loss = loss + at::mse_loss(out.to(at::kFloat), at::randn({8, 5}));
+    }
+    loss.backward();
+    rt->step(opt);
+    if (i > 0)  // the first step's scopes came before the first optimizer step marked any
+      for (const auto& s : seen) CHECK(s == seen.front());
+  }
+  // The first step's three scopes, then one step per optimizer step.
+  CHECK(rt->step_tuning().steps_seen == 3 + iterations);
 }
 
 }  // namespace adopt_suite

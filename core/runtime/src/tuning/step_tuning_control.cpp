@@ -233,6 +233,17 @@ StepConfig StepTuning::config() {
   if (!tuner_) return plan;
   if (AutocastScope::depth() > 0) return current_;  // inside a step: as the step began
   const bool training = at::GradMode::is_enabled();
+  if (step_marker_ != nullptr && training) return current_;  // the optimizer's steps mark the steps
+  return advance(training);
+}
+
+void StepTuning::optimizer_stepped(const void* optimizer) {
+  if (!tuner_ || AutocastScope::depth() > 0) return;
+  if (step_marker_ == nullptr) step_marker_ = optimizer;
+  if (optimizer == step_marker_) advance(true);
+}
+
+StepConfig StepTuning::advance(bool training) {
   if (!tuner_->decided() && tuner_->status().steps_seen == 0 && training) read_cache();
   const StepConfig& c = tuner_->enter(training);
   // While decided and watching, the status stays as it is: nothing is copied per step.

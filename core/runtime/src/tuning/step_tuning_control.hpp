@@ -49,8 +49,15 @@ class StepTuning {
   void drop_unweighted_candidates(const std::string& why);
   // The params of the optimizer just made, which name the model in the cache's key.
   void note_model(const std::vector<at::Tensor>& params, const char* optimizer);
+  // The program stepped `optimizer` through Runtime::step. The first optimizer stepped so marks
+  // the training steps from then on: a step is the interval between two of its steps, however
+  // many autocast() scopes it holds (a GAN's has four forwards), and each scope in it runs with
+  // the configuration the step began with.
+  void optimizer_stepped(const void* optimizer);
 
  private:
+  // A top-level scope or a marked step begins: the tuner's turn, applied.
+  StepConfig advance(bool training);
   // Whose operator kernels the plan's steps run.
   StepKernels plan_kernels() const noexcept;
   void make_tuner(const std::vector<StepConfig>& candidates);  // with the agreement, if any
@@ -74,6 +81,7 @@ class StepTuning {
   std::optional<CpuSample> load_start_;  // the machine's load when observing began
   std::uint64_t changes_seen_ = 0;       // the tuner's changes() last copied
   std::string source_note_;              // "; cached in ..." on the standing decision's source
+  const void* step_marker_ = nullptr;    // the optimizer whose steps mark the training steps
 };
 
 }  // namespace detail
