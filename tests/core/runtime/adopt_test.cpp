@@ -264,7 +264,8 @@ TEST_CASE("with Runtime::step, a training step for step tuning is one optimizer 
   const int iterations = 6;
   for (int i = 0; i < iterations; ++i) {
     opt.zero_grad();
-    // Three forwards a step, as a GAN's: each scope of one step runs with one configuration.
+    // Three forwards a step, as a GAN's: each scope of one step runs with one configuration
+    // (the first step's too: a tensor made in one scope meets the next in its dtype).
     std::vector<std::pair<bool, int>> seen;
     at::Tensor loss = at::zeros({});
     for (int k = 0; k < 3; ++k) {
@@ -278,11 +279,46 @@ TEST_CASE("with Runtime::step, a training step for step tuning is one optimizer 
     }
     loss.backward();
     rt->step(opt);
-    if (i > 0)  // the first step's scopes came before the first optimizer step marked any
-      for (const auto& s : seen) CHECK(s == seen.front());
+    for (const auto& s : seen) CHECK(s == seen.front());
   }
-  // The first step's three scopes, then one step per optimizer step.
-  CHECK(rt->step_tuning().steps_seen == 3 + iterations);
+  // The first scope began the first step; the second optimizer step (the order seen) and each
+  // after it began the next.
+  CHECK(rt->step_tuning().steps_seen == iterations);
+}
+
+TEST_CASE("two optimizers stepped in turn (a GAN's D, then G): a tensor made before D's step meets G's forward") {
+  auto rt = accelkit::test::start_cpu_runtime({{"autotune_cache", "false"}});
+  if (rt->step_tuning().state != StepTuningStatus::State::observing) {
+    MESSAGE("skipped: step tuning has nothing to choose here (" << rt->step_tuning().why << ")");
+    return;
+  }
+  torch::manual_seed(static_cast<std::uint64_t>(test_seed()));
+  torch::nn::Linear gen(16, 48);
+  auto dis = make_net(test_seed() + 1);
+  torch::optim::Adam gopt(gen->parameters(), torch::optim::AdamOptions(2e-4));
+  torch::optim::Adam dopt(dis->parameters(), torch::optim::AdamOptions(2e-4));
+  rt->prepare(*gen, gopt);
+  rt->prepare(*dis, dopt);
+  auto scoped = [&](auto&& f) {
+    auto ac = rt->autocast();
+    return f();
+  };
+  const int iterations = 30;  // candidates change turns within these
+  for (int i = 0; i < iterations; ++i) {
+    dopt.zero_grad();
+    auto real = scoped([&] { return dis->forward(at::randn({8, 48})); });
+    auto fake = scoped([&] { return gen->forward(at::randn({8, 16})); });  // kept past D's step
+    auto on_fake = scoped([&] { return dis->forward(fake.detach()); });
+    (at::mse_loss(real.to(at::kFloat), at::ones({8, 5})) + at::mse_loss(on_fake.to(at::kFloat), at::zeros({8, 5})))
+        .backward();
+    rt->step(dopt);
+    gopt.zero_grad();
+    auto on_fake_g = scoped([&] { return dis->forward(fake); });  // G's images in the step's dtype
+    at::mse_loss(on_fake_g.to(at::kFloat), at::ones({8, 5})).backward();
+    rt->step(gopt);
+  }
+  // G's steps end the steps once the order is seen (D, G, then D again).
+  CHECK(rt->step_tuning().steps_seen == iterations);
 }
 
 }  // namespace adopt_suite

@@ -228,19 +228,37 @@ void StepTuning::write_cache() {
   }
 }
 
+namespace {
+// Training scopes a step may hold before the first Runtime::step marks one (expect_step_marks).
+constexpr int kScopesBeforeMarks = 64;
+}  // namespace
+
 StepConfig StepTuning::config() {
   const StepConfig plan{rt_.precision().autocast, rt_.autocast_dtype(), 0, plan_kernels()};
   if (!tuner_) return plan;
   if (AutocastScope::depth() > 0) return current_;  // inside a step: as the step began
   const bool training = at::GradMode::is_enabled();
   if (step_marker_ != nullptr && training) return current_;  // the optimizer's steps mark the steps
+  if (marks_expected_ && training && scopes_unmarked_++ > 0) {
+    if (scopes_unmarked_ <= kScopesBeforeMarks) return current_;  // the first step, until its mark
+    marks_expected_ = false;  // the program steps its optimizer itself: each scope is a step
+    spdlog::info("step tuning: no Runtime::step within {} training scopes: each scope counts as a step",
+                 kScopesBeforeMarks);
+  }
   return advance(training);
 }
 
 void StepTuning::optimizer_stepped(const void* optimizer) {
   if (!tuner_ || AutocastScope::depth() > 0) return;
-  if (step_marker_ == nullptr) step_marker_ = optimizer;
-  if (optimizer == step_marker_) advance(true);
+  if (step_marker_ == nullptr) {
+    // The mark is the optimizer that steps last in a step: the one stepped just before the first
+    // one steps again (a GAN steps D, then G: G's steps end its steps; tensors made before D's
+    // step, G's images, are used after it).
+    if (first_stepped_ == nullptr) first_stepped_ = optimizer;
+    else if (optimizer == first_stepped_) step_marker_ = last_stepped_;
+    last_stepped_ = optimizer;
+  }
+  if (step_marker_ != nullptr && optimizer == step_marker_) advance(true);
 }
 
 StepConfig StepTuning::advance(bool training) {

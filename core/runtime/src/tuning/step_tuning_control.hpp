@@ -49,11 +49,16 @@ class StepTuning {
   void drop_unweighted_candidates(const std::string& why);
   // The params of the optimizer just made, which name the model in the cache's key.
   void note_model(const std::vector<at::Tensor>& params, const char* optimizer);
-  // The program stepped `optimizer` through Runtime::step. The first optimizer stepped so marks
-  // the training steps from then on: a step is the interval between two of its steps, however
-  // many autocast() scopes it holds (a GAN's has four forwards), and each scope in it runs with
-  // the configuration the step began with.
+  // The program stepped `optimizer` through Runtime::step. Once the optimizers' order is seen
+  // (the one stepped just before the first steps again ends each step), a step is the interval
+  // between two steps of that optimizer, however many autocast() scopes it holds (a GAN's has
+  // four forwards), and each scope in it runs with the configuration the step began with.
   void optimizer_stepped(const void* optimizer);
+  // The program gave its optimizer to Runtime::prepare: its steps will mark the training steps, so
+  // from the first training scope on, scopes keep the configuration until the optimizer steps
+  // (tensors made in one scope of a step, a GAN's generated images, meet the next in its dtype).
+  // Where no mark comes within 64 scopes, each scope is a step again.
+  void expect_step_marks() noexcept { marks_expected_ = true; }
 
  private:
   // A top-level scope or a marked step begins: the tuner's turn, applied.
@@ -82,6 +87,10 @@ class StepTuning {
   std::uint64_t changes_seen_ = 0;       // the tuner's changes() last copied
   std::string source_note_;              // "; cached in ..." on the standing decision's source
   const void* step_marker_ = nullptr;    // the optimizer whose steps mark the training steps
+  const void* first_stepped_ = nullptr;  // the first optimizer Runtime::step stepped
+  const void* last_stepped_ = nullptr;   // the last one, until the mark is known
+  bool marks_expected_ = false;          // expect_step_marks()
+  int scopes_unmarked_ = 0;              // training scopes begun while expecting the first mark
 };
 
 }  // namespace detail
