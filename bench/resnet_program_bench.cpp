@@ -230,6 +230,9 @@ int main(int argc, char** argv) {
   std::printf("accelkit: step tuning %s: %s%s\n",
               decided ? "decided" : st.state == accelkit::StepTuningStatus::State::observing ? "still observing" : "off",
               decided ? (st.candidates[st.chosen].label() + " - ").c_str() : "", st.why.c_str());
+  if (st.redecisions > 0)
+    std::printf("accelkit: step tuning re-observed %lld time(s); the last: %s\n", static_cast<long long>(st.redecisions),
+                st.last_revisit.c_str());
   std::printf("  (mean losses %.4f / %.4f / %.4f, read so no step is skipped)\n", vs[0].loss_sum / ((epochs + 1.0) * batches),
               vs[1].loss_sum / ((epochs + 1.0) * batches), vs[2].loss_sum / ((epochs + 1.0) * batches));
   return 0;
