@@ -116,28 +116,36 @@ double accuracy(ResNet20& m, const torch::Tensor& x, const torch::Tensor& y, boo
   return 100.0 * pred.eq(y).sum().item<double>() / static_cast<double>(y.size(0));
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  int epochs = 3, batches = 12, batch = 128;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i];
-    const int v = std::atoi(argv[i + 1]);
-    if (a == "--epochs") epochs = v;
-    else if (a == "--batches") batches = v;
-    else if (a == "--batch") batch = v;
-    else return std::fprintf(stderr, "usage: accelkit_bench_resnet_program [--epochs E] [--batches B] [--batch N]\n"), 2;
+// The table, the ratios, and what step tuning did.
+void report(const std::vector<Variant>& vs, const std::vector<double>& acc, int epochs, int batches,
+            const accelkit::Runtime& runtime) {
+  const accelkit::Runtime* rt = &runtime;
+  std::printf("medians of %d epochs each after one warm-up epoch, variants alternating:\n", epochs);
+  std::printf("  %-11s %12s %12s %12s %10s %10s\n", "variant", "epoch ms", "batch ms", "first epoch", "speedup",
+              "test acc");
+  const double base = median(vs[0].epochs_ms);
+  for (std::size_t i = 0; i < vs.size(); ++i) {
+    const double m = median(vs[i].epochs_ms);
+    std::printf("  %-11s %12.1f %12.3f %12.1f %9.2fx %9.2f%%\n", vs[i].name.c_str(), m, m / batches, vs[i].first_ms,
+                base / m, acc[i]);
   }
-  if ((argc - 1) % 2 || epochs < 1 || batches < 1 || batch < 1)
-    return std::fprintf(stderr, "accelkit_bench_resnet_program: each option takes a positive number\n"), 2;
-  const auto cache = std::filesystem::temp_directory_path() / ("accelkit-resnet-program-" + std::to_string(::getpid()));
-  ::setenv("ACCELKIT_CACHE_DIR", cache.c_str(), 1);  // a first run: nothing tuned yet
-  const int default_threads = at::get_num_threads();
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  auto rt = accelkit::Runtime::start({});
-  const auto [train_x, train_y] = make_data(int64_t{batches} * batch, 7);
-  const auto [test_x, test_y] = make_data(1024, 8);
+  const double tuned = median(vs[1].epochs_ms), accel = median(vs[2].epochs_ms);
+  std::printf("accelkit (defaults) is %.2fx the original program and %.2fx hand-tuned LibTorch; accuracy %+.2f points "
+              "vs the original\n", base / accel, tuned / accel, acc[2] - acc[0]);
+  const auto& st = rt->step_tuning();
+  const bool decided = st.state == accelkit::StepTuningStatus::State::decided;
+  std::printf("accelkit: step tuning %s: %s%s\n",
+              decided ? "decided" : st.state == accelkit::StepTuningStatus::State::observing ? "still observing" : "off",
+              decided ? (st.candidates[st.chosen].label() + " - ").c_str() : "", st.why.c_str());
+  if (st.redecisions > 0)
+    std::printf("accelkit: step tuning re-observed %lld time(s); the last: %s\n", static_cast<long long>(st.redecisions),
+                st.last_revisit.c_str());
+  std::printf("  (mean losses %.4f / %.4f / %.4f, read so no step is skipped)\n", vs[0].loss_sum / ((epochs + 1.0) * batches),
+              vs[1].loss_sum / ((epochs + 1.0) * batches), vs[2].loss_sum / ((epochs + 1.0) * batches));
+}
 
+// The three variants from the same initial weights, each with its own Adam and schedule.
+std::vector<Variant> make_variants() {
   std::vector<Variant> vs(3);
   const char* names[] = {"original", "hand-tuned", "accelkit"};
   for (std::size_t i = 0; i < 3; ++i) {
@@ -152,6 +160,38 @@ int main(int argc, char** argv) {
     vs[i].opt = std::make_unique<torch::optim::Adam>(vs[i].model->parameters(), torch::optim::AdamOptions(1e-3));
     vs[i].sched = std::make_unique<torch::optim::StepLR>(*vs[i].opt, 3, 0.5);  // per epoch
   }
+  return vs;
+}
+
+// --epochs E --batches B --batch N; false (after saying why) on bad input.
+bool parse(int argc, char** argv, int& epochs, int& batches, int& batch) {
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    const int v = std::atoi(argv[i + 1]);
+    if (a == "--epochs") epochs = v;
+    else if (a == "--batches") batches = v;
+    else if (a == "--batch") batch = v;
+    else return std::fprintf(stderr, "usage: accelkit_bench_resnet_program [--epochs E] [--batches B] [--batch N]\n"), false;
+  }
+  if ((argc - 1) % 2 || epochs < 1 || batches < 1 || batch < 1)
+    return std::fprintf(stderr, "accelkit_bench_resnet_program: each option takes a positive number\n"), false;
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int epochs = 3, batches = 12, batch = 128;
+  if (!parse(argc, argv, epochs, batches, batch)) return 2;
+  const auto cache = std::filesystem::temp_directory_path() / ("accelkit-resnet-program-" + std::to_string(::getpid()));
+  ::setenv("ACCELKIT_CACHE_DIR", cache.c_str(), 1);  // a first run: nothing tuned yet
+  const int default_threads = at::get_num_threads();
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  auto rt = accelkit::Runtime::start({});
+  const auto [train_x, train_y] = make_data(int64_t{batches} * batch, 7);
+  const auto [test_x, test_y] = make_data(1024, 8);
+
+  std::vector<Variant> vs = make_variants();
   const accelkit::Adoption adopted = rt->prepare(*vs[2].model, *vs[2].opt);
 
   auto epoch = [&](std::size_t w) {
@@ -213,27 +253,6 @@ int main(int argc, char** argv) {
   }
   std::filesystem::remove_all(cache);
 
-  std::printf("medians of %d epochs each after one warm-up epoch, variants alternating:\n", epochs);
-  std::printf("  %-11s %12s %12s %12s %10s %10s\n", "variant", "epoch ms", "batch ms", "first epoch", "speedup",
-              "test acc");
-  const double base = median(vs[0].epochs_ms);
-  for (std::size_t i = 0; i < vs.size(); ++i) {
-    const double m = median(vs[i].epochs_ms);
-    std::printf("  %-11s %12.1f %12.3f %12.1f %9.2fx %9.2f%%\n", vs[i].name.c_str(), m, m / batches, vs[i].first_ms,
-                base / m, acc[i]);
-  }
-  const double tuned = median(vs[1].epochs_ms), accel = median(vs[2].epochs_ms);
-  std::printf("accelkit (defaults) is %.2fx the original program and %.2fx hand-tuned LibTorch; accuracy %+.2f points "
-              "vs the original\n", base / accel, tuned / accel, acc[2] - acc[0]);
-  const auto& st = rt->step_tuning();
-  const bool decided = st.state == accelkit::StepTuningStatus::State::decided;
-  std::printf("accelkit: step tuning %s: %s%s\n",
-              decided ? "decided" : st.state == accelkit::StepTuningStatus::State::observing ? "still observing" : "off",
-              decided ? (st.candidates[st.chosen].label() + " - ").c_str() : "", st.why.c_str());
-  if (st.redecisions > 0)
-    std::printf("accelkit: step tuning re-observed %lld time(s); the last: %s\n", static_cast<long long>(st.redecisions),
-                st.last_revisit.c_str());
-  std::printf("  (mean losses %.4f / %.4f / %.4f, read so no step is skipped)\n", vs[0].loss_sum / ((epochs + 1.0) * batches),
-              vs[1].loss_sum / ((epochs + 1.0) * batches), vs[2].loss_sum / ((epochs + 1.0) * batches));
+  report(vs, acc, epochs, batches, *rt);
   return 0;
 }
