@@ -7,21 +7,10 @@
 #include <sstream>
 
 #include "accelkit/base/median.hpp"
+#include "accelkit/base/strings.hpp"
 #include "accelkit/step_tuning.hpp"
 
 namespace accelkit {
-
-namespace {
-
-std::string revisit_ms_text(double ms) {
-  std::ostringstream s;
-  s.setf(std::ios::fixed);
-  s.precision(ms < 10 ? 2 : 1);
-  s << ms << " ms";
-  return s.str();
-}
-
-}  // namespace
 
 void StepTuner::reset_watch() {
   window_open_ = false;
@@ -104,8 +93,8 @@ std::string StepTuner::revisit_reason(double load, double ms) const {
   r.precision(2);
   if (load >= 0 && decision_load_ >= 0)
     r << "other processes kept " << load << " cores busy (" << decision_load_ << " when it was decided), ";
-  r << "a step took " << revisit_ms_text(ms);
-  if (ref_ms_ > 0) r << " (" << revisit_ms_text(ref_ms_) << " in its first windows)";
+  r << "a step took " << text::ms_text(ms);
+  if (ref_ms_ > 0) r << " (" << text::ms_text(ref_ms_) << " in its first windows)";
   return r.str();
 }
 
@@ -144,8 +133,8 @@ void StepTuner::redecide() {
   if (!timed[had]) {
     why << "kept it: too few of its steps were timed";
   } else if (best != had && medians[best] <= medians[had] * (1.0 - options_.revisit_margin)) {
-    why << "chose " << status_.candidates[best].label() << ": " << revisit_ms_text(medians[best]) << " a step against "
-        << revisit_ms_text(medians[had]) << ", " << std::setprecision(3) << medians[had] / medians[best] << "x";
+    why << "chose " << status_.candidates[best].label() << ": " << text::ms_text(medians[best]) << " a step against "
+        << text::ms_text(medians[had]) << ", " << std::setprecision(3) << medians[had] / medians[best] << "x";
     status_.chosen = best;
   } else {
     why << "kept it: ";
@@ -158,7 +147,7 @@ void StepTuner::redecide() {
   const char* sep = ": ";
   for (std::size_t i = 0; i < n; ++i)
     if (timed[i]) {
-      why << sep << status_.candidates[i].label() << " " << revisit_ms_text(medians[i]);
+      why << sep << status_.candidates[i].label() << " " << text::ms_text(medians[i]);
       sep = "; ";
     }
   why << ")";

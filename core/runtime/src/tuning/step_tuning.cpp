@@ -24,14 +24,6 @@ double step_now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-std::string step_ms_text(double ms) {
-  std::ostringstream s;
-  s.setf(std::ios::fixed);
-  s.precision(ms < 10 ? 2 : 1);
-  s << ms << " ms";
-  return s.str();
-}
-
 }  // namespace
 
 std::string StepConfig::label() const {
@@ -287,19 +279,19 @@ void StepTuner::decide_on(const std::vector<double>& medians, const std::vector<
   const double plan = status_.median_ms.front();
   if (best != 0 && status_.median_ms[best] <= plan * (1.0 - options_.margin)) {
     chosen = best;
-    why << status_.candidates[best].label() << " took " << step_ms_text(status_.median_ms[best])
-        << " a step, the plan (" << status_.candidates.front().label() << ") " << step_ms_text(plan) << ": "
+    why << status_.candidates[best].label() << " took " << text::ms_text(status_.median_ms[best])
+        << " a step, the plan (" << status_.candidates.front().label() << ") " << text::ms_text(plan) << ": "
         << std::setprecision(3) << plan / status_.median_ms[best] << "x";
   } else {
-    why << "the plan (" << status_.candidates.front().label() << ", " << step_ms_text(plan) << " a step) ";
+    why << "the plan (" << status_.candidates.front().label() << ", " << text::ms_text(plan) << " a step) ";
     if (best == 0) why << "was the fastest";
     else
-      why << "kept: " << status_.candidates[best].label() << " (" << step_ms_text(status_.median_ms[best])
+      why << "kept: " << status_.candidates[best].label() << " (" << text::ms_text(status_.median_ms[best])
           << ") is within the " << static_cast<int>(std::lround(options_.margin * 100)) << "% margin";
   }
   why << " (medians of " << options_.rounds << " timed steps each" << (pooled.empty() ? "" : ", " + pooled);
   for (std::size_t i = 0; i < n; ++i)
-    if (timed[i]) why << (i ? "; " : ": ") << status_.candidates[i].label() << " " << step_ms_text(status_.median_ms[i]);
+    if (timed[i]) why << (i ? "; " : ": ") << status_.candidates[i].label() << " " << text::ms_text(status_.median_ms[i]);
   why << ")";
   if (!untimed.empty())
     why << "; not timed (their turns were interrupted every time): " << text::join(untimed, ", ");

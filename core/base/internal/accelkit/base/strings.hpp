@@ -1,6 +1,8 @@
 // Small text helpers the core's sources share.
 #pragma once
 
+#include <ios>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +16,15 @@ inline std::string major_minor(const std::string& version) {
 }
 
 // "a, b, c" (with sep ", ").
+// "7.25 ms", "148.3 ms": two decimals below 10 ms, one above.
+inline std::string ms_text(double ms) {
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(ms < 10 ? 2 : 1);
+  s << ms << " ms";
+  return s.str();
+}
+
 inline std::string join(const std::vector<std::string>& parts, std::string_view sep = ", ") {
   std::string out;
   for (std::size_t i = 0; i < parts.size(); ++i) {
