@@ -69,13 +69,9 @@ std::unique_ptr<torch::optim::OptimizerOptions> engine_options(AdoptedKind kind,
 }
 
 // Moment tensors shared between a state of the program's type and one of the engine's.
-void share_state(const AdamParamState& from, AdamWParamState& to) {
-  to.step(from.step()).exp_avg(from.exp_avg()).exp_avg_sq(from.exp_avg_sq()).max_exp_avg_sq(from.max_exp_avg_sq());
-}
-void share_state(const AdamWParamState& from, AdamWParamState& to) {
-  to.step(from.step()).exp_avg(from.exp_avg()).exp_avg_sq(from.exp_avg_sq()).max_exp_avg_sq(from.max_exp_avg_sq());
-}
-void share_state(const AdamWParamState& from, AdamParamState& to) {
+// (Adam's and AdamW's states have the same fields.)
+template <class From, class To>
+void share_state(const From& from, To& to) {
   to.step(from.step()).exp_avg(from.exp_avg()).exp_avg_sq(from.exp_avg_sq()).max_exp_avg_sq(from.max_exp_avg_sq());
 }
 void share_state(const SGDParamState& from, SGDParamState& to) { to.momentum_buffer(from.momentum_buffer()); }
@@ -166,8 +162,8 @@ AdoptedKind adopted_kind(const torch::optim::Optimizer& o, std::string& name) {
   return AdoptedKind::other;
 }
 
-AdoptedOptimizer::AdoptedOptimizer(torch::optim::Optimizer& optimizer, MakeEngine maker, std::string device)
-    : user_(optimizer), type_(&typeid(optimizer)), make_engine_(std::move(maker)), device_(std::move(device)),
+AdoptedOptimizer::AdoptedOptimizer(torch::optim::Optimizer& optimizer, MakeEngine maker)
+    : user_(optimizer), type_(&typeid(optimizer)), make_engine_(std::move(maker)),
       adoption_(std::make_unique<Adoption>()) {
   kind_ = adopted_kind(user_, adoption_->optimizer);
   if (kind_ == AdoptedKind::other) {

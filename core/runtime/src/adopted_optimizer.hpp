@@ -47,7 +47,7 @@ class AdoptedOptimizer {
                                                    const torch::optim::OptimizerOptions& options)>;
 
   // Throws std::invalid_argument for an optimizer whose options the engine cannot follow.
-  AdoptedOptimizer(torch::optim::Optimizer& optimizer, MakeEngine maker, std::string device);
+  AdoptedOptimizer(torch::optim::Optimizer& optimizer, MakeEngine maker);
   ~AdoptedOptimizer();
   AdoptedOptimizer(const AdoptedOptimizer&) = delete;
   AdoptedOptimizer& operator=(const AdoptedOptimizer&) = delete;
@@ -71,7 +71,6 @@ class AdoptedOptimizer {
   const std::type_info* type_;
   AdoptedKind kind_;
   MakeEngine make_engine_;
-  std::string device_;
   std::shared_ptr<torch::optim::Optimizer> engine_;  // null: the program's own step
   std::unique_ptr<Adoption> adoption_;
   // The user's parameters the engine was built over, group by group.

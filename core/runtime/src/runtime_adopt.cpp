@@ -48,7 +48,7 @@ detail::AdoptedOptimizer& Runtime::adopt(torch::optim::Optimizer& optimizer) {
     return make_adamw_as(params, adamw_config_of(kind, options), current_.fused_optimizer, false);
   };
   if (!adopted_) adopted_ = std::make_unique<detail::AdoptedOptimizers>();
-  auto& a = adopted_->add(std::make_unique<detail::AdoptedOptimizer>(optimizer, make_engine, device_->info().id));
+  auto& a = adopted_->add(std::make_unique<detail::AdoptedOptimizer>(optimizer, make_engine));
   steps_->expect_step_marks();  // its steps will mark the training steps (step tuning)
   const Adoption& d = a.adoption();
   decide("optimizer", d.implementation, d.optimizer + " of the program", d.why);
