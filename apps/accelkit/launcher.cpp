@@ -10,9 +10,11 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <link.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -86,6 +88,11 @@ int refuse(const std::string& found_path, const std::string& found_version) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A write past the file-size limit (ulimit -f, as batch systems set it) fails with EFBIG, so
+  // that the command stops with the file named and "File too large" and no temporary file left,
+  // instead of dying of SIGXFSZ half-way through it. Ignored, it stays so in the workers that
+  // `train --nproc-per-node` starts (this same executable).
+  std::signal(SIGXFSZ, SIG_IGN);
   // The LibTorch: through this executable's own search path (RUNPATH to the build's LibTorch
   // where it is not in the system's directories), as the CLI module's would find it.
   void* c10 = dlopen(ACCELKIT_C10_SONAME, RTLD_LAZY | RTLD_GLOBAL);
