@@ -5,15 +5,17 @@
 // Exit codes: 0 done (or nothing left to do), 1 failure (a refused resume, a damaged
 // checkpoint directory, a diverged loss, I/O), 2 bad config ([train] or settings), 3 device
 // unavailable, 4 stopped by the thermal guard (guard_policy = stop) after saving a checkpoint,
-// 128 + signal (130 for Ctrl-C, 143 for SIGTERM) when stopped by a signal after
-// saving a checkpoint - so that `accelkit train && next` does not go on after an interrupt.
-// A second Ctrl-C while the step finishes kills the process at once (checkpoint writes are
-// atomic, so the directory stays valid).
+// 128 + signal (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP; the first one received) when
+// stopped by a signal after saving a checkpoint - so that `accelkit train && next` does not go
+// on after an interrupt. The same signal again while the step finishes kills the process at
+// once (checkpoint writes are atomic, so the directory stays valid); under a launcher, not
+// when the launcher sent it (it passes on what the terminal sent the workers too).
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -46,33 +48,65 @@ namespace accelkit::cli {
 namespace {
 
 std::atomic<bool> g_train_stop{false};
-volatile std::sig_atomic_t g_train_signal = 0;
+volatile std::sig_atomic_t g_train_signal = 0;  // the first stop signal: the exit code is 128 + it
+volatile std::sig_atomic_t g_train_seen = 0;    // 1 << signal for each stop signal received
+volatile std::sig_atomic_t g_train_launcher = 0;  // the launcher's pid under one, else 0
+volatile std::sig_atomic_t g_train_quiet = 0;     // a rank other than 0: rank 0 says it
 
-void on_train_signal(int sig) {
-  g_train_signal = sig;
-  g_train_stop.store(true);
-  static const char msg[] = "\naccelkit: stopping after this step to save a checkpoint (again to abort)\n";
-  if (::write(STDERR_FILENO, msg, sizeof msg - 1) < 0) {
+// The same stop signal again takes its default action at once (kills the process: checkpoint
+// writes are atomic), unless the launcher sent it: it passes on what the workers may already
+// have had from the terminal or a supervisor's signal to the process group, and forces a stop
+// with SIGKILL itself. Runs with the other stop signals blocked.
+void on_train_signal(int sig, siginfo_t* info, void*) {
+  const int saved_errno = errno;
+  const int bit = 1 << sig;
+  const bool from_launcher =
+      g_train_launcher != 0 && info && info->si_code == SI_USER && info->si_pid == g_train_launcher;
+  if ((g_train_seen & bit) && !from_launcher) {
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, nullptr);
+    ::raise(sig);  // pending until this handler returns, then the default action
+    errno = saved_errno;
+    return;
   }
+  const bool first = g_train_seen == 0;
+  g_train_seen = g_train_seen | bit;
+  if (g_train_signal == 0) g_train_signal = sig;
+  g_train_stop.store(true);
+  static const char msg[] = "\naccelkit: stopping after this step to save a checkpoint (the same signal again aborts)\n";
+  if (first && !g_train_quiet && ::write(STDERR_FILENO, msg, sizeof msg - 1) < 0) {
+  }
+  errno = saved_errno;
 }
 
-// SIGINT/SIGTERM set the stop flag for the guard's lifetime; SA_RESETHAND makes a second
-// signal take its default action.
+// SIGINT, SIGTERM and SIGHUP set the stop flag for the guard's lifetime (SIGHUP not where it
+// was ignored when the run began, as under nohup). `launcher`: the pid of the process that
+// started this rank (0 when none did), whose signals never force.
 class TrainSignals {
  public:
-  TrainSignals() {
+  TrainSignals(pid_t launcher, bool quiet) {
     g_train_stop = false;
     g_train_signal = 0;
+    g_train_seen = 0;
+    g_train_launcher = launcher;
+    g_train_quiet = quiet ? 1 : 0;
     struct sigaction sa {};
-    sa.sa_handler = on_train_signal;
-    sa.sa_flags = SA_RESETHAND;
+    sa.sa_sigaction = on_train_signal;
+    sa.sa_flags = SA_SIGINFO;
     sigemptyset(&sa.sa_mask);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&sa.sa_mask, sig);
     sigaction(SIGINT, &sa, &old_int_);
     sigaction(SIGTERM, &sa, &old_term_);
+    sigaction(SIGHUP, nullptr, &old_hup_);
+    hup_ = old_hup_.sa_handler != SIG_IGN;
+    if (hup_) sigaction(SIGHUP, &sa, nullptr);
   }
   ~TrainSignals() {
     sigaction(SIGINT, &old_int_, nullptr);
     sigaction(SIGTERM, &old_term_, nullptr);
+    if (hup_) sigaction(SIGHUP, &old_hup_, nullptr);
   }
   TrainSignals(const TrainSignals&) = delete;
   TrainSignals& operator=(const TrainSignals&) = delete;
@@ -80,6 +114,8 @@ class TrainSignals {
  private:
   struct sigaction old_int_ {};
   struct sigaction old_term_ {};
+  struct sigaction old_hup_ {};
+  bool hup_ = false;
 };
 
 std::string loss_text(double v) {
@@ -313,7 +349,7 @@ void announce_training(const Runtime& rt, const Trainer& trainer, const dist::Pr
 
 // Trains under the stop signals, the progress shown and the steps traced as they go.
 TrainResult run_trainer(Trainer& trainer, bool resume, Guard& guard, Progress& progress,
-                        std::optional<StepTrace>& trace) {
+                        std::optional<StepTrace>& trace, const dist::ProcessGroup& group) {
   TrainOptions train_options;
   train_options.guard = guard.enabled() ? &guard : nullptr;
   train_options.resume = resume;
@@ -329,7 +365,8 @@ TrainResult run_trainer(Trainer& trainer, bool resume, Guard& guard, Progress& p
   };
   TrainResult result;
   {
-    TrainSignals signals;
+    // Under a launcher (--nproc-per-node, torchrun, srun, mpirun) the parent process is it.
+    TrainSignals signals(group.launch().launcher != "none" ? ::getppid() : 0, !group.is_main());
     try {
       result = trainer.run(train_options);
     } catch (...) {
@@ -433,7 +470,7 @@ int train(const Invocation& inv) {
   });
   thermometer.use(guard.get());
   if (!json) std::cerr << guard->describe() << '\n';
-  const TrainResult result = run_trainer(trainer, inv.resume, *guard, progress, trace);
+  const TrainResult result = run_trainer(trainer, inv.resume, *guard, progress, trace, *group);
   if (trace) trace->report(std::cerr, json);
   return report_train_end(result, trainer.config().steps, json);
 }
