@@ -2,7 +2,9 @@
 // each this same command without the option, with torchrun's variables (RANK, WORLD_SIZE,
 // LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT: the environment's, else a
 // free port). The workers share the terminal: Ctrl-C reaches each (they agree on the step to
-// stop after, and rank 0 saves); SIGTERM to this process is passed on. A worker that ends an
+// stop after, and rank 0 saves); SIGINT, SIGTERM and SIGHUP to this process are passed on (a
+// worker takes the launcher's copy of a signal it already had as the same stop), the same one
+// again within 3 s kills them. A worker that ends an
 // agreed stop (interrupt, guard stop) leaves the others to end by themselves; when one fails
 // otherwise, the others are asked to stop (SIGTERM), then killed after a grace period. The exit
 // code is the first non-zero one.
@@ -35,11 +37,11 @@ int launch_local_workers(const Invocation& inv) {
     args.push_back(a);
   }
   try {
-    // An interrupt (Ctrl-C, SIGTERM) or a guard stop on one rank is every rank's stop after the
-    // same step: the others save and end by themselves.
+    // An interrupt (Ctrl-C, SIGTERM, SIGHUP) or a guard stop on one rank is every rank's stop
+    // after the same step: the others save and end by themselves.
     return dist::run_local_workers(
         args, inv.nproc_per_node, [](const std::string& line) { std::cerr << "accelkit train: " << line << '\n'; },
-        {128 + SIGINT, 128 + SIGTERM, kExitGuardStop});
+        {128 + SIGINT, 128 + SIGTERM, 128 + SIGHUP, kExitGuardStop});
   } catch (const dist::LaunchError& e) {
     std::cerr << "accelkit train: --nproc-per-node: " << e.what() << '\n';
     return kExitUsage;

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -26,9 +27,20 @@ namespace accelkit::dist {
 
 namespace {
 
-volatile std::sig_atomic_t g_launcher_forward = 0;  // a signal to pass on to the workers
+// The stop signals the launcher passes on, and how many of each arrived while it waits.
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
+constexpr int kStopSignalCount = 3;
+volatile std::sig_atomic_t g_launcher_received[kStopSignalCount] = {};
 
-void launcher_on_signal(int sig) { g_launcher_forward = sig; }
+int stop_slot(int sig) { return sig == SIGINT ? 0 : sig == SIGTERM ? 1 : 2; }
+
+const char* stop_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP"; }
+
+// Runs with the other stop signals blocked.
+void launcher_on_signal(int sig) {
+  const int slot = stop_slot(sig);
+  g_launcher_received[slot] = g_launcher_received[slot] + 1;
+}
 
 // A TCP port free on loopback now (the rendezvous binds it a moment later).
 int launcher_free_port() {
@@ -84,31 +96,36 @@ std::vector<std::string> inherited_environment() {
 
 // The signal handlers the launcher replaces while it waits.
 struct SavedSignals {
-  struct sigaction on_int {}, on_term {};
+  struct sigaction on_int {}, on_term {}, on_hup {};
+  bool hup = false;  // SIGHUP handled (it was not ignored, as under nohup)
 };
 
-// While the launcher waits: Ctrl-C ignored (the terminal sends it to every worker itself),
-// SIGTERM noted to pass on to the workers. Returns the handlers it replaced.
+// While the launcher waits, SIGINT, SIGTERM and SIGHUP (unless ignored when it began, as under
+// nohup) are counted, to pass on to the workers. Returns the handlers it replaced.
 SavedSignals install_launcher_signals() {
-  struct sigaction forward {}, ignore {};
-  forward.sa_handler = launcher_on_signal;
-  sigemptyset(&forward.sa_mask);
-  ignore.sa_handler = SIG_IGN;
-  sigemptyset(&ignore.sa_mask);
-  g_launcher_forward = 0;
+  struct sigaction count {};
+  count.sa_handler = launcher_on_signal;
+  sigemptyset(&count.sa_mask);
+  for (int sig : kStopSignals) sigaddset(&count.sa_mask, sig);
+  for (auto& received : g_launcher_received) received = 0;
   SavedSignals saved;
-  sigaction(SIGINT, &ignore, &saved.on_int);
-  sigaction(SIGTERM, &forward, &saved.on_term);
+  sigaction(SIGINT, &count, &saved.on_int);
+  sigaction(SIGTERM, &count, &saved.on_term);
+  sigaction(SIGHUP, nullptr, &saved.on_hup);
+  saved.hup = saved.on_hup.sa_handler != SIG_IGN;
+  if (saved.hup) sigaction(SIGHUP, &count, nullptr);
   return saved;
 }
 
 void restore_signals(const SavedSignals& saved) {
   sigaction(SIGINT, &saved.on_int, nullptr);
   sigaction(SIGTERM, &saved.on_term, nullptr);
+  if (saved.hup) sigaction(SIGHUP, &saved.on_hup, nullptr);
 }
 
 // Starts worker `rank` of `n`: `args` with torchrun's variables on top of `base`, SIGINT and
-// SIGTERM back to their defaults (the workers handle them as `train` does). 0 or the error.
+// SIGTERM back to their defaults (the workers handle them as `train` does; SIGHUP is the
+// default there unless ignored here, SIGXFSZ ignored if it is here). 0 or the error.
 int spawn_worker(const std::vector<std::string>& args, const std::vector<std::string>& base, int rank, int n, int port,
                  pid_t& pid) {
   std::vector<std::string> env = base;
@@ -138,11 +155,13 @@ int spawn_worker(const std::vector<std::string>& args, const std::vector<std::st
 
 // The workers until the last has ended: the first failure's exit code is the launcher's. A
 // worker that fails stops the others (SIGTERM, SIGKILL 15 s later), except with an agreed
-// stop, after which the others end by themselves (SIGTERM only if they hang for 60 s); a
-// SIGTERM to the launcher is passed on.
+// stop, after which the others end by themselves (SIGTERM only if they hang for 60 s). A
+// SIGINT, SIGTERM or SIGHUP to the launcher is passed on; the same one again within 3 s kills
+// the workers (SIGKILL), and the launcher's exit code is then 128 + it.
 class WorkerWatch {
  public:
   using Clock = std::chrono::steady_clock;
+  static constexpr std::chrono::seconds kForceWithin{3};
 
   WorkerWatch(std::vector<pid_t> pids, int first_failure, const std::function<void(const std::string&)>& say,
               const std::vector<int>& agreed_stops)
@@ -152,10 +171,7 @@ class WorkerWatch {
   int wait() {
     if (first_failure_ != 0) stop_others();
     while (left_ > 0) {
-      if (g_launcher_forward != 0) {
-        signal_others(g_launcher_forward);
-        g_launcher_forward = 0;
-      }
+      take_signals();
       int status = 0;
       const pid_t pid = ::waitpid(-1, &status, WNOHANG);
       if (pid > 0) {
@@ -165,13 +181,39 @@ class WorkerWatch {
       on_deadlines();
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    return first_failure_;
+    return forced_ != 0 ? 128 + forced_ : first_failure_;
   }
 
  private:
   void signal_others(int sig) {
     for (std::size_t i = 0; i < pids_.size(); ++i)
       if (!done_[i]) ::kill(pids_[i], sig);
+  }
+
+  // The stop signals that arrived since the last look: each passed on to the workers (who may
+  // have had it from the terminal too: a repeat from the launcher never forces their stop), or,
+  // the same signal again within kForceWithin, the workers killed.
+  void take_signals() {
+    for (int sig : kStopSignals) {
+      const int slot = stop_slot(sig);
+      const int received = g_launcher_received[slot];
+      if (received == taken_[slot]) continue;
+      const bool twice = received - taken_[slot] > 1;
+      taken_[slot] = received;
+      const Clock::time_point now = Clock::now();
+      const bool again = twice || (received_at_[slot] && now - *received_at_[slot] < kForceWithin);
+      received_at_[slot] = now;
+      if (!again) {
+        signal_others(sig);
+        continue;
+      }
+      if (forced_ == 0 && say_)
+        say_(std::string(stop_name(sig)) + " again within " + std::to_string(kForceWithin.count()) +
+             " s: killing the workers");
+      if (forced_ == 0) forced_ = sig;
+      signal_others(SIGKILL);
+      killing_ = terming_ = false;
+    }
   }
 
   // SIGTERM now, SIGKILL what is left 15 s later.
@@ -188,7 +230,7 @@ class WorkerWatch {
       done_[i] = true;
       --left_;
       const int code = worker_exit_code(status);
-      if (code == 0 || first_failure_ != 0) continue;
+      if (code == 0 || first_failure_ != 0 || forced_ != 0) continue;
       first_failure_ = code;
       if (left_ > 0 && std::find(agreed_stops_.begin(), agreed_stops_.end(), code) != agreed_stops_.end()) {
         // The others stop after the same step by themselves; SIGTERM only if they hang.
@@ -225,6 +267,9 @@ class WorkerWatch {
   Clock::time_point kill_at_ = Clock::now();
   bool terming_ = false;  // SIGTERM what is left at term_at_ (after an agreed stop)
   Clock::time_point term_at_ = kill_at_;
+  int taken_[kStopSignalCount] = {};  // of g_launcher_received, the signals already acted on
+  std::optional<Clock::time_point> received_at_[kStopSignalCount];  // each one's last arrival
+  int forced_ = 0;  // the signal whose repeat killed the workers
 };
 
 }  // namespace

@@ -111,11 +111,15 @@ std::shared_ptr<ProcessGroup> init(Runtime& runtime, std::optional<Launch> launc
 
 // Runs `argv` (argv[0]: the executable's path) as `n` workers on this machine with torchrun's
 // variables (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR = 127.0.0.1,
-// MASTER_PORT: the environment's, else a free loopback port) and waits for them. Ctrl-C
-// reaches the workers from the terminal (this process ignores it meanwhile); SIGTERM is passed
-// on. When one fails, the others get SIGTERM, then SIGKILL 15 s later. Returns the first
+// MASTER_PORT: the environment's, else a free loopback port) and waits for them. A SIGINT,
+// SIGTERM or SIGHUP to this process meanwhile is passed on to the workers (SIGHUP not where it
+// is ignored, as under nohup), whether they had it from the terminal too or not: a worker
+// stopping on one must take the same signal again from this process (its parent) as the same
+// stop. The same signal again within 3 s kills the workers (SIGKILL) and makes the exit code
+// 128 + it. When one fails, the others get SIGTERM, then SIGKILL 15 s later. Returns the first
 // failure's exit code (128 + signal for a killed one), 0 when all succeeded. `say` gets a line
-// at the start and on a failure. Throws LaunchError for an unusable MASTER_PORT.
+// at the start, on a failure and on a forced stop. Throws LaunchError for an unusable
+// MASTER_PORT.
 // `agreed_stops`: exit codes with which a worker ends a stop every rank agreed on (train's
 // interrupt and guard stop: each rank stops after the same step): the others are left to end by
 // themselves, and get SIGTERM only if they have not within 60 s.
