@@ -184,6 +184,118 @@ TEST_CASE("train --nproc-per-node 2, Ctrl-C to rank 1 alone: every rank stops af
   CHECK(resumed.err.find("(step " + std::to_string(stopped) + ")") != std::string::npos);
 }
 
+namespace {
+
+// A launcher's run that ended a signal's clean stop: rank 0's last JSON line says it was
+// interrupted, every rank stopped after the same step (none was lost, none stopped by the
+// launcher), and the newest checkpoint is of that step and loads. That step.
+std::int64_t clean_stop_step(const RunResult& r, const fs::path& ckpt) {
+  CHECK(r.err.find("is lost") == std::string::npos);
+  CHECK(r.err.find("stopping the others") == std::string::npos);
+  CHECK(r.err.find("killing the workers") == std::string::npos);
+  CHECK(count(r.err, "stopping after this step to save a checkpoint") == 1);  // rank 0's
+  std::string last;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) last = line;
+  REQUIRE_FALSE(last.empty());
+  const auto end = nlohmann::json::parse(last);
+  REQUIRE(end["event"] == "end");
+  CHECK(end["interrupted"] == true);
+  const auto stopped = end["step"].get<std::int64_t>();
+  CheckpointDir dir(ckpt.string());
+  const auto files = dir.list();
+  REQUIRE(!files.empty());
+  CHECK(files.front().step == stopped);
+  CHECK_NOTHROW(CheckpointDir::read(files.front().path));
+  return stopped;
+}
+
+// Whether process `pid` is there and not a zombie (from /proc/<pid>/stat).
+bool alive(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const auto close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
+}
+
+}  // namespace
+
+TEST_CASE("train --nproc-per-node 2, SIGINT to the launcher alone (a supervisor's): a clean stop, exit 130, resumable") {
+  TempDir tmp("accelkit-train-dist");
+  const fs::path ckpt = tmp.path() / "ck";
+  const std::string long_run = write_config(tmp.path(), ckpt, 1000000, 32);
+  CliProcess launcher({"train", "--config", long_run, "--nproc-per-node", "2", "--dist-timeout", "20", "--json"}, {});
+  workers_training(launcher, ckpt);
+  REQUIRE(::kill(launcher.pid(), SIGINT) == 0);
+  const RunResult r = launcher.wait();
+  INFO(describe(r));
+  CHECK(r.code == 128 + SIGINT);
+  const std::int64_t stopped = clean_stop_step(r, ckpt);
+  CHECK(r.err.find("every rank stops after the same step) at step " + std::to_string(stopped)) != std::string::npos);
+  auto resumed = run_cli({"train", "--config", write_config(tmp.path(), ckpt, static_cast<int>(stopped) + 5, 32),
+                          "--resume"});
+  INFO(describe(resumed));
+  CHECK(resumed.code == 0);
+  CHECK(resumed.err.find("(step " + std::to_string(stopped) + ")") != std::string::npos);
+}
+
+TEST_CASE("train --nproc-per-node 2, SIGINT to the whole process group (Ctrl-C): the launcher's copy makes no second stop") {
+  // As the terminal does: every worker has the signal, and the launcher passes it on again.
+  TempDir tmp("accelkit-train-dist");
+  const fs::path ckpt = tmp.path() / "ck";
+  const std::string long_run = write_config(tmp.path(), ckpt, 1000000, 32);
+  CliProcess launcher({"train", "--config", long_run, "--nproc-per-node", "2", "--dist-timeout", "20", "--json"}, {});
+  const auto workers = workers_training(launcher, ckpt);
+  for (pid_t worker : workers) REQUIRE(::kill(worker, SIGINT) == 0);
+  REQUIRE(::kill(launcher.pid(), SIGINT) == 0);
+  const RunResult r = launcher.wait();
+  INFO(describe(r));
+  CHECK(r.code == 128 + SIGINT);
+  clean_stop_step(r, ckpt);  // rank 0 stopped after the step and saved it: not killed by the second SIGINT
+}
+
+TEST_CASE("train --nproc-per-node 2, SIGHUP to the launcher: stopped as by SIGTERM, exit 129") {
+  TempDir tmp("accelkit-train-dist");
+  const fs::path ckpt = tmp.path() / "ck";
+  const std::string long_run = write_config(tmp.path(), ckpt, 1000000, 32);
+  CliProcess launcher({"train", "--config", long_run, "--nproc-per-node", "2", "--dist-timeout", "20", "--json"}, {});
+  workers_training(launcher, ckpt);
+  REQUIRE(::kill(launcher.pid(), SIGHUP) == 0);
+  const RunResult r = launcher.wait();
+  INFO(describe(r));
+  CHECK(r.code == 128 + SIGHUP);
+  clean_stop_step(r, ckpt);
+}
+
+TEST_CASE("train --nproc-per-node 2, SIGINT again to the launcher: within 3 s it kills the workers, later it does not") {
+  TempDir tmp("accelkit-train-dist");
+  const fs::path ckpt = tmp.path() / "ck";
+  const std::string long_run = write_config(tmp.path(), ckpt, 1000000, 32);
+  CliProcess launcher({"train", "--config", long_run, "--nproc-per-node", "2", "--dist-timeout", "20"}, {});
+  const auto workers = workers_training(launcher, ckpt);
+  // The workers held (SIGSTOP) so that no clean stop can end the run first.
+  for (pid_t worker : workers) REQUIRE(::kill(worker, SIGSTOP) == 0);
+  REQUIRE(::kill(launcher.pid(), SIGINT) == 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(3300));
+  REQUIRE(::kill(launcher.pid(), SIGINT) == 0);  // 3.3 s later: passed on, nothing forced
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  for (pid_t worker : workers) CHECK(alive(worker));
+  REQUIRE(::kill(launcher.pid(), SIGINT) == 0);  // 0.3 s later: the workers killed
+  const RunResult r = launcher.wait();
+  INFO(describe(r));
+  CHECK(r.code == 128 + SIGINT);
+  CHECK(count(r.err, "SIGINT again within 3 s: killing the workers") == 1);
+  CHECK(r.err.find("stopping the others") == std::string::npos);
+  for (pid_t worker : workers) CHECK_FALSE(alive(worker));
+  // The checkpoints written before stay whole.
+  CheckpointDir dir(ckpt.string());
+  const auto files = dir.list();
+  REQUIRE(!files.empty());
+  CHECK_NOTHROW(CheckpointDir::read(files.front().path));
+}
+
 TEST_CASE("a thermal guard stop on rank 1 alone: every rank stops after the same step, rank 0 names it and saves") {
   // Two train processes under torchrun's variables, each reading its own sensors: rank 1's CPU
   // is at 95 C, rank 0's at 45 C (a host of its own, as on two machines).
