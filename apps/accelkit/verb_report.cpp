@@ -4,7 +4,6 @@
 #include <iostream>
 
 #include <ATen/Parallel.h>
-#include <torch/csrc/jit/serialization/import.h>
 
 #include "accelkit/conformance.hpp"
 #include "accelkit/adamw_choice.hpp"
@@ -98,7 +97,10 @@ bool load_report_model(const Invocation& inv, ReportModel& model) {
       model.package = std::move(facts);
       return true;
     }
-    model.module = torch::jit::load(inv.report_model);
+    model.module = load_torchscript(inv.report_model);
+  } catch (const ModelFileError& e) {
+    std::cerr << "accelkit: report: " << e.what() << '\n';  // names the file itself
+    return false;
   } catch (const std::exception& e) {
     std::cerr << "accelkit: --model " << inv.report_model << ": " << torch_error_summary(e.what()) << '\n';
     return false;

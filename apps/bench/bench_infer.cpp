@@ -32,7 +32,6 @@
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 #include <torch/csrc/jit/api/module.h>
-#include <torch/csrc/jit/serialization/import.h>
 
 #include "accelkit/loader.hpp"
 #include "accelkit/model_file.hpp"
@@ -199,7 +198,11 @@ class InferBench {
   // The module as loaded, in eval mode.
   void load_module() {
     args.assign(inputs.begin(), inputs.end());
-    module = torch::jit::load(o.model, device);
+    try {
+      module = load_torchscript(o.model, device);
+    } catch (const ModelFileError& e) {
+      throw std::invalid_argument(std::string("bench: ") + e.what());
+    }
     module.eval();
     for (const at::Tensor& p : module.parameters()) r.params += p.numel();
     // fp32 whatever the negotiated plan set on this thread: plain LibTorch has no autocast.

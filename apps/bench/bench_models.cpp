@@ -11,10 +11,10 @@
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
-#include <torch/csrc/jit/serialization/import.h>
 #include <torch/csrc/jit/api/module.h>
 
 #include "accelkit/bench.hpp"
+#include "accelkit/model_file.hpp"
 #include "accelkit/sdk/torch_compat.hpp"
 
 namespace accelkit::bench_detail {
@@ -233,7 +233,12 @@ Net make_net(const ModelSpec& s, std::uint64_t seed) {
     net.module = cnn;
     net.forward = [cnn](const at::Tensor& x) { return cnn->forward(x); };
   } else if (s.model == "file") {
-    auto script = std::make_shared<torch::jit::Module>(torch::jit::load(s.file));
+    std::shared_ptr<torch::jit::Module> script;
+    try {
+      script = std::make_shared<torch::jit::Module>(load_torchscript(s.file));
+    } catch (const ModelFileError& e) {
+      throw std::invalid_argument(std::string("bench: ") + e.what());
+    }
     script->train();
     for (at::Tensor p : script->parameters())  // trained here, whatever the file recorded
       if (p.is_floating_point()) p.requires_grad_(true);

@@ -21,3 +21,14 @@ if(TEST bench_pt2_test)
     "ACCELKIT_TEST_MODEL_FIXTURES=${CMAKE_CURRENT_BINARY_DIR}/model-fixtures")
   set_tests_properties(bench_pt2_test PROPERTIES FIXTURES_REQUIRED model_fixtures)
 endif()
+
+# model_damage_test: damaged and wrong model files through load_torchscript, load_model_file,
+# bench --model (inference and training) and report --model: one line naming the file, exit 2.
+accelkit_add_cli_test(model_damage_test SOURCES apps/model_damage_test.cpp LINK accelkit::core)
+if(TEST model_damage_test)
+  set_property(TEST model_damage_test APPEND PROPERTY ENVIRONMENT
+    "ACCELKIT_TEST_MODEL_FIXTURES=${CMAKE_CURRENT_BINARY_DIR}/model-fixtures")
+  if(TEST model_fixtures_export)
+    set_tests_properties(model_damage_test PROPERTIES FIXTURES_REQUIRED model_fixtures)
+  endif()
+endif()

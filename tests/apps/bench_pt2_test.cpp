@@ -134,7 +134,8 @@ TEST_CASE("bench --model x.pt2: training, other shapes, a torch.export archive, 
   // AOTInductor's own input check (model_file.hpp turns it on): never a run out of bounds.
   check_refused(run_cli(bench_args(mlp, "8x15"), cli_env()), "refuses --input 8x15");
   check_refused(run_cli(bench_args(mlp, "4x16"), cli_env()), "expected: 8, but got: 4");
-  check_refused(run_cli(bench_args(dir + "/mlp_export.pt2", "8x16"), cli_env()), "no AOTInductor model inside");
+  check_refused(run_cli(bench_args(dir + "/mlp_export.pt2", "8x16"), cli_env()),
+                "a torch.export program (torch.export.save), not an AOTInductor package");
   TempDir tmp("accelkit-bench-pt2");
   const std::string cuda = (tmp.path() / "cuda.pt2").string();
   write_fake_pt2(cuda, "cuda");
@@ -162,7 +163,8 @@ TEST_CASE("report --model x.pt2: what the package is and that it loads here") {
   CHECK(has(r.out, "Model file " + cnn));
   CHECK(has(r.out, "loads here"));
   check_refused(run_cli({"report", "--model", cnn, "--measure"}, cli_env()), "a .pt2 package's are compiled");
-  check_refused(run_cli({"report", "--model", dir + "/mlp_export.pt2"}, cli_env()), "no AOTInductor model inside");
+  check_refused(run_cli({"report", "--model", dir + "/mlp_export.pt2"}, cli_env()),
+                "a torch.export program (torch.export.save), not an AOTInductor package");
   TempDir tmp("accelkit-report-pt2");
   const std::string cuda = (tmp.path() / "cuda.pt2").string();
   write_fake_pt2(cuda, "cuda");

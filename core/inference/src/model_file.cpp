@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 
@@ -24,7 +23,9 @@
 #include <torch/csrc/jit/serialization/import.h>
 
 #include "accelkit/loader.hpp"
+#include "accelkit/sdk/support/host_file.hpp"
 #include "accelkit/sdk/torch_compat_aoti.hpp"
+#include "model_archive.hpp"
 #include "accelkit/host/elf_facts.hpp"
 #include "accelkit/base/strings.hpp"
 
@@ -184,23 +185,36 @@ std::string InferenceModel::describe() const {
          (facts_.torch_version.empty() ? "" : ", PyTorch " + facts_.torch_version) + ") on " + device_.str();
 }
 
+namespace {
+ModelFileFacts archive_facts(const std::string& path, caffe2::serialize::PyTorchStreamReader& archive);
+}  // namespace
+
 ModelFileFacts inspect_model_file(const std::string& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw ModelFileError(path + ": no such file");
-  if (!fs::is_regular_file(path, ec)) throw ModelFileError(path + ": not a regular file");
-  {
-    std::ifstream in(path, std::ios::binary);
-    char magic[4] = {};
-    if (!in.read(magic, 4)) throw ModelFileError(path + ": cannot be read, or shorter than any model file");
-    if (std::string(magic, 4) != std::string("PK\x03\x04", 4))
-      throw ModelFileError(path + ": not a TorchScript file or .pt2 package (not a zip archive)");
-  }
-  std::unique_ptr<caffe2::serialize::PyTorchStreamReader> reader;
+  // Opened without blocking and checked to be a regular file before a byte is read: a FIFO
+  // given as a model never waits for a writer.
+  const host::ReadResult head = host::read_file_upto(path, 4);
+  if (head.error == ENOENT) throw ModelFileError(path + ": no such file");
+  if (!head.ok()) throw ModelFileError(path + ": cannot be read: " + host::failure(head));
+  if (head.text.size() < 4)
+    throw ModelFileError(path + ": " + (head.text.empty() ? "empty" : "shorter than any model file") +
+                         ": not a TorchScript file or .pt2 package");
+  if (head.text != std::string("PK\x03\x04", 4))
+    throw ModelFileError(path + ": not a TorchScript file or .pt2 package (not a zip archive)");
   try {
-    reader = std::make_unique<caffe2::serialize::PyTorchStreamReader>(path);
+    caffe2::serialize::PyTorchStreamReader reader(path);
+    return archive_facts(path, reader);
+  } catch (const ModelFileError&) {
+    throw;
   } catch (const std::exception& e) {
-    throw ModelFileError(path + ": not a PyTorch archive: " + short_message(e.what()));
+    throw ModelFileError(model_archive::load_failure(path, "not a PyTorch archive", model_archive::message_of(e)));
   }
+}
+
+namespace {
+
+// What the archive's records say it is (inspect_model_file).
+ModelFileFacts archive_facts(const std::string& path, caffe2::serialize::PyTorchStreamReader& archive) {
+  auto* reader = &archive;
   ModelFileFacts f;
   f.path = path;
   f.archive_version = reader->version();
@@ -230,7 +244,11 @@ ModelFileFacts inspect_model_file(const std::string& path) {
       }
     }
     f.models.assign(models.begin(), models.end());
-    if (f.models.empty()) throw ModelFileError(path + ": a .pt2 archive with no AOTInductor model inside (made by torch.export.save? only AOTInductor packages run in C++)");
+    if (f.models.empty())
+      throw ModelFileError(path + (has_prefix("models/") ? ": a torch.export program (torch.export.save), not an AOTInductor package"
+                                                         : ": a .pt2 archive with no AOTInductor model inside") +
+                           ": only AOTInductor packages run in C++; make one with "
+                           "torch._inductor.aoti_compile_and_package(torch.export.export(model, args))");
     return f;
   }
   if (has_prefix("code/")) {
@@ -244,19 +262,35 @@ ModelFileFacts inspect_model_file(const std::string& path) {
   throw ModelFileError(path + ": a zip archive that is neither TorchScript nor a .pt2 package");
 }
 
+}  // namespace
+
+namespace {
+
+torch::jit::Module load_checked_torchscript(const std::string& path, const c10::optional<c10::Device>& device) {
+  const ModelFileFacts f = inspect_model_file(path);
+  if (f.format == ModelFormat::aoti_package)
+    throw ModelFileError(path + ": a .pt2 package (AOTInductor), not a TorchScript file: it runs through "
+                         "accelkit::load_model, for inference only");
+  try {
+    return torch::jit::load(path, device);
+  } catch (const std::exception& e) {
+    throw ModelFileError(model_archive::load_failure(path, "not a usable TorchScript file", model_archive::message_of(e)));
+  }
+}
+
+}  // namespace
+
+torch::jit::Module load_torchscript(const std::string& path) { return load_checked_torchscript(path, c10::nullopt); }
+
+torch::jit::Module load_torchscript(const std::string& path, c10::Device device) {
+  return load_checked_torchscript(path, device);
+}
+
 std::unique_ptr<InferenceModel> load_model_file(const std::string& path, c10::Device device,
                                                 const std::string& model_name) {
   ModelFileFacts f = inspect_model_file(path);
-  if (f.format == ModelFormat::torchscript) {
-    try {
-      return std::make_unique<TorchScriptModel>(f, device, torch::jit::load(path, device));
-    } catch (const ModelFileError&) {
-      throw;
-    } catch (const std::exception& e) {
-      throw ModelFileError(path + ": LibTorch " + host_torch_version() + " cannot load this TorchScript file: " +
-                           short_message(e.what()));
-    }
-  }
+  if (f.format == ModelFormat::torchscript)
+    return std::make_unique<TorchScriptModel>(f, device, load_torchscript(path, device));
 
   // A package.
   if (!compat::AotiPackage::available)
@@ -287,19 +321,20 @@ std::unique_ptr<InferenceModel> load_model_file(const std::string& path, c10::De
       throw ModelFileError(path + ": the package was compiled for " + f.cpu_isa + " and " + why +
                            "; export it again on (or for) this machine");
   }
-  caffe2::serialize::PyTorchStreamReader reader(path);
   // AOTInductor checks a call's input shapes, strides and dtypes only when asked: without the
   // check, inputs of another shape run the compiled kernels out of bounds. Asked for here
   // (unless the process set it), before any package's library reads it.
   ::setenv("AOTI_RUNTIME_CHECK_INPUTS", "1", /*overwrite=*/0);
-  for (const auto& r : reader.getAllRecords())
-    if (starts_with(r, "data/aotinductor/" + model + "/") && ends_with(r, ".so")) check_package_library(reader, r, path);
   try {
+    caffe2::serialize::PyTorchStreamReader reader(path);
+    for (const auto& r : reader.getAllRecords())
+      if (starts_with(r, "data/aotinductor/" + model + "/") && ends_with(r, ".so")) check_package_library(reader, r, path);
     auto package = std::make_unique<compat::AotiPackage>(path, model, device.has_index() ? device.index() : -1);
     return std::make_unique<PackageModel>(f, device, std::move(package));
+  } catch (const ModelFileError&) {
+    throw;
   } catch (const std::exception& e) {
-    throw ModelFileError(path + ": LibTorch " + host_torch_version() + " cannot load this package: " +
-                         short_message(e.what()));
+    throw ModelFileError(model_archive::load_failure(path, "not a loadable .pt2 package", model_archive::message_of(e)));
   }
 }
 

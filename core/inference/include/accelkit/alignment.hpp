@@ -3,7 +3,7 @@
 // for int8, the vector width in elements on a CPU), each with the size to pad to. The
 // multiple is the device plugin's statement: the free key "align.<dtype>" (capability.hpp).
 //
-//   auto report = accelkit::check_alignment(*rt, torch::jit::load("model.pt"));
+//   auto report = accelkit::check_alignment(*rt, accelkit::load_torchscript("model.pt"));
 //   std::cout << report.summary();
 //
 // Sizes are read from the frozen graph: aten::linear weights [out, in], convolution weights

@@ -1,7 +1,7 @@
 // The user's own TorchScript model, made fast for inference on the runtime's device - by
 // measurement, never by assumption:
 //
-//   torch::jit::Module m = torch::jit::load("model.pt");
+//   torch::jit::Module m = accelkit::load_torchscript("model.pt");  // model_file.hpp
 //   auto fast = accelkit::optimize_for_inference(*rt, m, {torch::randn({16, 3, 224, 224})});
 //   std::vector<at::Tensor> y = fast->run({x});        // fp32 in, fp32 out
 //   std::cout << fast->decision().why;                 // what was applied, and the figures

@@ -23,6 +23,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
+#include <torch/csrc/jit/api/module.h>
 
 namespace accelkit {
 
@@ -79,6 +80,17 @@ class InferenceModel {
   ModelFileFacts facts_;
   c10::Device device_;
 };
+
+// A TorchScript file as a torch::jit::Module: the one way accelkit loads one (bench, report, the
+// inference API). The file is examined first (inspect_model_file: a .pt2 package, a torch.save
+// archive or anything else that is not TorchScript is refused for what it is), then loaded by
+// torch::jit::load, onto `device` when given. Every failure is a ModelFileError of one line,
+// at most about 300 characters, that names the file, says what it is not (a damaged or
+// truncated archive, a damaged record: the one whose contents no longer match its checksum,
+// a pickle or code record that does not parse) and quotes LibTorch shortened, never its
+// backtrace. A TorchScript file runs code from the file: load only models you trust.
+torch::jit::Module load_torchscript(const std::string& path);
+torch::jit::Module load_torchscript(const std::string& path, c10::Device device);
 
 // Loads `path` for inference on `device`. model_name picks a model inside a package ("" = the
 // only one, or "model"). Throws ModelFileError saying why it cannot: everything

@@ -15,7 +15,6 @@ inline std::string major_minor(const std::string& version) {
   return first == std::string::npos ? version : version.substr(0, version.find('.', first + 1));
 }
 
-// "a, b, c" (with sep ", ").
 // "7.25 ms", "148.3 ms": two decimals below 10 ms, one above.
 inline std::string ms_text(double ms) {
   std::ostringstream s;
@@ -25,6 +24,7 @@ inline std::string ms_text(double ms) {
   return s.str();
 }
 
+// "a, b, c" (with sep ", ").
 inline std::string join(const std::vector<std::string>& parts, std::string_view sep = ", ") {
   std::string out;
   for (std::size_t i = 0; i < parts.size(); ++i) {
