@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include <ATen/ATen.h>
@@ -242,10 +241,15 @@ CacheSlot cache_slot(const Runtime& rt, const torch::jit::Module& module, const 
 std::unique_ptr<Prepared> from_cache(const CacheSlot& slot, const torch::jit::Module& module,
                                      const RecipeFilter& filter, c10::Device device) {
   if (slot.file.empty()) return nullptr;
-  std::ifstream in(slot.file);
-  if (!in) return nullptr;
+  std::string problem;
+  const std::optional<std::string> text = decision_cache::read_entry_text(slot.file, &problem);
+  if (!text) {
+    if (!problem.empty())
+      spdlog::warn("optimize_for_inference: ignoring the cache entry {}: {}; measuring again", slot.file, problem);
+    return nullptr;
+  }
   try {
-    const auto j = nlohmann::json::parse(in);
+    const auto j = nlohmann::json::parse(*text);
     const std::string chosen = j.at("chosen").get<std::string>();
     if (j.at("key_text").get<std::string>() != slot.key_text) return nullptr;
     for (const Recipe& r : recipes()) {

@@ -414,9 +414,8 @@ BatchCacheKey batch_cache_key(Runtime& rt, const BatchProblem& p, const BatchSea
               << o.memory_budget;
   c.key = decision_cache::hash_hex(c.fingerprint + "\n" + c.model + "\n" + search_text.str());
   if (o.use_cache && *rt.context().config().autotune_cache) {
-    const std::string dir = decision_cache_dir();
-    if (dir.empty()) spdlog::warn("find_batch_size: no cache directory (set ACCELKIT_CACHE_DIR, XDG_CACHE_HOME or HOME)");
-    else c.file = batch_cache::entry_path(dir, c.key);
+    const std::string dir = decision_cache_dir();  // "": caching is off, said once for the process
+    if (!dir.empty()) c.file = batch_cache::entry_path(dir, c.key);
   }
   return c;
 }

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -66,11 +65,10 @@ std::string why_of(const AdamWImplChoice& c) {
 // nullopt with *problem empty: no entry; with *problem set: an entry that cannot be used.
 std::optional<AdamWImplChoice> read_entry(const std::string& path, const std::string& fp,
                                           const std::vector<AdamWImplementation>& impls, std::string* problem) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) return std::nullopt;
+  const std::optional<std::string> text = decision_cache::read_entry_text(path, problem);
+  if (!text) return std::nullopt;
   try {
-    std::ifstream in(path);
-    const json j = json::parse(in);
+    const json j = json::parse(*text);
     if (j.at("format").get<int>() != kFormat) {
       *problem = "format " + j.at("format").dump() + ", expected " + std::to_string(kFormat);
       return std::nullopt;

@@ -107,7 +107,8 @@ TuneDecision autotune(Runtime& rt, const TuneProblem& problem, const TuneOptions
 const std::optional<TuneDecision>& last_tune_decision(const Runtime& rt);
 
 // The cache directory: ACCELKIT_CACHE_DIR, else $XDG_CACHE_HOME/accelkit, else
-// $HOME/.cache/accelkit (read with secure_getenv). Empty when none can be named.
+// $HOME/.cache/accelkit (read with secure_getenv). Empty, and caching off (said once), when none
+// can be named or it cannot be used (accelkit/decision_cache.hpp).
 std::string decision_cache_dir();
 
 // Picks from finished trials (pure; tested directly): the fastest accepted one. Marks

@@ -258,15 +258,9 @@ TuneDecision keyed_decision(const Context& ctx, const TuneProblem& p, const Tune
   return d;
 }
 
-// Where the decision is cached: empty with autotune_cache off, or where no directory can be
-// named (said once here).
-std::string tune_cache_dir(const Config& s) {
-  const bool use_cache = *s.autotune_cache;
-  std::string cache_dir = use_cache ? decision_cache_dir() : std::string();
-  if (use_cache && cache_dir.empty())
-    spdlog::warn("autotune: no cache directory (set ACCELKIT_CACHE_DIR, XDG_CACHE_HOME or HOME); not caching");
-  return cache_dir;
-}
+// Where the decision is cached: empty with autotune_cache off, or where caching is off
+// (decision_cache_dir says why, once for the process).
+std::string tune_cache_dir(const Config& s) { return *s.autotune_cache ? decision_cache_dir() : std::string(); }
 
 // Writes the decision to d.cache_file, unless its trials were timed while other processes took
 // the cores they needed: it then decides this run only (d.why says so). d.cache_file is cleared
