@@ -36,6 +36,7 @@ constexpr std::int64_t kTcMaxDims = 64;
 constexpr std::size_t kTcSlice = 1u << 20;          // input per LZ4F_compressUpdate call
 constexpr std::size_t kTcFlushAt = 1u << 20;        // compressed bytes gathered before a write()
 constexpr std::time_t kTcStaleTempSeconds = 300;    // a temporary file untouched this long: its writer is gone
+constexpr std::uint64_t kTcReadFloor = 1ull << 30;  // get() reads entry files up to max(budget, this)
 // LZ4 expands a compressed block at most ~255 times; a frame claiming more content per byte of
 // file is not one this cache wrote (and must not make a read allocate that much).
 constexpr std::uint64_t kTcMaxExpansion = 512;
@@ -665,15 +666,42 @@ TcWritten tc_write_entry(const std::string& path, const TcHead& head, const std:
   return {file.written(), file.failure};
 }
 
+// Why the file `st` describes is no entry to read, before reading it: not a regular file, empty,
+// or larger than `limit`. "" when it may be one.
+std::string tc_unreadable(const struct stat& st, std::uint64_t limit) {
+  if (S_ISFIFO(st.st_mode)) return "not a regular file (a FIFO)";
+  if (S_ISSOCK(st.st_mode)) return "not a regular file (a socket)";
+  if (S_ISDIR(st.st_mode)) return "not a regular file (a directory)";
+  if (!S_ISREG(st.st_mode)) return "not a regular file (a device)";
+  if (st.st_size == 0) return "empty file";
+  if (static_cast<std::uint64_t>(st.st_size) > limit)
+    return "larger (" + std::to_string(st.st_size) + " bytes) than the cache keeps (" + std::to_string(limit) +
+           " bytes)";
+  return {};
+}
+
+// Reads the `size` bytes of the regular file `fd` into `out`; why it could not ("" when it did).
+std::string tc_read_all(int fd, unsigned char* out, std::size_t size) {
+  std::size_t got = 0;
+  while (got < size) {
+    const ssize_t n = ::pread(fd, out + got, size - got, static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return "cannot read it: " + tc_strerror(errno);
+    if (n == 0) return "it shrank to " + std::to_string(got) + " bytes while being read";
+    got += static_cast<std::size_t>(n);
+  }
+  return {};
+}
+
 }  // namespace
 
 TensorCache::TensorCache(TensorCacheOptions options) : options_(std::move(options)) {
   dir_ = options_.dir;
   if (dir_.empty()) {
-    const std::string root = decision_cache_dir();
-    if (root.empty()) {
-      disabled_reason_ = "no cache directory (set TensorCacheOptions::dir, ACCELKIT_CACHE_DIR, XDG_CACHE_HOME or HOME)";
-      report("tensor cache: disabled: " + disabled_reason_);
+    std::string off;
+    const std::string root = decision_cache_dir(&off);
+    if (root.empty()) {  // caching is off: decision_cache_dir said why, once for the process
+      disabled_reason_ = off;
       return;
     }
     dir_ = root + "/tensors";
@@ -800,7 +828,7 @@ void TensorCache::drop_bad_entry(const std::string& path, int fd, const std::str
   struct stat mine {}, now {};
   if (::fstat(fd, &mine) == 0 && ::stat(path.c_str(), &now) == 0 && mine.st_dev == now.st_dev &&
       mine.st_ino == now.st_ino) {
-    if (::unlink(path.c_str()) != 0) {
+    if ((S_ISDIR(mine.st_mode) ? ::rmdir(path.c_str()) : ::unlink(path.c_str())) != 0) {
       removed = "cannot remove it: " + tc_strerror(errno);
     } else if (lock.held()) {
       if (const auto total = lock.total()) {
@@ -820,36 +848,23 @@ std::optional<std::vector<at::Tensor>> TensorCache::get(const std::string& key) 
     return std::nullopt;
   }
   const std::string path = entry_path(key);
-  TcFd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  // Non-blocking: a FIFO under an entry's name is refused below, not waited on for a writer.
+  TcFd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
   struct stat st {};
-  if (f.fd < 0 || ::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (f.fd < 0 || ::fstat(f.fd, &st) != 0) {
     misses_.fetch_add(1);
     return std::nullopt;
   }
+  const std::uint64_t limit = std::max(options_.budget_bytes, kTcReadFloor);
+  std::string problem = tc_unreadable(st, limit);
   const auto size = static_cast<std::size_t>(st.st_size);
-  std::unique_ptr<unsigned char[]> bytes(new unsigned char[size == 0 ? 1 : size]);
-  std::size_t got = 0;
-  std::string problem;
-  while (got < size) {
-    const ssize_t n = ::pread(f.fd, bytes.get() + got, size - got, static_cast<off_t>(got));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      problem = "cannot read it: " + tc_strerror(errno);
-      break;
-    }
-    if (n == 0) {
-      problem = "it shrank to " + std::to_string(got) + " bytes while being read";
-      break;
-    }
-    got += static_cast<std::size_t>(n);
+  std::unique_ptr<unsigned char[]> bytes;
+  if (problem.empty()) {
+    bytes.reset(new unsigned char[size == 0 ? 1 : size]);
+    problem = tc_read_all(f.fd, bytes.get(), size);
   }
   TcDecoded decoded;
-  if (problem.empty()) {
-    if (size == 0)
-      problem = "empty file";
-    else
-      decoded = tc_decode(bytes.get(), size, key, options_.version);
-  }
+  if (problem.empty()) decoded = tc_decode(bytes.get(), size, key, options_.version);
   if (problem.empty()) problem = decoded.problem;
   if (!problem.empty()) {
     drop_bad_entry(path, f.fd, key, problem);

@@ -840,6 +840,89 @@ TEST_CASE("tensor cache: a missing directory is created; an unusable one turns t
   }
 }
 
+TEST_CASE("tensor cache: the default directory under a cache root that cannot be used: off, said by the root's one warning") {
+  TempDir tmp("accelkit-tensor-cache");
+  const at::Tensor t = at::arange(5, at::TensorOptions().dtype(at::kFloat));
+  accelkit::test::write_file(tmp.path() / "rootfile", "not a directory");
+  accelkit::test::ScopedEnv env("ACCELKIT_CACHE_DIR", (tmp.path() / "rootfile").string());
+  Warnings w;
+  TensorCache c(options("", &w));
+  CHECK_FALSE(c.enabled());
+  CHECK(contains(c.disabled_reason(), (tmp.path() / "rootfile").string() + ": Not a directory"));
+  c.put("k", t);
+  CHECK_FALSE(c.get("k").has_value());
+  CHECK(w.size() == 0);  // decision_cache_dir's warning, once for the process, says it
+}
+
+// Runs `get` on a thread of its own; false when it has not returned within a minute. A get stuck
+// opening the FIFO `fifo` (waiting for a writer) is then released by opening it for writing
+// here, so that a hang fails the test instead of blocking it.
+bool returns_in_time(const fs::path& fifo, const std::function<void()>& get) {
+  std::atomic<bool> done{false};
+  std::thread worker([&] {
+    get();
+    done = true;
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!done && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const bool in_time = done;
+  if (!in_time) {
+    const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd >= 0) ::close(fd);
+  }
+  worker.join();
+  return in_time;
+}
+
+TEST_CASE("tensor cache: a FIFO, a directory or an oversized file under an entry's name is never waited on or read") {
+  TempDir tmp("accelkit-tensor-cache");
+  const at::Tensor t = at::arange(6, at::TensorOptions().dtype(at::kFloat));
+  Warnings w;
+  TensorCache c(options(tmp.str(), &w, 1u << 20));
+  REQUIRE(c.enabled());
+
+  // A FIFO: the read neither waits for a writer nor reads; one line names it, it is removed,
+  // and the entry computed again takes its name.
+  const fs::path fifo = c.entry_path("fifo");
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  std::optional<std::vector<at::Tensor>> got;
+  REQUIRE(returns_in_time(fifo, [&] { got = c.get("fifo"); }));
+  CHECK_FALSE(got.has_value());
+  REQUIRE(w.size() == 1);
+  CHECK(contains(w.lines[0], fifo.string()));
+  CHECK(contains(w.lines[0], "not a regular file (a FIFO)"));
+  CHECK(same(c.get_or_compute_tensor("fifo", [&] { return t; }), t));
+  CHECK(fs::is_regular_file(fifo));
+  REQUIRE(c.get_tensor("fifo").has_value());
+  CHECK(same(*c.get_tensor("fifo"), t));
+
+  // An empty directory: removed the same way, then replaced.
+  const fs::path dir = c.entry_path("dir");
+  fs::create_directory(dir);
+  CHECK_FALSE(c.get("dir").has_value());
+  REQUIRE(w.size() == 2);
+  CHECK(contains(w.lines[1], dir.string()));
+  CHECK(contains(w.lines[1], "not a regular file (a directory)"));
+  c.put("dir", t);
+  CHECK(c.enabled());
+  REQUIRE(c.get_tensor("dir").has_value());
+
+  // A file larger than both the budget and 1 GiB (sparse: no disk taken) is not read.
+  const fs::path big = c.entry_path("big");
+  {
+    const int fd = ::open(big.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    REQUIRE(fd >= 0);
+    REQUIRE(::ftruncate(fd, static_cast<off_t>((1ull << 30) + 1)) == 0);
+    ::close(fd);
+  }
+  CHECK_FALSE(c.get("big").has_value());
+  REQUIRE(w.size() == 3);
+  CHECK(contains(w.lines[2], big.string()));
+  CHECK(contains(w.lines[2], "larger (1073741825 bytes) than the cache keeps (1073741824 bytes)"));
+  CHECK_FALSE(fs::exists(big));
+  CHECK(c.stats().corrupt == 3);
+}
+
 // Restores RLIMIT_FSIZE and SIGXFSZ's disposition when it goes.
 class FileSizeLimit {
  public:

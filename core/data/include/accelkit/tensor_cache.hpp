@@ -20,7 +20,9 @@
 // magic and format, the key and version (a hash collision is a miss, not a hit), the dtype
 // codes, sizes whose byte counts add up to the payload exactly, no bytes after the frame.
 // An entry that fails any check is removed, reported once (a warning) and counted as corrupt,
-// and the read is a miss: bad data is never returned.
+// and the read is a miss: bad data is never returned. So is a name that holds no regular file
+// (a FIFO, a socket, an empty directory; opened without blocking and never read) or a file
+// larger than max(budget_bytes, 1 GiB), which is not read either.
 //
 // Writes. A put compresses into a temporary file in the directory (.<name>.tmp-<pid>-<n>),
 // fsyncs it and renames it over the entry, then fsyncs the directory: a reader sees the old
@@ -45,7 +47,9 @@
 //
 // Failures. A directory that cannot be created or written, or a write that fails (a full disk,
 // a quota), turns the cache off: one warning per TensorCache, then get() misses and put() does
-// nothing; enabled() and disabled_reason() say so. No I/O error escapes as an exception.
+// nothing; enabled() and disabled_reason() say so. No I/O error escapes as an exception. With
+// no `dir` given, a cache root that cannot be used (decision_cache.hpp) turns it off without a
+// warning of its own: the root's one warning for the process says why.
 #pragma once
 
 #include <ATen/core/Tensor.h>
