@@ -25,3 +25,7 @@ set_target_properties(accelkit-fixture-fake-c10 PROPERTIES LIBRARY_OUTPUT_DIRECT
 add_test(NAME launcher_test
   COMMAND "${CMAKE_CURRENT_SOURCE_DIR}/apps/launcher_test.sh" "$<TARGET_FILE:accelkit>" "${ACCELKIT_TORCH_VERSION}"
           "$<TARGET_SONAME_FILE_NAME:c10>" "$<TARGET_FILE:accelkit-fixture-fake-c10>")
+
+# bench against a decision cache it cannot trust (FIFO and garbage entries, a directory that
+# cannot be used), every run with a deadline.
+accelkit_add_cli_test(bench_cache_test SOURCES apps/bench_cache_test.cpp)

@@ -49,3 +49,12 @@ if(TARGET accelkit-plugin-cpu)
   target_compile_definitions(${operator_kernels_test_target} PRIVATE ACCELKIT_TEST_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}")
   add_dependencies(${operator_kernels_test_target} accelkit-plugin-cpu)
 endif()
+# Decision-cache entries that are no entries (FIFO, socket, directory, oversized, garbage) and
+# cache directories that cannot be used, through the base's reader and the AdamW choice on the
+# built CPU plugin: one line each, no hang, the decision still made.
+if(TARGET accelkit-plugin-cpu)
+  accelkit_add_test(cache_entry_test SOURCES core/runtime/cache_entry_test.cpp
+    LINK accelkit::core nlohmann_json::nlohmann_json GROUP runtime)
+  target_compile_definitions(${cache_entry_test_target} PRIVATE ACCELKIT_TEST_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}")
+  add_dependencies(${cache_entry_test_target} accelkit-plugin-cpu)
+endif()
