@@ -260,10 +260,18 @@ TEST_CASE("train --nproc-per-node 2, SIGHUP to the launcher: stopped as by SIGTE
   TempDir tmp("accelkit-train-dist");
   const fs::path ckpt = tmp.path() / "ck";
   const std::string long_run = write_config(tmp.path(), ckpt, 1000000, 32);
-  CliProcess launcher({"train", "--config", long_run, "--nproc-per-node", "2", "--dist-timeout", "20", "--json"}, {});
-  workers_training(launcher, ckpt);
-  REQUIRE(::kill(launcher.pid(), SIGHUP) == 0);
-  const RunResult r = launcher.wait();
+  // SIGHUP as usual in the launcher, whatever this process was started with (nohup).
+  struct sigaction usual {}, saved {};
+  usual.sa_handler = SIG_DFL;
+  sigemptyset(&usual.sa_mask);
+  REQUIRE(::sigaction(SIGHUP, &usual, &saved) == 0);
+  auto launcher = std::make_unique<CliProcess>(
+      std::vector<std::string>{"train", "--config", long_run, "--nproc-per-node", "2", "--dist-timeout", "20", "--json"},
+      EnvOverrides{});
+  ::sigaction(SIGHUP, &saved, nullptr);
+  workers_training(*launcher, ckpt);
+  REQUIRE(::kill(launcher->pid(), SIGHUP) == 0);
+  const RunResult r = launcher->wait();
   INFO(describe(r));
   CHECK(r.code == 128 + SIGHUP);
   clean_stop_step(r, ckpt);

@@ -82,20 +82,23 @@ class FileSizeLimit {
   struct rlimit saved_ {};
 };
 
-// SIGHUP ignored in this process while it lives, and so in a process started meanwhile (nohup).
-class IgnoredHangup {
+// Signal `sig`'s disposition in this process set to `handler` (SIG_IGN: SIGHUP as under nohup;
+// SIG_DFL: as usual, whatever this process was started with) while it lives, and so in a
+// process started meanwhile.
+class Disposition {
  public:
-  IgnoredHangup() {
-    struct sigaction ignore {};
-    ignore.sa_handler = SIG_IGN;
-    sigemptyset(&ignore.sa_mask);
-    REQUIRE(::sigaction(SIGHUP, &ignore, &saved_) == 0);
+  Disposition(int sig, void (*handler)(int)) : sig_(sig) {
+    struct sigaction set {};
+    set.sa_handler = handler;
+    sigemptyset(&set.sa_mask);
+    REQUIRE(::sigaction(sig, &set, &saved_) == 0);
   }
-  ~IgnoredHangup() { ::sigaction(SIGHUP, &saved_, nullptr); }
-  IgnoredHangup(const IgnoredHangup&) = delete;
-  IgnoredHangup& operator=(const IgnoredHangup&) = delete;
+  ~Disposition() { ::sigaction(sig_, &saved_, nullptr); }
+  Disposition(const Disposition&) = delete;
+  Disposition& operator=(const Disposition&) = delete;
 
  private:
+  int sig_;
   struct sigaction saved_ {};
 };
 
@@ -117,6 +120,7 @@ TEST_CASE("train under a file-size limit: exit 1 naming the file, File too large
   {
     std::unique_ptr<CliProcess> p;
     {
+      Disposition usual(SIGXFSZ, SIG_DFL);  // what kills a process writing past the limit
       FileSizeLimit limit(size / 2);
       p = std::make_unique<CliProcess>(
           std::vector<std::string>{"train", "--config", write_config(tmp.path(), ckpt, 30), "--resume"}, EnvOverrides{});
@@ -144,10 +148,15 @@ TEST_CASE("train under a file-size limit: exit 1 naming the file, File too large
 TEST_CASE("SIGHUP to a train: it stops after the step and saves it, exit 129, and resumes from it") {
   TempDir tmp("accelkit-train-signals");
   const fs::path ckpt = tmp.path() / "ck";
-  CliProcess p({"train", "--config", write_config(tmp.path(), ckpt, 100000000)}, {});
+  std::unique_ptr<CliProcess> p;
+  {
+    Disposition usual(SIGHUP, SIG_DFL);
+    p = std::make_unique<CliProcess>(
+        std::vector<std::string>{"train", "--config", write_config(tmp.path(), ckpt, 100000000)}, EnvOverrides{});
+  }
   wait_for_step(ckpt, 10);
-  REQUIRE(::kill(p.pid(), SIGHUP) == 0);
-  const RunResult r = p.wait();
+  REQUIRE(::kill(p->pid(), SIGHUP) == 0);
+  const RunResult r = p->wait();
   INFO(describe(r));
   CHECK(r.code == 128 + SIGHUP);
   CHECK(contains(r.err, "stopping after this step to save a checkpoint"));
@@ -170,7 +179,7 @@ TEST_CASE("SIGHUP ignored when a train begins (nohup): it trains on; SIGTERM sti
   const fs::path ckpt = tmp.path() / "ck";
   std::unique_ptr<CliProcess> p;
   {
-    IgnoredHangup nohup;
+    Disposition nohup(SIGHUP, SIG_IGN);
     p = std::make_unique<CliProcess>(
         std::vector<std::string>{"train", "--config", write_config(tmp.path(), ckpt, 100000000)}, EnvOverrides{});
   }
