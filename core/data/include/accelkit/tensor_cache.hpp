@@ -20,9 +20,9 @@
 // magic and format, the key and version (a hash collision is a miss, not a hit), the dtype
 // codes, sizes whose byte counts add up to the payload exactly, no bytes after the frame.
 // An entry that fails any check is removed, reported once (a warning) and counted as corrupt,
-// and the read is a miss: bad data is never returned. So is a name that holds no regular file
-// (a FIFO, a socket, an empty directory; opened without blocking and never read) or a file
-// larger than max(budget_bytes, 1 GiB), which is not read either.
+// and the read is a miss: bad data is never returned. So is a name that holds a FIFO or an empty
+// directory (opened without blocking, never read) or a file larger than max(budget_bytes,
+// 1 GiB), which is not read either. A socket cannot be opened: a miss, replaced by the next put.
 //
 // Writes. A put compresses into a temporary file in the directory (.<name>.tmp-<pid>-<n>),
 // fsyncs it and renames it over the entry, then fsyncs the directory: a reader sees the old
