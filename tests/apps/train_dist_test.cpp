@@ -1,11 +1,19 @@
 // accelkit train --nproc-per-node 2: two local workers over Gloo train the same weights as one
 // process on the whole batch, rank 0 alone reports and checkpoints, and the run resumes at
 // world size 1 from rank 0's checkpoint.
+#include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -69,15 +77,19 @@ std::vector<pid_t> children_of(pid_t parent) {
 
 // The launcher's 2 workers (rank order: started in it), once rank 0 has written the step-10
 // checkpoint into `ckpt` (training is under way on both ranks).
-std::vector<pid_t> workers_training(const CliProcess& launcher, const fs::path& ckpt) {
+std::vector<pid_t> workers_training(pid_t launcher, const fs::path& ckpt) {
   const auto start = std::chrono::steady_clock::now();
   while (!fs::exists(ckpt / "step-00000010.ckpt") &&
          std::chrono::steady_clock::now() - start < std::chrono::seconds(60))
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   REQUIRE(fs::exists(ckpt / "step-00000010.ckpt"));
-  const auto workers = children_of(launcher.pid());
+  const auto workers = children_of(launcher);
   REQUIRE(workers.size() == 2);
   return workers;
+}
+
+std::vector<pid_t> workers_training(const CliProcess& launcher, const fs::path& ckpt) {
+  return workers_training(launcher.pid(), ckpt);
 }
 
 std::size_t count(const std::string& text, const std::string& what) {
@@ -255,6 +267,100 @@ TEST_CASE("train --nproc-per-node 2, SIGINT to the whole process group (Ctrl-C):
   CHECK(r.code == 128 + SIGINT);
   clean_stop_step(r, ckpt);  // rank 0 stopped after the step and saved it: not killed by the second SIGINT
 }
+
+#ifdef POSIX_SPAWN_SETSID
+// `accelkit args...` as CliProcess runs it, but a session of its own on a new pseudo-terminal
+// whose foreground process group it is (stdin the terminal; stdout and stderr files): a Ctrl-C
+// typed there is the terminal's SIGINT to it and its workers (si_code SI_KERNEL, from no process).
+class OnTerminal {
+ public:
+  explicit OnTerminal(const std::vector<std::string>& args) : tmp_("accelkit-cli-tty") {
+    master_ = ::posix_openpt(O_RDWR | O_NOCTTY);
+    REQUIRE(master_ >= 0);
+    REQUIRE(::grantpt(master_) == 0);
+    REQUIRE(::unlockpt(master_) == 0);
+    const std::string terminal = ::ptsname(master_);
+    std::vector<std::string> env;
+    for (char** e = environ; *e; ++e)
+      if (std::string(*e).rfind("ACCELKIT_", 0) != 0) env.emplace_back(*e);
+    env.push_back("ACCELKIT_PLUGIN_PATH=" + cpu_plugin_dir());
+    if (const char* cache = std::getenv("ACCELKIT_CACHE_DIR")) env.push_back(std::string("ACCELKIT_CACHE_DIR=") + cache);
+    std::vector<std::string> argv_strings{kCli};
+    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+    std::vector<char*> argv, envp;
+    for (auto& a : argv_strings) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (auto& kv : env) envp.push_back(kv.data());
+    envp.push_back(nullptr);
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    // Opened by a session leader, the terminal becomes its controlling terminal.
+    posix_spawn_file_actions_addopen(&fa, 0, terminal.c_str(), O_RDWR, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, (tmp_.path() / "out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_addopen(&fa, 2, (tmp_.path() / "err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int rc = posix_spawn(&pid_, kCli.c_str(), &fa, &attr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    REQUIRE_MESSAGE(rc == 0, "posix_spawn " << kCli << ": " << std::strerror(rc));
+  }
+  ~OnTerminal() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      wait();
+    }
+    ::close(master_);
+  }
+  OnTerminal(const OnTerminal&) = delete;
+  OnTerminal& operator=(const OnTerminal&) = delete;
+
+  pid_t pid() const noexcept { return pid_; }
+  // Ctrl-C typed on the terminal (its interrupt character, ^C, with ISIG on as a new one has it).
+  void ctrl_c() { REQUIRE(::write(master_, "\x03", 1) == 1); }
+
+  // Waits for the exit (killing it after `limit`: a Ctrl-C that stopped nothing).
+  RunResult wait(std::chrono::seconds limit = std::chrono::seconds(120)) {
+    int status = 0;
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    pid_t ended = 0;
+    while ((ended = ::waitpid(pid_, &status, WNOHANG)) == 0 || (ended < 0 && errno == EINTR)) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ::kill(pid_, SIGKILL);
+        while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+        }
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    pid_ = -1;
+    RunResult r;
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = slurp(tmp_.path() / "out");
+    r.err = slurp(tmp_.path() / "err");
+    return r;
+  }
+
+ private:
+  TempDir tmp_;
+  int master_ = -1;
+  pid_t pid_ = -1;
+};
+
+TEST_CASE("train --nproc-per-node 2, Ctrl-C at its terminal: every process has it, one clean stop, exit 130") {
+  TempDir tmp("accelkit-train-dist");
+  const fs::path ckpt = tmp.path() / "ck";
+  const std::string long_run = write_config(tmp.path(), ckpt, 1000000, 32);
+  OnTerminal launcher({"train", "--config", long_run, "--nproc-per-node", "2", "--dist-timeout", "20", "--json"});
+  workers_training(launcher.pid(), ckpt);
+  launcher.ctrl_c();
+  const RunResult r = launcher.wait();
+  INFO(describe(r));
+  CHECK(r.code == 128 + SIGINT);
+  clean_stop_step(r, ckpt);  // not killed by the launcher's copy of the signal
+}
+#endif
 
 TEST_CASE("train --nproc-per-node 2, SIGHUP to the launcher: stopped as by SIGTERM, exit 129") {
   TempDir tmp("accelkit-train-dist");
