@@ -48,7 +48,9 @@ void render_plugins(std::ostream& out, const std::vector<PluginRecord>& plugins,
                p.probe ? std::to_string(p.probe->score) : "-",
                p.probe ? std::to_string(p.probe->devices.size()) : "-", p.path});
     if (!p.reason.empty()) t.add_note("reason: " + p.reason);
-    if (verbose && !p.scan.empty() && p.status != PluginStatus::rejected) t.add_note("scan: " + p.scan);
+    // A plugin loaded although its scan failed (the cpu plugin after a timeout) says so always.
+    if ((verbose || p.scan.rfind("failed", 0) == 0) && !p.scan.empty() && p.status != PluginStatus::rejected)
+      t.add_note("scan: " + p.scan);
     if (!p.probe) continue;
     if (verbose || p.status != PluginStatus::usable)
       for (const auto& r : p.probe->reasons)

@@ -416,6 +416,43 @@ PluginRecord load_plugin_file(const std::string& path, bool probe) { return load
 
 namespace {
 
+// Says `line` once per process: a registry's problem, or the cpu plugin examined here after a
+// timeout, would otherwise repeat at every discovery.
+void warn_once(const std::string& line) {
+  static std::mutex m;
+  static std::set<std::string> said;
+  std::lock_guard<std::mutex> lock(m);
+  if (said.insert(line).second) spdlog::warn("{}", line);
+}
+
+// The plugins whose scan ran out of time in this process, by registry and file: a timeout
+// recorded by an earlier run is scanned again at most once per run, not at every discovery.
+class TimedOutHere {
+ public:
+  static bool contains(const std::string& registry, const std::string& plugin) {
+    std::lock_guard<std::mutex> lock(mutex());
+    return set().count(registry + '\n' + plugin) > 0;
+  }
+  static void add(const std::string& registry, const std::string& plugin) {
+    std::lock_guard<std::mutex> lock(mutex());
+    set().insert(registry + '\n' + plugin);
+  }
+
+ private:
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static std::set<std::string>& set() {
+    static std::set<std::string> s;
+    return s;
+  }
+};
+
+// The plugin every machine has, the fallback when no other device is usable (plugins/cpu):
+// never left refused for running out of time alone.
+bool is_fallback_plugin(const std::string& path) { return name_from_file(path) == "cpu"; }
+
 // The out-of-process examination of one candidate: "" to go on loading it here, else why it
 // is refused. Fills rec.scan.
 class Examiner {
@@ -439,24 +476,24 @@ class Examiner {
     if (!registry_->path().empty()) note_ += "; verdicts kept in " + registry_->path();
     else note_ += "; no cache directory, so nothing is kept between runs";
     if (!registry_->problem().empty())
-      spdlog::warn("plugin registry {} not used: {}; examining every plugin again", registry_->path(), registry_->problem());
+      warn_once("plugin registry " + registry_->path() + " not used: " + registry_->problem() +
+                "; examining every plugin again");
   }
   ~Examiner() {
     if (!registry_) return;
     if (std::string why = registry_->save(); !why.empty())
-      spdlog::warn("cannot write the plugin registry {}: {}", registry_->path(), why);
+      warn_once("cannot write the plugin registry " + registry_->path() + ": " + text::shorten(why, 300));
   }
   const std::string& note() const noexcept { return note_; }
 
-  // Examines every file of `paths` that has no recorded verdict, several children at a time
-  // (as many as there are CPUs): a cold start pays for the slowest, not for all of them.
+  // Examines every file of `paths` that needs it (needs_scan), several children at a time (as
+  // many as there are CPUs): a cold start pays for the slowest, not for all of them.
   void prescan(const std::vector<std::string>& paths) {
     if (scanner_.empty()) return;
     std::vector<std::string> todo;
     for (const auto& path : paths) {
       PluginRecord probe_only;
-      if (!file_problem(path, probe_only).empty()) continue;
-      if (options_.rescan || !registry_->lookup(path)) todo.push_back(path);
+      if (file_problem(path, probe_only).empty() && needs_scan(path)) todo.push_back(path);
     }
     if (todo.empty()) return;
     std::vector<scan::Verdict> verdicts(todo.size());
@@ -464,47 +501,68 @@ class Examiner {
     for (std::size_t begin = 0; begin < todo.size(); begin += width) {
       std::vector<std::thread> children;
       for (std::size_t i = begin; i < std::min(todo.size(), begin + width); ++i)
-        children.emplace_back([&, i] {
-          verdicts[i] = scan::scan_in_child(scanner_, todo[i], {options_.scan_timeout_s, options_.scan_memory_bytes});
-        });
+        children.emplace_back([&, i] { verdicts[i] = scan::scan_with_retry(scanner_, todo[i], limits()); });
       for (auto& t : children) t.join();
     }
-    for (std::size_t i = 0; i < todo.size(); ++i) {
-      registry_->record(todo[i], verdicts[i]);
-      fresh_.insert(todo[i]);
-    }
+    for (std::size_t i = 0; i < todo.size(); ++i) keep(todo[i], verdicts[i]);
   }
 
   std::string examine(const std::string& path, PluginRecord& rec, std::vector<std::string>& trace) {
     if (scanner_.empty()) return {};
     PluginRecord probe_only;  // the cheap checks first: what the file alone refuses needs no child
     if (!file_problem(path, probe_only).empty()) return {};
-    const bool fresh = fresh_.count(path) > 0;  // examined by prescan() just now
-    std::optional<scan::Verdict> v = options_.rescan && !fresh ? std::nullopt : registry_->lookup(path);
-    const bool recorded = v.has_value() && !fresh;
-    if (!v) {
-      v = scan::scan_in_child(scanner_, path, {options_.scan_timeout_s, options_.scan_memory_bytes});
-      registry_->record(path, *v);
-    }
+    std::optional<scan::Verdict> v;
+    const auto fresh = fresh_.find(path);  // examined by prescan() just now
+    if (fresh != fresh_.end()) v = fresh->second;
+    else if (!needs_scan(path)) v = registry_->lookup(path);
+    const bool recorded = v.has_value() && fresh == fresh_.end();
+    if (!v) v = keep(path, scan::scan_with_retry(scanner_, path, limits()));
     char ms[32];
     std::snprintf(ms, sizeof ms, "%.0f ms", v->ms);
     const std::string when = recorded ? "recorded " + v->scanned : std::string("examined now in ") + ms;
-    trace.push_back("  " + path + ": out-of-process scan " + (v->passed ? "passed" : "failed") + " (" + when + ")");
+    trace.push_back("  " + path + ": out-of-process scan " + (v->passed ? "passed" : "failed") + " (" + when + ")" +
+                    (v->timed_out ? ": ran out of time" : ""));
     if (v->passed) {
-      rec.scan = "passed (" + when + ")";
+      rec.scan = "passed (" + when + (v->note.empty() ? "" : "; " + v->note) + ")";
       return {};
     }
     rec.scan = "failed (" + when + "): " + v->reason;
-    return "examined in a separate process, it " + v->reason +
-           "; refused until the file changes (accelkit plugins --rescan examines it again)";
+    if (!v->timed_out)
+      return "examined in a separate process, it " + v->reason +
+             "; refused until the file changes (accelkit plugins --rescan examines it again)";
+    if (!is_fallback_plugin(path))
+      return "examined in a separate process, it " + v->reason + " (a timeout: it will be scanned again on the next run)";
+    rec.scan += "; examined in this process instead, as the cpu plugin is the fallback every machine has";
+    warn_once("plugin " + path + ": its out-of-process scan " + v->reason +
+              "; examined in this process instead, as the cpu plugin is the fallback every machine has (the next run "
+              "scans it again)");
+    return {};
   }
 
  private:
+  scan::ScanLimits limits() const { return {options_.scan_timeout_s, options_.scan_memory_bytes}; }
+
+  // Whether `path` is to be scanned: asked to (rescan), no verdict for this version of the
+  // file, or a timeout recorded by another run (at most once in this one).
+  bool needs_scan(const std::string& path) const {
+    if (options_.rescan) return true;
+    const std::optional<scan::Verdict> v = registry_->lookup(path);
+    return !v || (v->timed_out && !TimedOutHere::contains(registry_->path(), path));
+  }
+
+  // A verdict reached now: recorded, and not reached again in this discovery nor, when it is a
+  // timeout, in this run.
+  const scan::Verdict& keep(const std::string& path, scan::Verdict v) {
+    registry_->record(path, v);
+    if (v.timed_out) TimedOutHere::add(registry_->path(), path);
+    return fresh_[path] = std::move(v);
+  }
+
   const LoaderOptions& options_;
   std::string scanner_;
   std::string note_;
   std::optional<scan::Registry> registry_;
-  std::set<std::string> fresh_;
+  std::map<std::string, scan::Verdict> fresh_;
 };
 
 // The plugin files of every search directory, in search order (what discover_plugins visits).

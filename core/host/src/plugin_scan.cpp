@@ -6,16 +6,22 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <optional>
 #include <sstream>
+#include <string_view>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -27,6 +33,8 @@
 #include "accelkit/sdk/host_paths.hpp"
 #include "accelkit/version.hpp"
 #include "accelkit/decision_cache.hpp"
+#include "accelkit/machine_load.hpp"
+#include "accelkit/sdk/support/host_file.hpp"
 #include "accelkit/base/strings.hpp"
 
 extern char** environ;  // POSIX: declared by no header
@@ -158,14 +166,70 @@ bool collect(const Child& child, Clock::time_point deadline, std::string& result
   return true;
 }
 
-// Waits for the child to end, at most until `deadline`; false when it did not.
-bool reap(pid_t pid, Clock::time_point deadline, int& status) {
+// Waits for the child to end, at most until `deadline`; false when it did not. `usage` is the
+// child's, once it ended.
+bool reap(pid_t pid, Clock::time_point deadline, int& status, rusage& usage) {
   for (;;) {
-    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    const pid_t r = ::wait4(pid, &status, WNOHANG, &usage);
     if (r == pid) return true;
     if (r < 0 && errno != EINTR) return false;
     if (Clock::now() >= deadline) return false;
     ::usleep(2000);
+  }
+}
+
+double cpu_seconds(const rusage& r) {
+  return static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec) +
+         static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec) / 1e6;
+}
+
+int core_count() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
+// Cores other processes kept busy while the child ran: the machine's busy time (/proc/stat,
+// machine_load.hpp) less this process's and the child's own, over the wall time. -1: unknown.
+double others_during(const std::optional<CpuSample>& before, const rusage& child) {
+  const auto after = sample_cpu();
+  if (!before || !after) return -1;
+  const double wall = std::chrono::duration<double>(after->at - before->at).count();
+  if (wall <= 0) return -1;
+  const double others = other_cores(*before, *after) - cpu_seconds(child) / wall;
+  return std::clamp(others, 0.0, static_cast<double>(core_count()));
+}
+
+// "other processes kept 1.9 of the 2 cores busy".
+std::string load_text(double others, int cores) {
+  if (others < 0) return "the machine's load could not be read";
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "other processes kept %.1f of the %d core%s busy", others, cores, cores == 1 ? "" : "s");
+  return buf;
+}
+
+// How one child ended, before it is judged.
+struct Ending {
+  bool ended = false;  // by itself, within the timeout
+  int status = 0;
+  std::string result, output;
+};
+
+// The verdict on how the child ended (scan_in_child's, but for the timeout's wording).
+void judge(const Ending& e, int timeout, Verdict& v) {
+  const std::string said = last_line(e.output);
+  const std::string tail = said.empty() ? "" : " (its last output: " + said + ")";
+  if (!e.ended) {
+    v.timed_out = true;
+    v.reason = "did not finish within " + std::to_string(timeout) + " s (plugin_scan_timeout) and was killed" + tail;
+  } else if (WIFSIGNALED(e.status)) {
+    const std::string why = terminate_text(e.output);
+    v.reason = signal_text(WTERMSIG(e.status)) + (why.empty() ? tail : ": " + why);
+  } else if (WIFEXITED(e.status) && WEXITSTATUS(e.status) != 0) {
+    v.reason = "ended the process with exit status " + std::to_string(WEXITSTATUS(e.status)) + tail;
+  } else if (e.result.compare(0, std::strlen(kPassedLine), kPassedLine) != 0) {
+    v.reason = "ended the process (exit status 0) before the examination finished: a plugin must never end it" + tail;
+  } else if (const std::size_t at = e.result.find(std::string("\n") + kTableLine); at != std::string::npos) {
+    const std::size_t from = at + 1 + std::strlen(kTableLine);
+    v.reason = e.result.substr(from, e.result.find('\n', from) - from);
+  } else {
+    v.passed = true;
   }
 }
 
@@ -199,6 +263,7 @@ std::string find_scanner(std::string* looked) {
 Verdict scan_in_child(const std::string& scanner, const std::string& plugin, const ScanLimits& limits) {
   Verdict v;
   v.scanned = decision_cache::utc_now();
+  const std::optional<CpuSample> before = sample_cpu();
   const auto start = Clock::now();
   Child child;
   if (std::string why = spawn(scanner, plugin, limits, child); !why.empty()) {
@@ -207,36 +272,56 @@ Verdict scan_in_child(const std::string& scanner, const std::string& plugin, con
   }
   const int timeout = limits.timeout_s > 0 ? limits.timeout_s : 10;
   const auto deadline = start + std::chrono::seconds(timeout);
-  std::string result, output;
-  const bool finished = collect(child, deadline, result, output);
-  int status = 0;
-  const bool ended = finished && reap(child.pid, deadline, status);
-  if (!ended) {
+  Ending e;
+  rusage usage {};
+  const bool finished = collect(child, deadline, e.result, e.output);
+  e.ended = finished && reap(child.pid, deadline, e.status, usage);
+  if (!e.ended) {
     ::kill(-child.pid, SIGKILL);  // the whole group: whatever the plugin started goes too
     ::kill(child.pid, SIGKILL);
-    ::waitpid(child.pid, &status, 0);
+    while (::wait4(child.pid, &e.status, 0, &usage) < 0 && errno == EINTR) {
+    }
   }
   ::close(child.result_fd);
   ::close(child.output_fd);
   v.ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-  const std::string said = last_line(output);
-  const std::string tail = said.empty() ? "" : " (its last output: " + said + ")";
-  if (!ended) {
-    v.reason = "did not finish within " + std::to_string(timeout) + " s (plugin_scan_timeout) and was killed" + tail;
-  } else if (WIFSIGNALED(status)) {
-    const std::string why = terminate_text(output);
-    v.reason = signal_text(WTERMSIG(status)) + (why.empty() ? tail : ": " + why);
-  } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
-    v.reason = "ended the process with exit status " + std::to_string(WEXITSTATUS(status)) + tail;
-  } else if (result.compare(0, std::strlen(kPassedLine), kPassedLine) != 0) {
-    v.reason = "ended the process (exit status 0) before the examination finished: a plugin must never end it" + tail;
-  } else if (const std::size_t at = result.find(std::string("\n") + kTableLine); at != std::string::npos) {
-    const std::size_t from = at + 1 + std::strlen(kTableLine);
-    v.reason = result.substr(from, result.find('\n', from) - from);
-  } else {
-    v.passed = true;
-  }
+  v.others = others_during(before, usage);
+  judge(e, timeout, v);
   return v;
+}
+
+int retry_timeout_s(int timeout_s, double others, int cores) {
+  const double all = std::max(1, cores);
+  double factor = 4;
+  if (others >= 0) factor = std::clamp(all / std::max(all - others, all / 8), 2.0, 8.0);
+  const long longer = static_cast<long>(std::ceil(timeout_s * factor));
+  return static_cast<int>(longer <= 600 ? longer : std::max(600L, 2L * timeout_s));
+}
+
+Verdict scan_with_retry(const std::string& scanner, const std::string& plugin, const ScanLimits& limits) {
+  Verdict first = scan_in_child(scanner, plugin, limits);
+  if (!first.timed_out) return first;
+  const int cores = core_count();
+  const int timeout = limits.timeout_s > 0 ? limits.timeout_s : 10;
+  ScanLimits longer = limits;
+  longer.timeout_s = retry_timeout_s(timeout, first.others, cores);
+  Verdict second = scan_in_child(scanner, plugin, longer);
+  second.ms += first.ms;
+  const std::string load = load_text(first.others, cores);
+  const std::string first_try =
+      "the first try ran out of its " + std::to_string(timeout) + " s (plugin_scan_timeout) while " + load;
+  if (second.passed) {
+    second.note = "on a second try of " + std::to_string(longer.timeout_s) + " s: " + first_try;
+  } else if (second.timed_out) {
+    const std::string killed = "and was killed";
+    const std::size_t tail = second.reason.find(killed);
+    second.reason = "did not finish within " + std::to_string(timeout) + " s (plugin_scan_timeout) while " + load +
+                    ", nor within " + std::to_string(longer.timeout_s) + " s on a second try, " +
+                    (tail == std::string::npos ? killed : second.reason.substr(tail));
+  } else {
+    second.reason += " (on a second try of " + std::to_string(longer.timeout_s) + " s: " + first_try + ")";
+  }
+  return second;
 }
 
 // ---- the registry --------------------------------------------------------------------------
@@ -248,7 +333,8 @@ std::string host_fingerprint() {
 
 namespace {
 
-constexpr int kFormat = 1;
+// 2: with "timeout" (a verdict kept until the next run only) and "note".
+constexpr int kFormat = 2;
 
 bool file_stamp(const std::string& path, std::uint64_t& size, std::int64_t& mtime_ns) {
   struct stat st {};
@@ -267,31 +353,52 @@ std::string registry_path(const std::string& cache_dir) {
 Registry::Registry(std::string cache_dir) {
   if (cache_dir.empty()) return;
   path_ = registry_path(cache_dir);
-  std::ifstream in(path_, std::ios::binary);
-  if (!in) return;  // none yet
+  const host::ReadResult r = host::read_file_upto(path_, kRegistryLimit);
+  if (r.error == ENOENT) return;  // none yet
+  if (!r.ok()) {
+    problem_ = host::failure(r);
+    // A directory there, or a file in place of plugins/: nothing can be written, so nothing is
+    // tried (one line says it all).
+    if (r.error == ENOTDIR || (r.error == host::kNotRegular && std::string_view(r.not_regular) == "a directory")) {
+      keep_ = false;
+      problem_ += ", so no verdict is kept";
+    }
+    return;
+  }
+  if (r.truncated) {
+    problem_ = "larger than " + std::to_string(kRegistryLimit >> 20) + " MiB, which no registry is";
+    return;
+  }
   try {
-    const auto j = nlohmann::json::parse(in);
-    if (j.at("format").get<int>() != kFormat) {
-      problem_ = "format " + std::to_string(j.at("format").get<int>()) + ", expected " + std::to_string(kFormat);
-      return;
-    }
-    if (j.at("host").get<std::string>() != host_fingerprint()) {
-      problem_ = "written by another host (" + text::shorten(j.at("host").get<std::string>(), 120) + ")";
-      return;
-    }
-    for (const auto& [plugin, e] : j.at("plugins").items()) {
-      Entry entry;
-      entry.size = e.at("size").get<std::uint64_t>();
-      entry.mtime_ns = e.at("mtime_ns").get<std::int64_t>();
-      entry.verdict.passed = e.at("passed").get<bool>();
-      entry.verdict.reason = e.at("reason").get<std::string>();
-      entry.verdict.scanned = e.at("scanned").get<std::string>();
-      entry.verdict.ms = e.at("ms").get<double>();
-      entries_[plugin] = std::move(entry);
-    }
+    load(r.text);
   } catch (const std::exception& e) {
     entries_.clear();
     problem_ = std::string("unreadable (") + text::shorten(e.what(), 120) + ")";
+  }
+}
+
+// The entries of the registry's text; throws what nlohmann::json says of a malformed one.
+void Registry::load(const std::string& text) {
+  const auto j = nlohmann::json::parse(text);
+  if (j.at("format").get<int>() != kFormat) {
+    problem_ = "format " + std::to_string(j.at("format").get<int>()) + ", expected " + std::to_string(kFormat);
+    return;
+  }
+  if (j.at("host").get<std::string>() != host_fingerprint()) {
+    problem_ = "written by another host (" + text::shorten(j.at("host").get<std::string>(), 120) + ")";
+    return;
+  }
+  for (const auto& [plugin, e] : j.at("plugins").items()) {
+    Entry entry;
+    entry.size = e.at("size").get<std::uint64_t>();
+    entry.mtime_ns = e.at("mtime_ns").get<std::int64_t>();
+    entry.verdict.passed = e.at("passed").get<bool>();
+    entry.verdict.timed_out = e.at("timeout").get<bool>();
+    entry.verdict.reason = e.at("reason").get<std::string>();
+    entry.verdict.note = e.value("note", std::string());
+    entry.verdict.scanned = e.at("scanned").get<std::string>();
+    entry.verdict.ms = e.at("ms").get<double>();
+    entries_[plugin] = std::move(entry);
   }
 }
 
@@ -313,15 +420,16 @@ void Registry::record(const std::string& plugin, const Verdict& verdict) {
 }
 
 std::string Registry::save() {
-  if (!dirty_ || path_.empty()) return {};
+  if (!dirty_ || path_.empty() || !keep_) return {};
   for (auto it = entries_.begin(); it != entries_.end();) {  // files gone since: forgotten
     std::error_code ec;
     it = fs::exists(it->first, ec) ? std::next(it) : entries_.erase(it);
   }
   nlohmann::json plugins = nlohmann::json::object();
   for (const auto& [plugin, e] : entries_)
-    plugins[plugin] = {{"size", e.size},         {"mtime_ns", e.mtime_ns},          {"passed", e.verdict.passed},
-                       {"reason", e.verdict.reason}, {"scanned", e.verdict.scanned}, {"ms", e.verdict.ms}};
+    plugins[plugin] = {{"size", e.size},           {"mtime_ns", e.mtime_ns},       {"passed", e.verdict.passed},
+                       {"timeout", e.verdict.timed_out}, {"reason", e.verdict.reason}, {"note", e.verdict.note},
+                       {"scanned", e.verdict.scanned}, {"ms", e.verdict.ms}};
   const nlohmann::json j = {{"format", kFormat}, {"host", host_fingerprint()}, {"plugins", std::move(plugins)}};
   try {
     std::error_code ec;
