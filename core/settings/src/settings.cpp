@@ -491,7 +491,8 @@ void add_plugins(std::vector<SettingSpec>& s) {
                         "debugger)",
                         store_as<bool>(ACCELKIT_FIELD(plugin_scan))));
   s.push_back(int_spec("plugin_scan_timeout", 10, 1, 600, "ACCELKIT_PLUGIN_SCAN_TIMEOUT",
-                       "seconds a plugin may take to be examined before it is killed and refused",
+                       "seconds a plugin may take to be examined before it is killed (then once more, longer, before it is "
+                       "refused for the run)",
                        store_as<int>(ACCELKIT_FIELD(plugin_scan_timeout))));
   s.push_back(int_spec("plugin_scan_memory", 4096, 0, INT32_MAX, "ACCELKIT_PLUGIN_SCAN_MEMORY",
                        "MiB of data the examining process may allocate (0 = no limit)",
