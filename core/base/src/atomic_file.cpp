@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <utility>
 
 namespace accelkit {
 
@@ -28,12 +29,42 @@ std::string reason(int err) {
 
 void fsync_dir(const std::string& dir) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) fail("cannot open directory " + dir + " to sync it", errno);
+  if (fd < 0) {
+    const int err = errno;
+    fail("cannot open directory " + dir + " to sync it", err);
+  }
   const int rc = ::fsync(fd);
   const int err = errno;
   ::close(fd);
   if (rc != 0 && err != EINVAL) fail("fsync of directory " + dir + " failed", err);  // EINVAL: cannot sync a directory there
 }
+
+// The temporary file of one write: closed, and removed unless it took its name, however the
+// write ends (a failure's exception, any other one).
+class TempFile {
+ public:
+  TempFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  ~TempFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!renamed_) ::unlink(path_.c_str());
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+
+  int fd() const noexcept { return fd_; }
+  // close(2)'s result; the file is closed either way.
+  int close() {
+    const int rc = ::close(fd_);
+    fd_ = -1;
+    return rc;
+  }
+  void renamed() noexcept { renamed_ = true; }
+
+ private:
+  std::string path_;
+  int fd_;
+  bool renamed_ = false;
+};
 
 }  // namespace
 
@@ -42,17 +73,14 @@ void write_file_atomically(const std::string& path, std::string_view bytes) {
   const std::string dir = target.has_parent_path() ? target.parent_path().string() : std::string(".");
   const std::string temp =
       (std::filesystem::path(dir) / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()))).string();
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     const int err = errno;
     fail("cannot create " + temp + " to write " + path, err);
   }
-  // Every failure from here removes the temporary file; the message names the file asked for.
-  auto give_up = [&](const std::string& what, int err) {
-    if (fd >= 0) ::close(fd);
-    ::unlink(temp.c_str());
-    fail(what + " failed", err);
-  };
+  // Every failure from here removes the temporary file; the messages name the file asked for,
+  // and read errno before they are made (making one may allocate).
+  TempFile file(temp, fd);
   const char* p = bytes.data();
   std::size_t left = bytes.size();
   while (left > 0) {
@@ -60,28 +88,28 @@ void write_file_atomically(const std::string& path, std::string_view bytes) {
     if (n < 0) {
       const int err = errno;
       if (err == EINTR) continue;
-      give_up("writing " + path, err);
+      fail("writing " + path + " failed", err);
     }
     p += n;
     left -= static_cast<std::size_t>(n);
   }
-  // errno is read before the message is made (making it may allocate).
   if (::fchmod(fd, 0644) != 0) {  // whatever the umask
     const int err = errno;
-    give_up("chmod of " + path, err);
+    fail("chmod of " + path + " failed", err);
   }
   if (::fsync(fd) != 0) {
     const int err = errno;
-    give_up("fsync of " + path, err);
+    fail("fsync of " + path + " failed", err);
   }
-  const int closed = ::close(fd);
-  const int close_err = errno;
-  fd = -1;
-  if (closed != 0) give_up("closing " + path, close_err);
+  if (file.close() != 0) {
+    const int err = errno;
+    fail("closing " + path + " failed", err);
+  }
   if (::rename(temp.c_str(), path.c_str()) != 0) {
     const int err = errno;
-    give_up("renaming " + temp + " to " + path, err);
+    fail("renaming " + temp + " to " + path + " failed", err);
   }
+  file.renamed();
   fsync_dir(dir);
 }
 
