@@ -129,6 +129,7 @@ class LoadProcStat {
     }
     write(1000);
   }
+  std::string dir() const { return dir_.str(); }
   void add_busy(double seconds) { write(1000 + static_cast<long long>(seconds * static_cast<double>(::sysconf(_SC_CLK_TCK)))); }
 
  private:
@@ -413,7 +414,9 @@ TEST_CASE("a plugin that always runs out of time: a second try scaled by the mac
 
 TEST_CASE("the CLI: a stalled scan leaves the cpu plugin usable, says so, and the next run scans again") {
   TempDir tmp("accelkit-scan-stalled-cli");
+  const LoadProcStat quiet;  // the second try: 2 s (what runs out of time here is a stopped scanner)
   const EnvOverrides env = {{"ACCELKIT_PLUGIN_SCANNER", stalled_scanner(tmp)},
+                            {"ACCELKIT_PROCFS_ROOT", quiet.dir()},
                             {"ACCELKIT_PLUGIN_SCAN_TIMEOUT", "1"},
                             {"ACCELKIT_PLUGIN_PATH", cpu_plugin_dir() + ":" + fixture_dir("cuda")},
                             {"ACCELKIT_CACHE_DIR", (tmp.path() / "cache").string()}};
@@ -421,6 +424,7 @@ TEST_CASE("the CLI: a stalled scan leaves the cpu plugin usable, says so, and th
   REQUIRE_MESSAGE(info.code == 0, describe(info));
   CHECK(contains(info.out, "Selected: cpu:0"));
   CHECK(contains(info.out, "scan: failed (examined now in "));
+  CHECK(contains(info.out, "nor within 2 s on a second try"));
   CHECK(contains(info.out, "examined in this process instead, as the cpu plugin is the fallback"));
   CHECK(contains(info.out, "(a timeout: it will be scanned again on the next run)"));  // cuda's
   CHECK_MESSAGE(lines_of(info.err) == 1, info.err);  // the cpu plugin's warning
