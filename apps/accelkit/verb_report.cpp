@@ -99,7 +99,7 @@ bool load_report_model(const Invocation& inv, ReportModel& model) {
     }
     model.module = load_torchscript(inv.report_model);
   } catch (const ModelFileError& e) {
-    std::cerr << "accelkit: report: " << e.what() << '\n';  // names the file itself
+    std::cerr << "accelkit: report --model " << e.what() << '\n';  // what() begins with the file
     return false;
   } catch (const std::exception& e) {
     std::cerr << "accelkit: --model " << inv.report_model << ": " << torch_error_summary(e.what()) << '\n';
