@@ -196,11 +196,12 @@ double others_during(const std::optional<CpuSample>& before, const rusage& child
   return std::clamp(others, 0.0, static_cast<double>(core_count()));
 }
 
-// "other processes kept 1.9 of the 2 cores busy".
+// " while other processes kept 1.9 of the 2 cores busy", or why that is not known.
 std::string load_text(double others, int cores) {
-  if (others < 0) return "the machine's load could not be read";
+  if (others < 0) return " (the machine's load could not be read)";
   char buf[96];
-  std::snprintf(buf, sizeof buf, "other processes kept %.1f of the %d core%s busy", others, cores, cores == 1 ? "" : "s");
+  std::snprintf(buf, sizeof buf, " while other processes kept %.1f of the %d core%s busy", others, cores,
+                cores == 1 ? "" : "s");
   return buf;
 }
 
@@ -309,13 +310,13 @@ Verdict scan_with_retry(const std::string& scanner, const std::string& plugin, c
   second.ms += first.ms;
   const std::string load = load_text(first.others, cores);
   const std::string first_try =
-      "the first try ran out of its " + std::to_string(timeout) + " s (plugin_scan_timeout) while " + load;
+      "the first try ran out of its " + std::to_string(timeout) + " s (plugin_scan_timeout)" + load;
   if (second.passed) {
     second.note = "on a second try of " + std::to_string(longer.timeout_s) + " s: " + first_try;
   } else if (second.timed_out) {
     const std::string killed = "and was killed";
     const std::size_t tail = second.reason.find(killed);
-    second.reason = "did not finish within " + std::to_string(timeout) + " s (plugin_scan_timeout) while " + load +
+    second.reason = "did not finish within " + std::to_string(timeout) + " s (plugin_scan_timeout)" + load +
                     ", nor within " + std::to_string(longer.timeout_s) + " s on a second try, " +
                     (tail == std::string::npos ? killed : second.reason.substr(tail));
   } else {

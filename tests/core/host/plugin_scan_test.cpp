@@ -410,6 +410,14 @@ TEST_CASE("a plugin that always runs out of time: a second try scaled by the mac
   CHECK_MESSAGE(contains(reason, "while other processes kept " + std::to_string(cores()) + ".0" + of_the_cores() +
                                      ", nor within 8 s on a second try"),
                 reason);
+
+  // The load cannot be read (no /proc/stat): 4 times, and the reason says why.
+  const TempDir no_proc("accelkit-scan-noproc");
+  const ScopedEnv unreadable("ACCELKIT_PROCFS_ROOT", no_proc.str());
+  const std::string unknown = record(discover_plugins(opts), "probe-hang")->reason;
+  CHECK_MESSAGE(contains(unknown, "did not finish within 1 s (plugin_scan_timeout) (the machine's load could not be "
+                                  "read), nor within 4 s on a second try"),
+                unknown);
 }
 
 TEST_CASE("the CLI: a stalled scan leaves the cpu plugin usable, says so, and the next run scans again") {
