@@ -5,7 +5,8 @@
 // about 300 characters; the CLI exits 2. The files are made here from a TorchScript module saved
 // by this LibTorch: empty, random bytes, truncated at several offsets, a zip of garbage records,
 // flipped bytes in the pickle and in a code record, a directory, a FIFO, a sparse 1 GiB file
-// (and one that begins like a zip), and, where the test-time export ran, a torch.export .pt2.
+// (and one that begins like a zip), and, where the test-time export ran, a torch.export .pt2
+// and a .pt2 package whose compiled library had a byte changed.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@
 #include <torch/csrc/jit/api/module.h>
 
 #include "accelkit/model_file.hpp"
+#include "accelkit/sdk/torch_compat_aoti.hpp"
 #include "cli_process.hpp"
 #include "test_support.hpp"
 
@@ -189,6 +191,36 @@ TEST_CASE("damaged model files: the library's loaders refuse each in one line na
     check_line(through_torchscript, d);
     check_line(through_model_file, d);
   }
+}
+
+TEST_CASE("a .pt2 package whose library changed after saving is refused before the library is loaded") {
+  const char* fixtures = std::getenv("ACCELKIT_TEST_MODEL_FIXTURES");
+  if (!accelkit::compat::AotiPackage::available || !fixtures || !fs::exists(std::string(fixtures) + "/mlp.pt2")) {
+    MESSAGE("no .pt2 package here (LibTorch < 2.6, or no exported fixtures): skipped");
+    return;
+  }
+  TempDir tmp("accelkit-model-damage-pt2");
+  const std::string good = std::string(fixtures) + "/mlp.pt2";
+  std::string library;
+  {
+    caffe2::serialize::PyTorchStreamReader reader(good);
+    for (const auto& r : reader.getAllRecords())
+      if (r.size() > 3 && r.compare(r.size() - 3, 3, ".so") == 0) library = r;
+  }
+  REQUIRE_FALSE(library.empty());
+  // A byte in the middle of the library: it still loads as ELF, and would run changed code.
+  const Damaged d{(tmp.path() / "changed-library.pt2").string(), "a damaged record: " + library.substr(0, 40)};
+  flip_in_record(good, library, 0.5, d.path);
+  std::string refused;
+  try {
+    load_model_file(d.path, c10::kCPU);
+  } catch (const ModelFileError& e) {
+    refused = e.what();
+  }
+  check_line(refused, d);
+  check_cli({"bench", "--model", d.path, "--input", "8x16", "--steps", "1", "--warmup", "0"}, d);
+  // The package it was made from loads and runs.
+  CHECK(load_model_file(good, c10::kCPU)->run({at::randn({8, 16})}).size() == 1);
 }
 
 TEST_CASE("the undamaged file loads through the same loader and runs as the same ops") {

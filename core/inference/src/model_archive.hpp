@@ -5,11 +5,13 @@
 // lines with the offending bytes. What a user needs is the file, what it is not, and LibTorch's
 // reason shortened: load_failure() says that. When the archive's zip directory can still be
 // read, it also names the record whose contents no longer match the CRC-32 the archive recorded
-// for it (a byte changed after the file was saved), which LibTorch's reader does not check.
+// for it (a byte changed after the file was saved), which LibTorch's reader does not check;
+// damaged_record() is also the check model_file.cpp makes before a file's code runs.
 #pragma once
 
 #include <cstddef>
 #include <exception>
+#include <functional>
 #include <string>
 
 namespace accelkit::model_archive {
@@ -25,8 +27,13 @@ std::string libtorch_quote(const std::string& what, std::size_t max);
 
 // The first record of the PyTorch archive at `path` whose contents do not match their recorded
 // CRC-32, with "" when all that were checked match or the archive's directory cannot be read.
-// Records over 512 MiB are not checked (the check is a diagnosis, not a second load).
-std::string damaged_record(const std::string& path);
+// Only records `which` accepts (by name inside the archive: "data.pkl", "code/...") are read,
+// all when it is empty; records over 512 MiB are not.
+std::string damaged_record(const std::string& path, const std::function<bool(const std::string&)>& which = {});
+
+// The sentence load_failure and the checks before a load use: "a damaged record: R does not
+// match its checksum, so it changed after saving".
+std::string damaged_text(const std::string& record);
 
 // One line, at most about 300 characters: "<path>: <what> (<what it is>; LibTorch <v>: <quote>)".
 // `what_it_is_not` is the sentence's head ("not a usable TorchScript file"), `what` LibTorch's

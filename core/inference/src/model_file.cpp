@@ -271,6 +271,14 @@ torch::jit::Module load_checked_torchscript(const std::string& path, const c10::
   if (f.format == ModelFormat::aoti_package)
     throw ModelFileError(path + ": a .pt2 package (AOTInductor), not a TorchScript file: it runs through "
                          "accelkit::load_model, for inference only");
+  // The code and pickles (small) are checked against their CRC-32 before LibTorch compiles and
+  // runs them: a changed byte that still parses would otherwise run as the model's code. The
+  // tensors' storages (data/<n>, the bulk of the file) are read as LibTorch reads them.
+  const std::string damaged = model_archive::damaged_record(path, [](const std::string& record) {
+    return !(starts_with(record, "data/") || starts_with(record, ".data/"));
+  });
+  if (!damaged.empty())
+    throw ModelFileError(path + ": not a usable TorchScript file (" + model_archive::damaged_text(damaged) + ")");
   try {
     return torch::jit::load(path, device);
   } catch (const std::exception& e) {
@@ -325,6 +333,13 @@ std::unique_ptr<InferenceModel> load_model_file(const std::string& path, c10::De
   // check, inputs of another shape run the compiled kernels out of bounds. Asked for here
   // (unless the process set it), before any package's library reads it.
   ::setenv("AOTI_RUNTIME_CHECK_INPUTS", "1", /*overwrite=*/0);
+  // The model's records (its compiled library among them) against their CRC-32 before the
+  // library is loaded into this process.
+  const std::string model_dir = "data/aotinductor/" + model + "/";
+  const std::string damaged =
+      model_archive::damaged_record(path, [&](const std::string& record) { return starts_with(record, model_dir); });
+  if (!damaged.empty())
+    throw ModelFileError(path + ": not a loadable .pt2 package (" + model_archive::damaged_text(damaged) + ")");
   try {
     caffe2::serialize::PyTorchStreamReader reader(path);
     for (const auto& r : reader.getAllRecords())
