@@ -475,7 +475,8 @@ void add_tuning(std::vector<SettingSpec>& s) {
                         store_as<bool>(ACCELKIT_FIELD(step_tuning))));
   s.push_back(flag_spec("step_retune", true, "ACCELKIT_STEP_RETUNE",
                         "keep watching the step tuner's choice (other processes' load, the step's time) and time "
-                        "the candidates again when either changes for several seconds",
+                        "the candidates the change can favour again when either changes for 3 windows (at least "
+                        "1.5 s of steps)",
                         store_as<bool>(ACCELKIT_FIELD(step_retune))));
   s.push_back(flag_spec("autotune_cache", true, "ACCELKIT_AUTOTUNE_CACHE",
                         "read and write the auto-tuner's cache (--no-cache: neither)",

@@ -390,17 +390,53 @@ TEST_CASE("step tuning revisits nothing under steady noise, bursts shorter than 
     for (int i = 0; i < 5000; ++i) m.step();
     CHECK(m.tuner.status().redecisions == 0);
   }
-  {  // The program's steps become 60% slower, every candidate alike: one re-observation keeps
-     // the choice and takes the new time as its reference.
+  {  // The program's steps become 60% slower, every candidate alike, other processes' load as
+     // it was: nothing the load decided changed, so nothing is re-timed; the new time becomes
+     // the reference, said once.
     Machine m;
     REQUIRE(m.run_until([&] { return m.tuner.decided(); }, 1000));
     for (int i = 0; i < 100; ++i) m.step();  // past the windows that take the reference
+    for (auto& c : m.quiet) c.second *= 1.6;
+    const std::uint64_t changes = m.tuner.changes();
+    for (int i = 0; i < 5000; ++i) CHECK(m.step() == kTwo);
+    const StepTuningStatus& st = m.tuner.status();
+    CHECK(st.redecisions == 0);
+    CHECK(m.tuner.changes() == changes + 1);
+    INFO(st.last_watch);
+    CHECK(st.last_watch.find("a step took 608.0 ms (380.0 ms in its first windows): other processes' load is as it "
+                             "was, so no other candidate is favoured; fp32, 2 threads stands, and 608.0 ms is the "
+                             "step's reference from here") != std::string::npos);
+    CHECK(m.tuner.take_watch_note() == st.last_watch);
+    CHECK(m.tuner.take_watch_note().empty());
+  }
+  {  // Where the load is not read (a device other than the CPU), the time alone re-times every
+     // candidate: one re-observation keeps the choice and takes the new time as its reference.
+    Machine m;
+    m.load = [] { return -1.0; };
+    REQUIRE(m.run_until([&] { return m.tuner.decided(); }, 1000));
+    for (int i = 0; i < 100; ++i) m.step();
     for (auto& c : m.quiet) c.second *= 1.6;
     for (int i = 0; i < 5000; ++i) m.step();
     CHECK(m.tuner.status().redecisions == 1);
     CHECK(m.tuner.status().chosen == 0);
     CHECK(m.tuner.status().why.find("kept it: still the fastest") != std::string::npos);
     CHECK(m.tuner.status().why.find("a step took 608.0 ms (380.0 ms in its first windows)") != std::string::npos);
+    CHECK(m.tuner.status().why.find("not re-timed") == std::string::npos);
+  }
+  {  // The load fell, but the standing choice already runs the most threads: nothing to re-time;
+     // the new load is the reference, and a later rise is judged from it.
+    Machine m;
+    m.tuner.adopt(0, "step-tuning cache x", "cached", 1.0);  // 2 threads, though cached under load
+    for (int i = 0; i < 200; ++i) CHECK(m.step() == kTwo);
+    const StepTuningStatus& st = m.tuner.status();
+    CHECK(st.redecisions == 0);
+    CHECK_FALSE(st.reobserving);
+    CHECK(m.tuner.decision_load() == doctest::Approx(0.0));
+    CHECK(st.last_watch.find("fp32, 2 threads already runs the most threads of the candidates, so it stands; 0.00 "
+                             "cores is the load's reference from here") != std::string::npos);
+    m.busy = true;
+    REQUIRE(m.run_until([&] { return st.redecisions == 1; }, 400));
+    CHECK(st.chosen == 1);
   }
   {  // Revisiting off (the step_retune setting): the burst's choice stays.
     StepTuner::Options o;
@@ -425,6 +461,78 @@ TEST_CASE("step tuning revisits nothing under steady noise, bursts shorter than 
     for (int i = 0; i < 500; ++i) CHECK(m.step() == kSingle);
     CHECK(m.tuner.status().redecisions == 0);
   }
+}
+
+TEST_CASE("step tuning re-times only the candidates a change of load can favour") {
+  // Four candidates: the plan (bf16, 2 threads), fp32 at 2, and both at 1 thread. Under a
+  // burst it keeps bf16 at 1 thread; once quiet it re-times that one and the 2-thread ones,
+  // never fp32 at 1 thread (fewer threads cannot gain from a quieter machine).
+  const StepConfig kFp32One{false, at::kFloat, 1};
+  double now = 0;
+  bool busy = true;
+  std::map<std::string, double> quiet{{kPlan.label(), 300.0}, {kFp32.label(), 500.0}, {kOne.label(), 450.0},
+                                      {kFp32One.label(), 700.0}};
+  std::map<std::string, double> loaded{{kPlan.label(), 1000.0}, {kFp32.label(), 1500.0}, {kOne.label(), 480.0},
+                                       {kFp32One.label(), 750.0}};
+  StepTuner t({kPlan, kFp32, kOne, kFp32One}, {}, [&] { return now; }, [&] { return busy ? 1.0 : 0.0; });
+  std::multiset<std::string> retimed;
+  auto step = [&] {
+    const StepConfig& c = t.enter(true);
+    if (t.status().reobserving) retimed.insert(c.label());
+    now += (busy ? loaded : quiet).at(c.label());
+  };
+  for (int i = 0; i < 1000 && !t.decided(); ++i) step();
+  REQUIRE(t.decided());
+  REQUIRE(t.status().chosen == 2);
+  const double fp32_one = t.status().median_ms[3];
+  busy = false;
+  for (int i = 0; i < 200 && t.status().redecisions == 0; ++i) step();
+  const StepTuningStatus& st = t.status();
+  REQUIRE(st.redecisions == 1);
+  INFO(st.why);
+  CHECK(retimed.count(kFp32One.label()) == 0);
+  CHECK(retimed.count(kPlan.label()) >= 3);
+  CHECK(retimed.count(kFp32.label()) >= 3);
+  CHECK(retimed.count(kOne.label()) >= 3);
+  CHECK(st.chosen == 0);
+  CHECK(st.samples[3].empty());
+  CHECK(st.median_ms[3] == doctest::Approx(fp32_one));  // the first observation's, kept
+  CHECK(st.why.find("not re-timed, as the change cannot favour them: fp32, 1 thread") != std::string::npos);
+}
+
+TEST_CASE("step tuning's watch windows hold the program's own steps, not the work between them") {
+  // Steps of 4 ms, and the program does other work (10 s) after every 20th step. A window is
+  // 500 ms of the steps' own time (125 of them), so the load's fall is acted on after the same
+  // number of the program's steps with or without the work between them.
+  auto steps_to_reobserve = [](double gap_ms) {
+    const StepConfig kA{false, at::kFloat, 2};
+    const StepConfig kB{false, at::kFloat, 1};
+    double now = 0;
+    bool busy = true;
+    StepTuner t({kA, kB}, {}, [&] { return now; }, [&] { return busy ? 1.0 : 0.0; });
+    int i = 0;
+    auto step = [&] {
+      const StepConfig& c = t.enter(true);
+      now += c.threads == 2 ? (busy ? 9.0 : 4.0) : (busy ? 5.0 : 6.0);
+      if (++i % 20 == 0) now += gap_ms;
+    };
+    while (!t.decided() && i < 1000) step();
+    REQUIRE(t.decided());
+    REQUIRE(t.status().chosen == 1);
+    for (int k = 0; k < 300; ++k) step();  // windows under the burst, as decided
+    busy = false;
+    const int from = i;
+    while (!t.status().reobserving && i < from + 5000) step();
+    REQUIRE(t.status().reobserving);
+    return i - from;
+  };
+  const int straight = steps_to_reobserve(0);
+  const int interleaved = steps_to_reobserve(10000);
+  INFO(straight << " and " << interleaved);
+  // 3 windows of 500 ms of 6 ms steps (84 intervals each), give or take the window under way.
+  CHECK(straight >= 2 * 84);
+  CHECK(straight <= 4 * 84 + 3);
+  CHECK(std::abs(straight - interleaved) <= 84 + 3);
 }
 
 TEST_CASE("step tuning revisits an adopted decision from the load it was cached under") {
@@ -541,7 +649,26 @@ TEST_CASE("step tuning through the runtime: a decision taken under contention is
   const StepTuningStatus& st = rt->step_tuning();
   if (st.state == StepTuningStatus::State::off) return;  // nothing to observe (said above)
   CHECK(st.no_revisit.empty());
-  contention_then_quiet(*rt, load, 60, [&] { return st.redecisions > 0; });
+  // What it decided under contention: a choice at fewer threads than the most is timed again
+  // once it is quiet; one already at the most stands, the quiet load its new reference.
+  int decided_threads = 0;
+  int most = 0;
+  contention_then_quiet(
+      *rt, load, 60, [&] { return st.redecisions > 0 || !st.last_watch.empty(); },
+      [&] {
+        if (decided_threads == 0 && st.state == StepTuningStatus::State::decided) {
+          decided_threads = st.candidates[st.chosen].threads;
+          for (const StepConfig& c : st.candidates) most = std::max(most, c.threads);
+        }
+      });
+  REQUIRE(decided_threads > 0);
+  if (decided_threads == most) {
+    INFO(st.last_watch);
+    CHECK(st.redecisions == 0);
+    CHECK(st.last_watch.find("already runs the most threads of the candidates, so it stands") != std::string::npos);
+    CHECK(at::get_num_threads() == most);
+    return;
+  }
   REQUIRE(st.redecisions >= 1);
   INFO(st.last_revisit);
   INFO(st.source);
@@ -567,7 +694,7 @@ TEST_CASE("step tuning through the runtime: step_retune = false keeps the decisi
     const StepTuningStatus& st = rt->step_tuning();
     if (st.state == StepTuningStatus::State::off) return;  // nothing to observe (said above)
     CHECK(st.no_revisit.find("step_retune = off (from") != std::string::npos);
-    // Long enough for the revisit the test above sees (3 windows of a second, then ~40 steps).
+    // Long enough for the revisit the test above sees (3 windows of half a second, then ~40 steps).
     contention_then_quiet(*rt, load, 6, [] { return false; });
     CHECK(st.state == StepTuningStatus::State::decided);
     CHECK(st.redecisions == 0);
@@ -580,8 +707,13 @@ TEST_CASE("step tuning through the runtime: step_retune = false keeps the decisi
   for (const auto& c : st.candidates) CHECK(c.threads == 1);
   int other_threads = 0;
   contention_then_quiet(
-      *rt, load, 60, [&] { return st.redecisions > 0; }, [&] { other_threads += at::get_num_threads() != 1; });
-  CHECK(st.redecisions >= 1);  // revisited, among what the user left open
+      *rt, load, 60, [&] { return st.redecisions > 0 || !st.last_watch.empty(); },
+      [&] { other_threads += at::get_num_threads() != 1; });
+  // The load fell, and no candidate may run more threads: nothing to re-time, the quiet load is
+  // the reference from here.
+  INFO(st.last_watch);
+  CHECK(st.redecisions == 0);
+  CHECK(st.last_watch.find("already runs the most threads of the candidates, so it stands") != std::string::npos);
   CHECK(other_threads == 0);
   CHECK(at::get_num_threads() == 1);
 }

@@ -14,14 +14,24 @@
 // step_tuning = off setting.
 //
 // A decision is not trusted forever (the step_retune setting, on by default): from then on the
-// tuner watches, once a window (at least watch_ms and watch_steps training steps), the median
-// interval between the training steps and how many cores other processes keep busy; where either
-// moves away from what it was when the decision was taken (load_change cores, time_change of the
-// step) for sustain_windows windows in a row, it re-times the candidates on the program's next
-// steps (revisit_rounds each) and switches where another beats the standing one by
-// revisit_margin. A re-observation's reference is what it found; the next may begin only after
-// gap_windows windows, doubled by each one (up to max_gap_windows), so a noisy or bursty
-// machine does not make it flap. Not in a data-parallel run (its ranks decide together once).
+// tuner watches, once a window (watch_steps training steps and at least watch_ms of the
+// program's own step time: the median interval times the intervals, so work the program does
+// between its steps does not stretch a window), the median interval between the training steps
+// and how many cores other processes keep busy; where either moves away from what it was when
+// the decision was taken (load_change cores, time_change of the step) for sustain_windows
+// windows in a row, it re-times on the program's next steps (revisit_rounds each) the standing
+// choice and the candidates the change can favour, and switches where one beats the standing
+// one by revisit_margin:
+//   - other processes' load fell: the candidates with more threads than the standing choice;
+//   - it rose: those with fewer;
+//   - only the step's time moved, the load as it was (it is read: on a CPU): nothing the load
+//     decided has changed, so nothing is re-timed; the new time becomes the reference and the
+//     watch says so (take_watch_note). The same where the load moved but no candidate runs
+//     more (fewer) threads than the standing one: the new load becomes its reference.
+//   - where the load is not read (not a CPU), a moved time re-times every candidate.
+// A re-observation's reference is what it found; the next may begin only after gap_windows
+// windows, doubled by each one (up to max_gap_windows), so a noisy or bursty machine does not
+// make it flap. Not in a data-parallel run (its ranks decide together once).
 //
 // On a device that queues work (CUDA), a step's interval is measured on the host: a program
 // that reads its loss each step (loss.item()) waits for the device there, so the interval is
@@ -76,6 +86,9 @@ struct StepTuningStatus {
   std::int64_t redecisions = 0;  // re-observations finished (each one a decision recorded again)
   // Why the last re-observation began, what the decision had and what it chose; "" before one.
   std::string last_revisit;
+  // What the watch last found that re-timed nothing (a sustained change no other candidate can
+  // gain from: its figures became the references); "" before one.
+  std::string last_watch;
   // Why the decision is not (any longer) revisited; "" while it is watched.
   std::string no_revisit;
 };
@@ -119,7 +132,7 @@ class StepTuner {
     int give_up_factor = 4;  // decide for the plan after (warmup + rounds) * this many rounds
     // Revisiting the decision (above).
     bool revisit = true;
-    double watch_ms = 1000;        // a watch window lasts at least this long...
+    double watch_ms = 500;         // a watch window holds at least this much of the steps' own time...
     int watch_steps = 5;           // ...and this many intervals between training steps
     double load_change = 0.5;      // cores of other processes' load away from the decision's
     double time_change = 0.25;     // the window's median step away from the reference, a fraction
@@ -166,6 +179,9 @@ class StepTuner {
   bool decided() const noexcept { return status_.state == StepTuningStatus::State::decided; }
   // True once, right after the observation decided (the caller records and caches it).
   bool take_new_decision() noexcept;
+  // What the watch found that changed no decision (a new reference, and why nothing was
+  // re-timed), once; "" when nothing new. Bumps changes().
+  std::string take_watch_note();
   const StepTuningStatus& status() const noexcept { return status_; }
 
  private:
@@ -185,8 +201,13 @@ class StepTuner {
   const StepConfig& finish_observation();
   void reset_watch();
   void watch(bool training);
-  void close_window(double now);
-  void begin_reobservation(const std::string& reason);
+  void close_window(double now, double ms);
+  // The candidates a change of other processes' load in `direction` (< 0 fell, > 0 rose, 0:
+  // unknown) can favour, the standing choice among them.
+  std::vector<bool> favoured(int direction) const;
+  // A sustained change that leaves nothing to re-time: its figures become the references.
+  void retake_reference(double load, double ms, const std::string& reason, int direction);
+  void begin_reobservation(const std::string& reason, std::vector<bool> which);
   void redecide();
   std::string revisit_reason(double load, double ms) const;
   Options options_;
@@ -206,6 +227,7 @@ class StepTuner {
   bool have_last_step_ = false;
   double last_step_at_ = 0;
   std::vector<double> intervals_;
+  int next_check_ = 0;             // the interval count at which the window's median is taken next
   int drift_ = 0;                  // windows in a row away from the reference
   double drift_load_ = 0;          // their sums, for the reason
   double drift_ms_ = 0;
@@ -214,6 +236,8 @@ class StepTuner {
   int gap_ = 0;                    // windows that must pass before a re-observation
   std::string standing_why_;       // the standing decision's why, while it re-observes
   std::string reason_;             // why the re-observation under way began
+  std::vector<bool> active_;       // the candidates the observation under way times
+  std::string watch_note_;         // take_watch_note's
   StepAgreement agreement_;
   int generation_ = 0;
   bool published_ = false;

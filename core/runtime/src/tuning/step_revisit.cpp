@@ -16,6 +16,7 @@ void StepTuner::reset_watch() {
   window_open_ = false;
   have_last_step_ = false;
   intervals_.clear();
+  next_check_ = 0;
   drift_ = 0;
   drift_load_ = drift_ms_ = drift_wall_ = 0;
   windows_since_ = 0;
@@ -27,6 +28,7 @@ void StepTuner::stop_revisiting(std::string why) {
   status_.no_revisit = std::move(why);
   if (!status_.reobserving) return;
   status_.reobserving = false;  // the standing choice stays
+  active_.assign(status_.candidates.size(), true);
   status_.why = standing_why_;
   pending_ = false;
   ++changes_;
@@ -47,12 +49,22 @@ void StepTuner::watch(bool training) {
   }
   have_last_step_ = true;
   last_step_at_ = now;
-  if (now - window_start_ >= options_.watch_ms && static_cast<int>(intervals_.size()) >= options_.watch_steps)
-    close_window(now);
+  // A window closes once it holds watch_steps intervals and watch_ms of the steps' own time,
+  // their median times their count: an interval that spans other work of the program (another
+  // model's epoch, an evaluation) counts as one step. The median is taken when the count
+  // reaches what the last one said is needed, a few times a window.
+  const auto n = static_cast<int>(intervals_.size());
+  if (n < std::max(options_.watch_steps, next_check_)) return;
+  const double ms = stats::median(intervals_);
+  if (ms * n >= options_.watch_ms) {
+    next_check_ = 0;
+    close_window(now, ms);
+  } else {
+    next_check_ = ms > 0 ? std::max(n + 1, static_cast<int>(std::ceil(options_.watch_ms / ms))) : n + 1;
+  }
 }
 
-void StepTuner::close_window(double now) {
-  const double ms = stats::median(intervals_);
+void StepTuner::close_window(double now, double ms) {
   // The step's reference: the median of every interval of the first sustain_windows windows
   // under the decision, measured as the watch measures (every interval, where the observation
   // timed one step per turn: a program whose scopes are not one per step times differently).
@@ -81,8 +93,52 @@ void StepTuner::close_window(double now) {
   drift_load_ += load;
   drift_ms_ += ms;
   drift_wall_ += wall;
-  if (drift_ >= options_.sustain_windows && windows_since_ >= gap_)
-    begin_reobservation(revisit_reason(drift_load_ / drift_, drift_ms_ / drift_));
+  if (drift_ < options_.sustain_windows || windows_since_ < gap_) return;
+  const double load_then = drift_load_ / drift_;
+  const double ms_then = drift_ms_ / drift_;
+  const std::string reason = revisit_reason(load_then, ms_then);
+  const std::size_t n = status_.candidates.size();
+  // Where the load is not read, the time alone says something changed: every candidate again.
+  if (load < 0 || decision_load_ < 0) return begin_reobservation(reason, std::vector<bool>(n, true));
+  const double moved_by = load_then - decision_load_;
+  const int direction = moved_by >= options_.load_change ? 1 : moved_by <= -options_.load_change ? -1 : 0;
+  std::vector<bool> which = favoured(direction);
+  if (direction == 0 || std::count(which.begin(), which.end(), true) < 2)
+    return retake_reference(load_then, ms_then, reason, direction);
+  begin_reobservation(reason, std::move(which));
+}
+
+std::vector<bool> StepTuner::favoured(int direction) const {
+  const std::size_t n = status_.candidates.size();
+  const int standing = status_.candidates[status_.chosen].threads;
+  std::vector<bool> which(n, false);
+  for (std::size_t i = 0; i < n; ++i) {
+    const int t = status_.candidates[i].threads;
+    which[i] = i == status_.chosen || (direction < 0 && t > standing) || (direction > 0 && t < standing);
+  }
+  return which;
+}
+
+void StepTuner::retake_reference(double load, double ms, const std::string& reason, int direction) {
+  const std::string standing = status_.candidates[status_.chosen].label();
+  std::ostringstream note;
+  note.setf(std::ios::fixed);
+  note.precision(2);
+  note << reason << ": ";
+  if (direction == 0) {
+    note << "other processes' load is as it was, so no other candidate is favoured; " << standing
+         << " stands, and " << text::ms_text(ms) << " is the step's reference from here";
+  } else {
+    note << standing << " already runs the " << (direction < 0 ? "most" : "fewest")
+         << " threads of the candidates, so it stands; " << load << " cores is the load's reference from here";
+  }
+  decision_load_ = load;
+  if (ms > 0) ref_ms_ = ms;
+  drift_ = 0;
+  drift_load_ = drift_ms_ = drift_wall_ = 0;
+  watch_note_ = note.str();
+  status_.last_watch = watch_note_;
+  ++changes_;
 }
 
 std::string StepTuner::revisit_reason(double load, double ms) const {
@@ -98,8 +154,9 @@ std::string StepTuner::revisit_reason(double load, double ms) const {
   return r.str();
 }
 
-void StepTuner::begin_reobservation(const std::string& reason) {
+void StepTuner::begin_reobservation(const std::string& reason, std::vector<bool> which) {
   status_.reobserving = true;
+  active_ = std::move(which);
   reason_ = reason;
   standing_why_ = status_.why;
   status_.samples.assign(status_.candidates.size(), {});
@@ -121,9 +178,12 @@ void StepTuner::redecide() {
   const std::size_t had = status_.chosen;
   std::vector<double> medians(n, 0.0);
   std::vector<bool> timed(n);
+  std::vector<std::string> left;  // not re-timed: the change cannot favour them
   for (std::size_t i = 0; i < n; ++i) {
-    timed[i] = static_cast<int>(status_.samples[i].size()) >= obs_rounds_;
-    if (!status_.samples[i].empty()) medians[i] = stats::median(status_.samples[i]);
+    timed[i] = active_[i] && static_cast<int>(status_.samples[i].size()) >= obs_rounds_;
+    if (active_[i] && !status_.samples[i].empty()) medians[i] = stats::median(status_.samples[i]);
+    else if (!active_[i] && i < status_.median_ms.size()) medians[i] = status_.median_ms[i];  // the last timing's
+    if (!active_[i]) left.push_back(status_.candidates[i].label());
   }
   std::ostringstream why;
   why << "revisited (" << reason_ << "): had " << status_.candidates[had].label() << "; ";
@@ -151,7 +211,9 @@ void StepTuner::redecide() {
       sep = "; ";
     }
   why << ")";
+  if (!left.empty()) why << "; not re-timed, as the change cannot favour them: " << text::join(left, ", ");
   status_.median_ms = medians;
+  active_.assign(n, true);
   status_.why = why.str();
   status_.last_revisit = status_.why;
   status_.source = "re-observed on the program's training steps " + std::to_string(obs_first_step_) + "-" +

@@ -9,6 +9,7 @@
 #include <numeric>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -63,6 +64,7 @@ StepTuner::StepTuner(std::vector<StepConfig> candidates, Options options, Clock 
   check_step_options(options_);
   status_.candidates = std::move(candidates);
   status_.samples.assign(status_.candidates.size(), {});
+  active_.assign(status_.candidates.size(), true);
   status_.state = StepTuningStatus::State::observing;
   if (!options_.revisit) status_.no_revisit = "revisiting is off";
   last_threads_ = status_.candidates.front().threads;  // the plan's, applied at start
@@ -74,16 +76,21 @@ std::int64_t StepTuner::expected_steps(int warmup, int rounds) const {
   // A turn per candidate a round, and the settle steps at each change of the thread count
   // (the groups alternate their order, so a round changes it once per group boundary).
   std::vector<int> groups;
-  for (const auto& c : status_.candidates)
-    if (std::find(groups.begin(), groups.end(), c.threads) == groups.end()) groups.push_back(c.threads);
-  const auto n = static_cast<std::int64_t>(status_.candidates.size());
+  std::int64_t n = 0;
+  for (std::size_t i = 0; i < status_.candidates.size(); ++i) {
+    if (!active_[i]) continue;
+    ++n;
+    const int t = status_.candidates[i].threads;
+    if (std::find(groups.begin(), groups.end(), t) == groups.end()) groups.push_back(t);
+  }
   const auto changes = static_cast<std::int64_t>(groups.size()) - 1;
   return static_cast<std::int64_t>(warmup + rounds) * (n * options_.steps_per_turn + changes * options_.settle_steps);
 }
 
 std::string StepTuner::observing_why() const {
   std::string cs;
-  for (const auto& c : status_.candidates) cs += (cs.empty() ? "" : "; ") + c.label();
+  for (std::size_t i = 0; i < status_.candidates.size(); ++i)
+    if (active_[i]) cs += (cs.empty() ? "" : "; ") + status_.candidates[i].label();
   if (!note_.empty()) cs += "; " + note_;
   if (!status_.reobserving)
     return "observing the program's first training steps (" + cs + "): step " + std::to_string(status_.steps_seen) +
@@ -105,14 +112,16 @@ void StepTuner::start_round() {
   // program whose scopes are not one per step (micro-batches, an optimizer step every k-th
   // scope) does not hand the slow scope to one candidate.
   std::vector<int> groups;
-  for (const auto& c : status_.candidates)
-    if (std::find(groups.begin(), groups.end(), c.threads) == groups.end()) groups.push_back(c.threads);
+  for (std::size_t i = 0; i < status_.candidates.size(); ++i) {
+    const int t = status_.candidates[i].threads;
+    if (active_[i] && std::find(groups.begin(), groups.end(), t) == groups.end()) groups.push_back(t);
+  }
   if (round_ % 2 == 1) std::reverse(groups.begin(), groups.end());
   order_.clear();
   for (int g : groups) {
     const std::size_t from = order_.size();
     for (std::size_t i = 0; i < status_.candidates.size(); ++i)
-      if (status_.candidates[i].threads == g) order_.push_back(i);
+      if (active_[i] && status_.candidates[i].threads == g) order_.push_back(i);
     std::shuffle(order_.begin() + static_cast<std::ptrdiff_t>(from), order_.end(), shuffle_);
   }
   pos_ = 0;
@@ -141,12 +150,12 @@ const StepConfig& StepTuner::enter(bool training) {
   if (!status_.reobserving && ++status_.steps_seen == 1 && load_) load_();  // the observation's load from here
   status_.why = observing_why();
 
-  const bool enough = std::all_of(status_.samples.begin(), status_.samples.end(), [&](const std::vector<double>& s) {
-    return static_cast<int>(s.size()) >= obs_rounds_;
-  });
+  bool enough = true;
+  for (std::size_t i = 0; i < status_.samples.size(); ++i)
+    enough = enough && (!active_[i] || static_cast<int>(status_.samples[i].size()) >= obs_rounds_);
   // At most give_up_factor times the steps a full observation takes.
   const std::int64_t limit = static_cast<std::int64_t>(obs_warmup_ + obs_rounds_) * options_.give_up_factor *
-                             static_cast<std::int64_t>(status_.candidates.size()) *
+                             std::count(active_.begin(), active_.end(), true) *
                              (options_.steps_per_turn + options_.settle_steps);
   const std::int64_t seen = status_.reobserving ? training_steps_ - obs_first_step_ + 1 : status_.steps_seen;
   if (enough || seen > limit) return finish_observation();
@@ -328,6 +337,8 @@ bool StepTuner::take_new_decision() noexcept {
   new_decision_ = false;
   return fresh;
 }
+
+std::string StepTuner::take_watch_note() { return std::exchange(watch_note_, std::string()); }
 
 namespace {
 thread_local int scope_depth = 0;

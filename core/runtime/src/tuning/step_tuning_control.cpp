@@ -276,6 +276,8 @@ StepConfig StepTuning::advance(bool training) {
 }
 
 void StepTuning::on_change() {
+  const std::string watched = tuner_->take_watch_note();
+  if (!watched.empty()) spdlog::info("step tuning: {}", watched);
   if (tuner_->take_new_decision()) {
     source_note_.clear();  // the last decision's cache note
     copy_status();
@@ -286,6 +288,7 @@ void StepTuning::on_change() {
     spdlog::info("step tuning: {}", status_.why);
     return;
   }
+  if (!watched.empty()) return;  // new references: the decision stands
   const StepConfig& chosen = status_.candidates[status_.chosen];  // adopted from the cache
   rt_.context().record({"step_tuning", chosen.label(), status_.source, status_.why});
   spdlog::info("step tuning: {} from now on - {} [{}]", chosen.label(), status_.why, status_.source);
