@@ -608,6 +608,17 @@ TEST_CASE("step tuning through the runtime: a real loop decides, records, caches
   CHECK(cached.source.find("step-tuning cache") != std::string::npos);
   CHECK(cached.chosen == st.chosen);
   CHECK(cached.steps_seen == 0);
+
+  // A program that trains a second model too (a GAN's two) is another program: its key names
+  // both models, so the first one's decision is not read for it.
+  auto two = start();
+  torch::nn::Linear other(16, 8);
+  two->prepare(*other);
+  train(*two, 2);
+  const StepTuningStatus& both = two->step_tuning();
+  INFO(both.source);
+  CHECK(both.state == StepTuningStatus::State::observing);
+  CHECK(both.steps_seen == 2);
 }
 
 TEST_CASE("step tuning: a choice observed while other processes took the cores is this run's, not cached") {

@@ -337,7 +337,14 @@ void StepTuning::note_model(const std::vector<at::Tensor>& params, const char* o
     for (std::size_t i = 0; i < static_cast<std::size_t>(p.dim()); ++i) sig << (i ? "," : "") << p.size(static_cast<int64_t>(i));
     sig << "]";
   }
-  model_signature_ = sig.str();
+  // One entry per set of parameters, known by its first one: a model prepared and then an
+  // optimizer made over it are one entry (the later names it), two models (a GAN's) are two.
+  const void* first = params.empty() ? nullptr : params.front().unsafeGetTensorImpl();
+  auto it = std::find_if(models_.begin(), models_.end(), [&](const auto& m) { return m.first == first; });
+  if (it != models_.end()) it->second = sig.str();
+  else models_.emplace_back(first, sig.str());
+  model_signature_.clear();
+  for (const auto& m : models_) model_signature_ += (model_signature_.empty() ? "" : " + ") + m.second;
 }
 
 }  // namespace accelkit::detail

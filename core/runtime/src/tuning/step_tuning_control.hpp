@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -81,7 +82,10 @@ class StepTuning {
   StepTuningStatus status_;
   StepAgreement agreement_;              // a data-parallel run's (join_data_parallel)
   int generation_ = 0;                   // tuners made under it
-  std::string model_signature_;          // the params of the last optimizer made here
+  // The models the program prepared and the optimizers made here, by their parameters: the
+  // step-tuning cache's key.
+  std::vector<std::pair<const void*, std::string>> models_;
+  std::string model_signature_;          // models_' signatures joined
   StepConfig current_;                   // what the open top-level scope runs with
   std::optional<CpuSample> load_start_;  // the machine's load when observing began
   std::uint64_t changes_seen_ = 0;       // the tuner's changes() last copied
