@@ -5,14 +5,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdint>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include <c10/util/Exception.h>
 #include <caffe2/serialize/inline_container.h>
 
+#include "accelkit/crc32.hpp"
 #include "accelkit/loader.hpp"
 #include "accelkit/base/strings.hpp"
 
@@ -98,22 +99,6 @@ std::vector<ZipEntry> read_directory(const ArchiveFile& f) {
   return out;
 }
 
-std::uint32_t crc32_of(const void* data, std::size_t n) {
-  static const auto table = [] {
-    std::array<std::uint32_t, 256> t{};
-    for (std::uint32_t i = 0; i < 256; ++i) {
-      std::uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      t[i] = c;
-    }
-    return t;
-  }();
-  std::uint32_t c = 0xFFFFFFFFu;
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < n; ++i) c = table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
-}
-
 // ---- LibTorch's message, shortened ------------------------------------------------------------
 
 bool has(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
@@ -194,7 +179,7 @@ std::string damaged_record(const std::string& path, const std::function<bool(con
     try {
       if (!reader->hasRecord(record)) continue;
       auto [data, n] = reader->getRecord(record);
-      if (n != e.size || crc32_of(data.get(), n) != e.crc) return record;
+      if (n != e.size || crc32(std::string_view(reinterpret_cast<const char*>(data.get()), n)) != e.crc) return record;
     } catch (const std::exception&) {
       return record;
     }

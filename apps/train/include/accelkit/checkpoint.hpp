@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "accelkit/crc32.hpp"  // crc32, which checkpoints carry over their payload
+
 namespace accelkit {
 
 class CheckpointError : public std::runtime_error {
@@ -27,9 +29,6 @@ struct CheckpointFile {
   std::int64_t step = 0;
   std::string path;
 };
-
-// CRC-32 (IEEE, as zlib), continuing from `crc`.
-std::uint32_t crc32(std::string_view bytes, std::uint32_t crc = 0) noexcept;
 
 class CheckpointDir {
  public:
