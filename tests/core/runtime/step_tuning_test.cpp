@@ -340,6 +340,8 @@ TEST_CASE("step tuning revisits a decision: 1 thread under a burst, 2 once the m
   const bool revisited = m.run_until(
       [&] {
         if (st.reobserving) {
+          if (!seen_reobserving) CHECK(st.why.find("re-observing on the program's training steps (fp32, 2 threads; "
+                                                   "fp32, 1 thread): from the next step, about ") != std::string::npos);
           seen_reobserving = true;
           CHECK(st.state == StepTuningStatus::State::decided);
           CHECK(st.why.find("re-observing on the program's training steps") != std::string::npos);
@@ -497,7 +499,9 @@ TEST_CASE("step tuning re-times only the candidates a change of load can favour"
   CHECK(st.chosen == 0);
   CHECK(st.samples[3].empty());
   CHECK(st.median_ms[3] == doctest::Approx(fp32_one));  // the first observation's, kept
-  CHECK(st.why.find("not re-timed, as the change cannot favour them: fp32, 1 thread") != std::string::npos);
+  const std::string left = "; not re-timed, as the change cannot favour them: fp32, 1 thread";
+  CHECK(st.why.size() > left.size());
+  CHECK(st.why.substr(st.why.size() - left.size()) == left);
 }
 
 TEST_CASE("step tuning's watch windows hold the program's own steps, not the work between them") {

@@ -211,7 +211,7 @@ void StepTuner::redecide() {
       sep = "; ";
     }
   why << ")";
-  if (!left.empty()) why << "; not re-timed, as the change cannot favour them: " << text::join(left, ", ");
+  if (!left.empty()) why << "; not re-timed, as the change cannot favour them: " << text::join(left, "; ");
   status_.median_ms = medians;
   active_.assign(n, true);
   status_.why = why.str();

@@ -95,9 +95,10 @@ std::string StepTuner::observing_why() const {
   if (!status_.reobserving)
     return "observing the program's first training steps (" + cs + "): step " + std::to_string(status_.steps_seen) +
            " of about " + std::to_string(expected_steps(obs_warmup_, obs_rounds_));
-  return "re-observing on the program's training steps (" + cs + "): step " +
-         std::to_string(training_steps_ - obs_first_step_ + 1) + " of about " +
-         std::to_string(expected_steps(obs_warmup_, obs_rounds_)) + ", " +
+  const std::int64_t step = training_steps_ - obs_first_step_ + 1;
+  return "re-observing on the program's training steps (" + cs + "): " +
+         (step > 0 ? "step " + std::to_string(step) + " of about " : "from the next step, about ") +
+         std::to_string(expected_steps(obs_warmup_, obs_rounds_)) + (step > 0 ? ", " : " steps, ") +
          status_.candidates[status_.chosen].label() + " standing meanwhile; " + reason_;
 }
 
