@@ -37,9 +37,12 @@
 // (samples that collapse onto the noise-free class means would score above the real images).
 // With the mean D and G losses of each variant's last epoch.
 //
-//   accelkit_bench_dcgan_program [--epochs E] [--batches B]
+//   accelkit_bench_dcgan_program [--epochs E] [--batches B] [--only VARIANT]
 //
 // Medians of E epochs (default 3) of B batches (default 20) per variant after one warm-up epoch.
+// --only original|hand-tuned|accelkit times that variant alone, each epoch printed, no ratios:
+// what a program running by itself sees (the variants alternating in one process share the
+// heap, and one variant's allocations change the next one's page faults).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -289,13 +292,19 @@ Variant make_variant(const std::string& name, torch::Device device) {
   return v;
 }
 
-bool parse_args(int argc, char** argv, int& epochs, int& batches) {
+bool parse_args(int argc, char** argv, int& epochs, int& batches, int& only) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
+    const std::string value = argv[i + 1];
     const int v = std::atoi(argv[i + 1]);
     if (a == "--epochs") epochs = v;
     else if (a == "--batches") batches = v;
-    else return std::fprintf(stderr, "usage: accelkit_bench_dcgan_program [--epochs E] [--batches B]\n"), false;
+    else if (a == "--only" && (value == "original" || value == "hand-tuned" || value == "accelkit"))
+      only = value == "original" ? 0 : value == "hand-tuned" ? 1 : 2;
+    else
+      return std::fprintf(stderr, "usage: accelkit_bench_dcgan_program [--epochs E] [--batches B] "
+                                  "[--only original|hand-tuned|accelkit]\n"),
+             false;
   }
   const int most = accelkit::bench_mnist::kImages / static_cast<int>(kBatchSize);
   if ((argc - 1) % 2 || epochs < 1 || batches < 1 || batches > most)
@@ -307,8 +316,8 @@ bool parse_args(int argc, char** argv, int& epochs, int& batches) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int epochs = 3, batches = 20;
-  if (!parse_args(argc, argv, epochs, batches)) return 2;
+  int epochs = 3, batches = 20, only = -1;
+  if (!parse_args(argc, argv, epochs, batches, only)) return 2;
   const auto root = std::filesystem::temp_directory_path() / ("accelkit-dcgan-program-" + std::to_string(::getpid()));
   ::setenv("ACCELKIT_CACHE_DIR", (root / "cache").c_str(), 1);  // a first run: nothing tuned yet
   const int default_threads = at::get_num_threads();
@@ -350,6 +359,21 @@ int main(int argc, char** argv) {
               TORCH_VERSION_MINOR, default_threads, cores, rt->device().str().c_str());
   std::printf("accelkit: generator optimizer %s (%s)\n", g_adopted.implementation.c_str(), g_adopted.why.c_str());
   std::printf("accelkit: discriminator optimizer %s (%s)\n", d_adopted.implementation.c_str(), d_adopted.why.c_str());
+  if (only >= 0) {  // one variant by itself
+    const auto w = static_cast<std::size_t>(only);
+    vs[w].first_ms = epoch(w);
+    std::printf("%s alone: warm-up epoch %.1f ms; epochs:", vs[w].name.c_str(), vs[w].first_ms);
+    for (int e = 0; e < epochs; ++e) {
+      vs[w].epochs_ms.push_back(epoch(w));
+      std::printf(" %.1f", vs[w].epochs_ms.back());
+    }
+    const double m = median(vs[w].epochs_ms);
+    std::printf(" ms\n  median %.1f ms an epoch, %.3f ms a batch; D loss %.4f, G loss %.4f (last epoch)\n", m,
+                m / batches, vs[w].d_sum / batches, vs[w].g_sum / batches);
+    if (w == 2) print_step_tuning(*rt);
+    std::filesystem::remove_all(root);
+    return 0;
+  }
   for (std::size_t w = 0; w < 3; ++w) vs[w].first_ms = epoch(w);
   for (int e = 0; e < epochs; ++e)
     for (std::size_t k = 0; k < 3; ++k) {
