@@ -292,6 +292,20 @@ Variant make_variant(const std::string& name, torch::Device device) {
   return v;
 }
 
+// --only: variant `w`'s warm-up epoch and `epochs` timed ones, each printed, and its median.
+template <class Epoch>
+void run_alone(Variant& v, Epoch&& epoch, std::size_t w, int epochs, int batches) {
+  v.first_ms = epoch(w);
+  std::printf("%s alone: warm-up epoch %.1f ms; epochs:", v.name.c_str(), v.first_ms);
+  for (int e = 0; e < epochs; ++e) {
+    v.epochs_ms.push_back(epoch(w));
+    std::printf(" %.1f", v.epochs_ms.back());
+  }
+  const double m = median(v.epochs_ms);
+  std::printf(" ms\n  median %.1f ms an epoch, %.3f ms a batch; D loss %.4f, G loss %.4f (last epoch)\n", m,
+              m / batches, v.d_sum / batches, v.g_sum / batches);
+}
+
 bool parse_args(int argc, char** argv, int& epochs, int& batches, int& only) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
@@ -360,17 +374,8 @@ int main(int argc, char** argv) {
   std::printf("accelkit: generator optimizer %s (%s)\n", g_adopted.implementation.c_str(), g_adopted.why.c_str());
   std::printf("accelkit: discriminator optimizer %s (%s)\n", d_adopted.implementation.c_str(), d_adopted.why.c_str());
   if (only >= 0) {  // one variant by itself
-    const auto w = static_cast<std::size_t>(only);
-    vs[w].first_ms = epoch(w);
-    std::printf("%s alone: warm-up epoch %.1f ms; epochs:", vs[w].name.c_str(), vs[w].first_ms);
-    for (int e = 0; e < epochs; ++e) {
-      vs[w].epochs_ms.push_back(epoch(w));
-      std::printf(" %.1f", vs[w].epochs_ms.back());
-    }
-    const double m = median(vs[w].epochs_ms);
-    std::printf(" ms\n  median %.1f ms an epoch, %.3f ms a batch; D loss %.4f, G loss %.4f (last epoch)\n", m,
-                m / batches, vs[w].d_sum / batches, vs[w].g_sum / batches);
-    if (w == 2) print_step_tuning(*rt);
+    run_alone(vs[static_cast<std::size_t>(only)], epoch, static_cast<std::size_t>(only), epochs, batches);
+    if (only == 2) print_step_tuning(*rt);
     std::filesystem::remove_all(root);
     return 0;
   }
