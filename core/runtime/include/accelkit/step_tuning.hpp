@@ -200,6 +200,9 @@ class StepTuner {
   // re-observation's start and end.
   const StepConfig& finish_observation();
   void reset_watch();
+  void reset_drift();  // no window away from the references
+  // The thread counts of the candidates the observation under way times, in order of first.
+  std::vector<int> thread_groups() const;
   void watch(bool training);
   void close_window(double now, double ms);
   // The candidates a change of other processes' load in `direction` (< 0 fell, > 0 rose, 0:
@@ -237,7 +240,7 @@ class StepTuner {
   std::string standing_why_;       // the standing decision's why, while it re-observes
   std::string reason_;             // why the re-observation under way began
   std::vector<bool> active_;       // the candidates the observation under way times
-  std::string watch_note_;         // take_watch_note's
+  bool watch_note_new_ = false;    // last_watch not yet taken by take_watch_note
   StepAgreement agreement_;
   int generation_ = 0;
   bool published_ = false;

@@ -17,11 +17,15 @@ void StepTuner::reset_watch() {
   have_last_step_ = false;
   intervals_.clear();
   next_check_ = 0;
-  drift_ = 0;
-  drift_load_ = drift_ms_ = drift_wall_ = 0;
+  reset_drift();
   windows_since_ = 0;
   ref_ms_ = 0;
   ref_intervals_.clear();
+}
+
+void StepTuner::reset_drift() {
+  drift_ = 0;
+  drift_load_ = drift_ms_ = drift_wall_ = 0;
 }
 
 void StepTuner::stop_revisiting(std::string why) {
@@ -84,11 +88,7 @@ void StepTuner::close_window(double now, double ms) {
     else moved = std::abs(load - decision_load_) >= options_.load_change;
   }
   if (!reference) moved = moved || std::abs(ms / ref_ms_ - 1.0) >= options_.time_change;
-  if (!moved) {
-    drift_ = 0;
-    drift_load_ = drift_ms_ = drift_wall_ = 0;
-    return;
-  }
+  if (!moved) return reset_drift();
   ++drift_;
   drift_load_ += load;
   drift_ms_ += ms;
@@ -134,10 +134,9 @@ void StepTuner::retake_reference(double load, double ms, const std::string& reas
   }
   decision_load_ = load;
   if (ms > 0) ref_ms_ = ms;
-  drift_ = 0;
-  drift_load_ = drift_ms_ = drift_wall_ = 0;
-  watch_note_ = note.str();
-  status_.last_watch = watch_note_;
+  reset_drift();
+  status_.last_watch = note.str();
+  watch_note_new_ = true;
   ++changes_;
 }
 

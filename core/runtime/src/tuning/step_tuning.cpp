@@ -75,16 +75,18 @@ StepTuner::StepTuner(std::vector<StepConfig> candidates, Options options, Clock 
 std::int64_t StepTuner::expected_steps(int warmup, int rounds) const {
   // A turn per candidate a round, and the settle steps at each change of the thread count
   // (the groups alternate their order, so a round changes it once per group boundary).
-  std::vector<int> groups;
-  std::int64_t n = 0;
-  for (std::size_t i = 0; i < status_.candidates.size(); ++i) {
-    if (!active_[i]) continue;
-    ++n;
-    const int t = status_.candidates[i].threads;
-    if (std::find(groups.begin(), groups.end(), t) == groups.end()) groups.push_back(t);
-  }
-  const auto changes = static_cast<std::int64_t>(groups.size()) - 1;
+  const auto n = static_cast<std::int64_t>(std::count(active_.begin(), active_.end(), true));
+  const auto changes = static_cast<std::int64_t>(thread_groups().size()) - 1;
   return static_cast<std::int64_t>(warmup + rounds) * (n * options_.steps_per_turn + changes * options_.settle_steps);
+}
+
+std::vector<int> StepTuner::thread_groups() const {
+  std::vector<int> groups;
+  for (std::size_t i = 0; i < status_.candidates.size(); ++i) {
+    const int t = status_.candidates[i].threads;
+    if (active_[i] && std::find(groups.begin(), groups.end(), t) == groups.end()) groups.push_back(t);
+  }
+  return groups;
 }
 
 std::string StepTuner::observing_why() const {
@@ -112,11 +114,7 @@ void StepTuner::start_round() {
   // with the thread count the last one ended with); shuffled within a group, so that a
   // program whose scopes are not one per step (micro-batches, an optimizer step every k-th
   // scope) does not hand the slow scope to one candidate.
-  std::vector<int> groups;
-  for (std::size_t i = 0; i < status_.candidates.size(); ++i) {
-    const int t = status_.candidates[i].threads;
-    if (active_[i] && std::find(groups.begin(), groups.end(), t) == groups.end()) groups.push_back(t);
-  }
+  std::vector<int> groups = thread_groups();
   if (round_ % 2 == 1) std::reverse(groups.begin(), groups.end());
   order_.clear();
   for (int g : groups) {
@@ -339,7 +337,9 @@ bool StepTuner::take_new_decision() noexcept {
   return fresh;
 }
 
-std::string StepTuner::take_watch_note() { return std::exchange(watch_note_, std::string()); }
+std::string StepTuner::take_watch_note() {
+  return std::exchange(watch_note_new_, false) ? status_.last_watch : std::string();
+}
 
 namespace {
 thread_local int scope_depth = 0;
