@@ -69,6 +69,8 @@ DeviceInfo device_info(const GpuFacts& g, const TorchCudaStatus& torch, const Cu
       caps.add(Capability::fused_adamw);
       // The fused AdamW keeps fp32 masters of bf16 weights (the kernel writes the bf16 copy).
       if (f.bf16) caps.add(Capability::master_weights);
+      // The same Optimizer steps SGD programs with LibTorch's at::_fused_sgd_ (2.3+).
+      if (torch.fused_sgd) caps.add(Capability::fused_sgd);
     }
   }
   if (g.has_temperature) caps.add(Capability::thermal);

@@ -23,6 +23,7 @@ struct TorchCudaStatus {
   bool fused_adamw = false;  // this plugin's fused AdamW kernel is built in
   std::vector<int> kernel_archs;  // SASS architectures of that kernel, e.g. {80, 90}
   bool graph_capture = false;     // graph capture glue is built in
+  bool fused_sgd = false;         // LibTorch's at::_fused_sgd_ has CUDA kernels (2.3+)
   bool nccl = false;              // NCCL process groups are built in (a LibTorch with NCCL)
 };
 

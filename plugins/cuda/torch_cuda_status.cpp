@@ -4,6 +4,7 @@
 #include <torch/version.h>
 
 #ifdef ACCELKIT_CUDA_TORCH_GLUE
+#include "accelkit/sdk/torch_compat.hpp"
 #include "fused_adamw_launch.hpp"
 #endif
 
@@ -23,6 +24,7 @@ TorchCudaStatus torch_cuda_status() {
   s.kernel_archs.assign(archs, archs + n);
   s.fused_adamw = s.has_cuda;
   s.graph_capture = s.has_cuda;
+  s.fused_sgd = s.has_cuda && compat::aten_fused_sgd_available(c10::DeviceType::CUDA);
 #endif
 #ifdef ACCELKIT_CUDA_NCCL
   s.nccl = s.has_cuda;

@@ -8,6 +8,8 @@ accelkit_add_test(example_adamw_test
   SOURCES core/runtime/example_adamw_test.cpp ${PROJECT_SOURCE_DIR}/examples/out-of-tree-plugin/simple_adamw.cpp
   LINK accelkit::sdk accelkit_torch GROUP runtime)
 target_include_directories(${example_adamw_test_target} PRIVATE ${PROJECT_SOURCE_DIR}/examples/out-of-tree-plugin)
+# LibTorch's fused SGD (support::AtenFusedSGD) against torch::optim::SGD.
+accelkit_add_test(aten_sgd_test SOURCES core/runtime/aten_sgd_test.cpp LINK accelkit::sdk accelkit_torch GROUP runtime)
 # LibTorch's fused AdamW (support::AtenFusedAdamW) and the core's measured choice among a
 # plugin's AdamW implementations, against the built CPU plugin.
 if(TARGET accelkit-plugin-cpu)

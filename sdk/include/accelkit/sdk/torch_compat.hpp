@@ -6,6 +6,8 @@
 //   SDPA:     at::scaled_dot_product_attention and its backend controls exist from 2.0.
 //   AdamW:    ATen's fused AdamW (at::_fused_adamw_): the op from 2.0 with CUDA kernels, CPU
 //             kernels from 2.4 (aten_fused_adamw_available, aten_fused_adamw_).
+//   SGD:      ATen's fused SGD (at::_fused_sgd_): CUDA kernels from 2.3, CPU kernels from 2.4
+//             (aten_fused_sgd_available, aten_fused_sgd_).
 //   optim:    torch::optim keys per-parameter state by a std::string in 1.x, a void* later.
 //   graphs:   at::cuda::CUDAGraph::capture_begin() takes (pool) in 1.13 and (pool, capture mode)
 //             from 2.0, both defaulted: call it with no arguments (plugins/cuda/graph_step.cpp).
@@ -42,6 +44,8 @@
 #define ACCELKIT_HAS_SDPA ACCELKIT_TORCH_AT_LEAST(2, 0)
 #define ACCELKIT_HAS_ATEN_FUSED_ADAMW ACCELKIT_TORCH_AT_LEAST(2, 0)
 #define ACCELKIT_HAS_ATEN_FUSED_ADAMW_CPU ACCELKIT_TORCH_AT_LEAST(2, 4)
+#define ACCELKIT_HAS_ATEN_FUSED_SGD ACCELKIT_TORCH_AT_LEAST(2, 3)
+#define ACCELKIT_HAS_ATEN_FUSED_SGD_CPU ACCELKIT_TORCH_AT_LEAST(2, 4)
 
 namespace accelkit::compat {
 
@@ -247,6 +251,9 @@ class WarningCollector final : public c10::WarningHandler {
 #if ACCELKIT_HAS_ATEN_FUSED_ADAMW
 #include <ATen/ops/_fused_adamw.h>
 #endif
+#if ACCELKIT_HAS_ATEN_FUSED_SGD
+#include <ATen/ops/_fused_sgd.h>
+#endif
 #include <c10/util/Exception.h>
 
 namespace accelkit::compat {
@@ -276,6 +283,33 @@ inline void aten_fused_adamw_(at::TensorList params, at::TensorList grads, at::T
       (void)beta1, (void)beta2, (void)weight_decay, (void)eps, (void)amsgrad, (void)maximize;
   TORCH_CHECK(false, "at::_fused_adamw_ needs LibTorch >= 2.0 (this is ", TORCH_VERSION_MAJOR, ".",
               TORCH_VERSION_MINOR, ")");
+#endif
+}
+
+// Whether this LibTorch has at::_fused_sgd_ kernels for tensors on `type`.
+inline constexpr bool aten_fused_sgd_available(c10::DeviceType type) {
+  switch (type) {
+    case c10::DeviceType::CUDA: return ACCELKIT_HAS_ATEN_FUSED_SGD;
+    case c10::DeviceType::CPU: return ACCELKIT_HAS_ATEN_FUSED_SGD_CPU;
+    default: return false;
+  }
+}
+
+// One multi-tensor SGD step over lists on one device and of one dtype (PyTorch's
+// torch.optim.SGD(fused=True)). momentum_buffers: empty when momentum is 0; with
+// is_first_step the kernel fills them with the (decayed) gradient, as torch::optim::SGD's first
+// step clones it. Throws c10::Error where aten_fused_sgd_available() is false.
+inline void aten_fused_sgd_(at::TensorList params, at::TensorList grads, at::TensorList momentum_buffers,
+                            double weight_decay, double momentum, double lr, double dampening, bool nesterov,
+                            bool maximize, bool is_first_step) {
+#if ACCELKIT_HAS_ATEN_FUSED_SGD
+  at::_fused_sgd_(params, grads, momentum_buffers, weight_decay, momentum, lr, dampening, nesterov, maximize,
+                  is_first_step);
+#else
+  (void)params, (void)grads, (void)momentum_buffers, (void)weight_decay, (void)momentum, (void)lr, (void)dampening,
+      (void)nesterov, (void)maximize, (void)is_first_step;
+  TORCH_CHECK(false, "at::_fused_sgd_ needs LibTorch >= 2.3 (this is ", TORCH_VERSION_MAJOR, ".", TORCH_VERSION_MINOR,
+              ")");
 #endif
 }
 
