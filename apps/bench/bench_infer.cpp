@@ -9,7 +9,7 @@
 //             calibrated on the bench's inputs; the accelkit plan's threads; its output error
 //             is shown, not judged;
 //   tuned     (vs_tuned) hand-tuned LibTorch: all physical cores, the module frozen, channels-
-//             last for 4-D inputs, fp32.
+//             last for 4-D inputs, fp32 - on an accelerator with bf16, under bf16 autocast.
 // A .pt2 AOTInductor package (LibTorch >= 2.6; its kernels and dtypes fixed when it was
 // compiled, so autocast, int8, freezing and channels-last do not apply: BenchResult::not_timed
 // says so):
@@ -282,8 +282,19 @@ class InferBench {
         tuned_run = frozen_run(module, inputs, false);
       }
     }
-    variants.push_back({variant_info("tuned", "hand-tuned LibTorch: frozen, all physical cores, fp32" + layout,
-                                      physical_cores(rt), "fp32"),
+    // On an accelerator with bf16, a careful user also runs the frozen module under bf16 autocast
+    // (the GPU's tensor cores); on a CPU fp32, as before.
+    const bool bf16 = !device.is_cpu() && rt.device_handle()->info().capabilities.has(Capability::bf16) &&
+                      compat::autocast_available(device.type());
+    if (bf16)
+      tuned_run = [inner = tuned_run, type = device.type()] {
+        compat::AutocastGuard on(type, true, at::kBFloat16);
+        return inner();
+      };
+    variants.push_back({variant_info("tuned",
+                                     std::string("hand-tuned LibTorch: frozen, ") +
+                                         (bf16 ? "bf16 autocast" : "all physical cores, fp32") + layout,
+                                     physical_cores(rt), bf16 ? "bf16" : "fp32"),
                         plain_plan(physical_cores(rt)), tuned_run, {}});
   }
 
