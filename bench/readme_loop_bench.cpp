@@ -1,7 +1,7 @@
 // accelkit_bench_readme_loop: the README's training loop as a user writes it, on the device
 // accelkit negotiates, against plain and hand-tuned LibTorch on the same model and data - the
 // figure `accelkit bench` cannot give, since there accelkit runs the loop itself. The model is
-// accelkit bench's mlp (3 x Linear(W) with GELU, default W = 8192, batch 512), AdamW lr 1e-4,
+// accelkit bench's mlp (3 x Linear(W) with ReLU, default W = 8192, batch 512), AdamW lr 1e-4,
 // weight decay 1e-2, MSE against a fixed random target. Variants, each its own model copy from
 // the same initial weights, alternating every round of `--steps` steps after `--warmup` rounds;
 // medians of each round's time per step (synchronised before and after):
@@ -39,13 +39,14 @@ using accelkit::bench_timing::ms_since;
 
 torch::nn::Sequential make_mlp(int64_t w) {
   torch::manual_seed(3);
-  return torch::nn::Sequential(torch::nn::Linear(w, w), torch::nn::GELU(), torch::nn::Linear(w, w), torch::nn::GELU(),
+  return torch::nn::Sequential(torch::nn::Linear(w, w), torch::nn::ReLU(), torch::nn::Linear(w, w), torch::nn::ReLU(),
                                torch::nn::Linear(w, w));
 }
 
 struct Variant {
   std::string name, what;
   std::function<void()> step;  // one training step
+  accelkit::PrecisionPlan plan;  // applied before each round (the runtime's plan is process-wide: TF32)
   std::vector<double> ms;
 };
 
@@ -83,7 +84,9 @@ int main(int argc, char** argv) try {
                  loss.backward();
                  plain_opt->step();
                },
+               {},
                {}});
+  v.back().plan.threads = at::get_num_threads();  // plain LibTorch: no TF32, no autocast
 
   auto tuned_model = make_mlp(width);
   tuned_model->to(device);
@@ -105,7 +108,10 @@ int main(int argc, char** argv) try {
                  loss.backward();
                  tuned_opt->step();
                },
+               {},
                {}});
+  v.back().plan.threads = at::get_num_threads();
+  v.back().plan.tf32 = rt->precision().tf32;  // TF32 where the device has it, as a careful user sets it
 
   auto readme_model = make_mlp(width);
   torch::optim::AdamW readme_opt(readme_model->parameters(), adamw);
@@ -122,6 +128,7 @@ int main(int argc, char** argv) try {
                  loss.backward();
                  rt->step(readme_opt);
                },
+               rt->precision(),
                {}});
 
   auto master_model = make_mlp(width);
@@ -148,6 +155,7 @@ int main(int argc, char** argv) try {
                    loss.backward();
                    master_opt->step();
                  },
+                 rt->precision(),
                  {}});
 
   std::printf("README loop on %s: mlp 3 x Linear(%lld), batch %lld, AdamW; %d rounds of %d steps after %d\n",
@@ -156,6 +164,7 @@ int main(int argc, char** argv) try {
   if (!master_opt) std::printf("master: not run: %s\n", master_note.c_str());
   for (int r = 0; r < warmup + rounds; ++r)
     for (auto& var : v) {
+      rt->apply_precision(var.plan);
       accelkit::detail::synchronize(device);
       const auto t = Clock::now();
       for (int s = 0; s < steps; ++s) var.step();
