@@ -1,5 +1,7 @@
 #include "render.hpp"
 
+#include <algorithm>
+
 #include "format.hpp"
 #include "json_out.hpp"
 #include "table.hpp"
@@ -84,6 +86,43 @@ void render_devices(std::ostream& out, const std::vector<PluginRecord>& plugins)
     }
   }
   if (!any) out << "  none\n";
+}
+
+// LibTorch's device types among the plugins' devices ("cuda" of "cuda:0"), and the plugins
+// serving each, vendor plugins first: the device-generic torch plugin serves a type "alone" or
+// "also, ranked below" a vendor plugin, with what such a device lacks.
+void render_device_types(std::ostream& out, const std::vector<PluginRecord>& plugins) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> types;  // in the order first seen
+  for (const auto& p : plugins) {
+    if (!p.probe || p.status != PluginStatus::usable) continue;
+    for (const auto& d : p.probe->devices) {
+      if (d.torch_device.empty()) continue;
+      const std::string type = d.torch_device.substr(0, d.torch_device.find(':'));
+      auto it = std::find_if(types.begin(), types.end(), [&](const auto& t) { return t.first == type; });
+      if (it == types.end()) it = types.insert(types.end(), {type, {}});
+      if (std::find(it->second.begin(), it->second.end(), p.name) == it->second.end()) it->second.push_back(p.name);
+    }
+  }
+  out << "Device types (LibTorch's, and the plugin serving each):\n";
+  if (types.empty()) {
+    out << "  none\n";
+    return;
+  }
+  Table t({"TYPE", "SERVED BY"});
+  t.hide_header();
+  for (auto& [type, names] : types) {
+    const auto generic = std::find(names.begin(), names.end(), std::string(kGenericPlugin));
+    const bool has_generic = generic != names.end();
+    if (has_generic) names.erase(generic);
+    std::string text = join(names, ", ");
+    if (has_generic && names.empty())
+      text = std::string(kGenericPlugin) +
+             " alone (device-generic, LibTorch's at::accelerator: no vendor sensors, precision rules or kernels)";
+    else if (has_generic)
+      text += "; also " + std::string(kGenericPlugin) + " (device-generic), ranked below";
+    t.add_row({type, text});
+  }
+  t.print(out);
 }
 
 void render_settings(std::ostream& out, const Settings& s) {

@@ -32,6 +32,8 @@ int verb_info(const Invocation& inv, const Context& ctx) {
     out << '\n';
     render_devices(out, ctx.discovery().plugins);
     out << '\n';
+    render_device_types(out, ctx.discovery().plugins);
+    out << '\n';
     render_settings(out, ctx.settings());
     out << std::flush;
   }

@@ -125,6 +125,8 @@ void report_negotiation(const Invocation& inv, Context& ctx, Json& j) {
   out << '\n';
   render_candidates(out, d);
   out << '\n';
+  render_device_types(out, ctx.discovery().plugins);
+  out << '\n';
   render_settings(out, ctx.settings());
   out << '\n';
   if (d.ok) {

@@ -89,7 +89,11 @@ int verb_verify(const Invocation& inv) {
       char tail[128];
       std::snprintf(tail, sizeof tail, ": %d passed, %d failed, %d skipped in %.1f s (inputs: --seed %llu)\n", passed,
                     report.failed(), skipped, report.seconds, static_cast<unsigned long long>(report.seed));
-      std::cout << report.device.id << " " << report.device.name << tail << std::flush;
+      std::cout << report.device.id << " " << report.device.name << tail;
+      // A device served by the device-generic plugin: say so, and what it lacks.
+      for (const auto& [k, v] : report.device.properties)
+        if (k == "served by" || k == "lacks") std::cout << "  " << k << ": " << v << '\n';
+      std::cout << std::flush;
       for (const auto& r : report.results)
         if (r.outcome == Outcome::fail)
           std::cerr << "accelkit: verify: " << report.device.id << ": " << r.capability << ": " << r.detail << '\n';

@@ -6,8 +6,57 @@
 
 #include "accelkit/launch.hpp"
 #include "accelkit/log.hpp"
+#include "accelkit/new_device.hpp"
 
 namespace accelkit {
+namespace {
+
+const PluginRecord* find_plugin(const Discovery& d, const std::string& name) {
+  for (const auto& rec : d.plugins)
+    if (rec.name == name) return &rec;
+  return nullptr;
+}
+
+// extension_devices: each named plugin's new device type registered with LibTorch
+// (new_device::activate), as a vendor's LibTorch extension registers its own - so that the
+// device-generic torch plugin finds it through at::accelerator. A plugin that is missing,
+// unusable or declares no new device type is a SettingsError naming the setting; one whose
+// device cannot be opened or registered, a DeviceUnavailableError.
+void register_extensions(const Discovery& d, const Setting<std::vector<std::string>>& setting) {
+  // LibTorch keeps a registration for the life of the process: so do the devices behind it.
+  static std::vector<std::shared_ptr<Device>> kept;
+  for (const auto& name : *setting) {
+    const std::string who = "extension_devices (from " + setting.from() + "): plugin '" + name + "'";
+    const PluginRecord* rec = find_plugin(d, name);
+    if (!rec) throw SettingsError(who + " was not found (accelkit plugins lists what was)");
+    if (rec->status != PluginStatus::usable || !rec->plugin || !rec->probe)
+      throw SettingsError(who + " is not usable: " + rec->reason);
+    const auto& devices = rec->probe->devices;
+    const auto it = std::find_if(devices.begin(), devices.end(), [](const DeviceInfo& i) { return new_device::declares(i); });
+    if (it == devices.end()) throw SettingsError(who + " declares no new device type (privateuseone:<index>)");
+    Result<std::shared_ptr<Device>> dev = rec->plugin->open(static_cast<std::size_t>(it - devices.begin()));
+    if (!dev.ok() || !dev.value())
+      throw DeviceUnavailableError(who + ": cannot open " + it->id + ": " +
+                                   (dev.ok() ? std::string("the plugin returned no device") : dev.status().message()));
+    const std::string torch_name = new_device::activate(name, *dev.value());
+    spdlog::info("extension_devices: {} registered with LibTorch as {} (served by the device-generic plugin)", it->id,
+                 torch_name);
+    auto holder = std::make_shared<std::pair<std::shared_ptr<Plugin>, std::shared_ptr<Device>>>(rec->plugin, dev.value());
+    kept.push_back(std::shared_ptr<Device>(holder, holder->second.get()));
+  }
+}
+
+// Their devices are offered through the device-generic plugin only.
+void mark_extensions(Discovery& d, const std::vector<std::string>& names) {
+  for (auto& rec : d.plugins)
+    if (std::find(names.begin(), names.end(), rec.name) != names.end() && rec.status == PluginStatus::usable) {
+      rec.status = PluginStatus::unavailable;
+      rec.reason = "registered with LibTorch as an extension (extension_devices): its device is served by the "
+                   "device-generic torch plugin";
+    }
+}
+
+}  // namespace
 
 PrecisionRequest precision_request_from(const Config& c) {
   PrecisionRequest request;
@@ -50,6 +99,11 @@ std::unique_ptr<Context> Context::create(Settings settings, const LoaderOptions&
   scan.scan_timeout_s = *c.plugin_scan_timeout;
   scan.scan_memory_bytes = static_cast<std::uint64_t>(*c.plugin_scan_memory) << 20;
   ctx->discovery_ = discover_plugins(scan);
+  if (!c.extension_devices->empty()) {
+    register_extensions(ctx->discovery_, c.extension_devices);
+    ctx->discovery_ = discover_plugins(scan);  // probed again: the registered type is LibTorch's accelerator now
+    mark_extensions(ctx->discovery_, *c.extension_devices);
+  }
   std::vector<std::string> pci_problems;
   ctx->pci_ = scan_pci_gpus(&pci_problems);
   for (const auto& p : pci_problems) spdlog::warn("PCI scan: {}", p);

@@ -85,7 +85,7 @@ void copy_bytes(void* dst, const void* src, std::size_t bytes, CopyKind kind, in
 }
 
 // ---- the device guard --------------------------------------------------------------------
-class Guard final : public c10::impl::DeviceGuardImplInterface {
+class Guard final : public compat::DeviceGuardBase {
  public:
   c10::DeviceType type() const override { return kType; }
   c10::Device exchangeDevice(c10::Device d) const override {
@@ -113,6 +113,10 @@ class Guard final : public c10::impl::DeviceGuardImplInterface {
   // synchronous device has nothing queued).
   void synchronizeStream(const c10::Stream& s) const override {
     if (reg().active && rt().synchronize) rt().synchronize(s.device_index());
+  }
+  // The whole device (at::accelerator::synchronizeDevice): the same, its one stream.
+  void synchronize_device(int index) const override {
+    if (reg().active && rt().synchronize) rt().synchronize(index);
   }
 };
 

@@ -502,6 +502,10 @@ void add_plugins(std::vector<SettingSpec>& s) {
                         store_as<std::vector<std::string>>(ACCELKIT_FIELD(prefer))));
   s.push_back(list_spec("require", "ACCELKIT_REQUIRE", "capabilities the device must have", check_capabilities,
                         store_as<std::vector<std::string>>(ACCELKIT_FIELD(require))));
+  s.push_back(list_spec("extension_devices", "ACCELKIT_EXTENSION_DEVICES",
+                        "plugins whose new device type is registered with LibTorch at start, as a vendor's LibTorch "
+                        "extension would be, and offered only through the device-generic torch plugin",
+                        check_plugins, store_as<std::vector<std::string>>(ACCELKIT_FIELD(extension_devices))));
 }
 
 // Data-parallel runs: the collective backend, its timeout and gradient buckets.

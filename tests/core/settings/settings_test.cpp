@@ -74,7 +74,7 @@ TEST_CASE("schema: display order, types, env names and options, [routing] and [t
                                         "guard_interval", "guard_policy", "guard_temperature", "guard_hysteresis",
                                         "guard_power", "autotune", "step_tuning", "step_retune",
                                         "autotune_cache", "log_level", "plugin_scan", "plugin_scan_timeout",
-                                        "plugin_scan_memory", "prefer", "require", "dist_backend", "dist_timeout",
+                                        "plugin_scan_memory", "prefer", "require", "extension_devices", "dist_backend", "dist_timeout",
                                         "dist_bucket_mb"});
   CHECK(routing == op_class_names().size());
   CHECK(train == 13);
@@ -202,6 +202,7 @@ TEST_CASE("file layer: every key, with file:line:column") {
   CHECK(s.text("log_level") == "info");
   CHECK((*s->prefer) == std::vector<std::string>{"cpu", "cuda"});
   CHECK((*s->require) == std::vector<std::string>{"fp32", "memory_stats"});
+  CHECK((*s->extension_devices) == std::vector<std::string>{"hostmem"});
   CHECK((*s->autotune_cache) == false);
   CHECK(s.text("master_weights") == "on");
   CHECK(s.text("blas_kernels") == "library");

@@ -130,6 +130,9 @@ struct Config {
   Setting<std::int64_t> plugin_scan_memory;   // MiB the examining process may allocate; 0 = no limit
   Setting<std::vector<std::string>> prefer;   // plugin names
   Setting<std::vector<std::string>> require;  // capability names
+  // Plugins whose new device type is registered with LibTorch at start and offered through the
+  // device-generic torch plugin only (Context::create).
+  Setting<std::vector<std::string>> extension_devices;
   // Data-parallel training (distributed.hpp): the collective backend ("auto": the plugin's),
   // the seconds a rendezvous or collective may wait for a rank, the gradient bucket size.
   Setting<std::string> dist_backend;

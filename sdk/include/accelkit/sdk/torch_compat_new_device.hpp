@@ -13,6 +13,9 @@
 //               set_autocast_enabled/dtype one) from 2.4: registered here from 2.4 with the
 //               lists LibTorch uses on CPU and CUDA (matmuls and convolutions in the autocast
 //               dtype; losses, norms and exp/log-like functions in fp32; the rest falls through).
+//   Guard:      DeviceGuardImplInterface::synchronizeDevice (what at::accelerator::synchronizeDevice
+//               calls) exists from 2.6 at the latest: DeviceGuardBase forwards it to
+//               synchronize_device() there; before, nothing calls it.
 #pragma once
 
 #include <cstddef>
@@ -26,6 +29,7 @@
 #include <c10/core/Allocator.h>
 #include <c10/core/Device.h>
 #include <c10/core/DeviceType.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include "accelkit/sdk/torch_compat.hpp"
 
@@ -51,6 +55,16 @@ namespace accelkit::compat {
 inline constexpr bool kPrivateUse1HasName = ACCELKIT_HAS_PRIVATEUSE1_NAME;
 inline constexpr bool kPrivateUse1HasHooks = ACCELKIT_HAS_PRIVATEUSE1_HOOKS;
 inline constexpr bool kPrivateUse1HasAutocast = ACCELKIT_HAS_PRIVATEUSE1_AUTOCAST;
+
+// A device guard whose whole-device synchronisation (where LibTorch has it) is
+// synchronize_device().
+class DeviceGuardBase : public c10::impl::DeviceGuardImplInterface {
+ public:
+  virtual void synchronize_device(int index) const = 0;
+#if ACCELKIT_TORCH_AT_LEAST(2, 6)
+  void synchronizeDevice(const c10::DeviceIndex index) const override { synchronize_device(static_cast<int>(index)); }
+#endif
+};
 
 // An allocator that forwards to do_allocate / do_copy, whatever the LibTorch.
 class DeviceAllocator : public c10::Allocator {
