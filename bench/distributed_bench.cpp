@@ -47,6 +47,57 @@ using accelkit::bench_timing::ms_since;
 
 }  // namespace
 
+// What one run measured, and what rank 0 prints of it.
+struct RunFacts {
+  int n;
+  std::string backend, device, why;
+  int width;
+  std::size_t buckets;
+  long long bucket_mib;
+  int batch;
+  long long shard;
+  double bytes;
+};
+struct Timings {
+  std::vector<double> plain, bucket_sync, bucket_local, step_sync, step_local;
+};
+
+void print_figures(const RunFacts& r, const Timings& t) {
+  // One rank moves nothing between devices: its figure is bytes / time (NCCL's algbw).
+  const double factor = r.n > 1 ? 2.0 * (r.n - 1) / r.n : 1.0;
+  const char* bw = r.n > 1 ? "bus bandwidth" : "algorithm bandwidth (one rank)";
+  const double p = median(t.plain), bs = median(t.bucket_sync), bl = median(t.bucket_local);
+  const double comm_buckets = bs - bl;
+  const double ss = median(t.step_sync), sl = median(t.step_local);
+  const double plain_bw = factor * r.bytes / (p * 1e-3) / 1e9;
+  const double bucket_bw = comm_buckets > 0 ? factor * r.bytes / (comm_buckets * 1e-3) / 1e9 : 0;
+  const double hidden = (sl + p - ss) / p;
+  std::printf("ranks %d, threads per rank %d, %s on %s (%s), LibTorch %s\n", r.n, at::get_num_threads(),
+              r.backend.c_str(), r.device.c_str(), r.why.c_str(), TORCH_VERSION);
+  std::printf("gradients: %.1f MB fp32 (3 x Linear(%d)), %zu buckets of <= %lld MiB\n", r.bytes / 1e6, r.width,
+              r.buckets, r.bucket_mib);
+  std::printf("plain all-reduce: %.2f ms, %s %.2f GB/s\n", p, bw, plain_bw);
+  std::printf("through the buckets: %.2f ms (backward %.2f ms synchronised - %.2f ms local), %s "
+              "%.2f GB/s = %.0f%% of plain\n",
+              comm_buckets, bs, bl, bw, bucket_bw, 100.0 * bucket_bw / plain_bw);
+  std::printf("mlp step, batch %d (%lld per rank): compute alone %.2f ms, communication alone %.2f ms, "
+              "synchronised step %.2f ms: ",
+              r.batch, r.shard, sl, p, ss);
+  // A step longer than its compute and communication together hides nothing: the rest is the
+  // buckets' own work (copies into and out of the flat buffers), said as such, not as a
+  // negative share.
+  if (hidden >= 0) std::printf("%.0f%% of the communication hidden behind backward\n", 100.0 * hidden);
+  else std::printf("none hidden; the step takes %.2f ms more than the two alone (the buckets' own copies)\n", -hidden * p);
+  char hidden_json[32];
+  if (hidden >= 0) std::snprintf(hidden_json, sizeof hidden_json, "%.4f", hidden);
+  else std::snprintf(hidden_json, sizeof hidden_json, "null");
+  std::printf("{\"ranks\": %d, \"backend\": \"%s\", \"device\": \"%s\", \"bytes\": %.0f, \"plain_ms\": %.4f, \"plain_busbw_gbs\": %.4f, "
+              "\"bucket_ms\": %.4f, \"bucket_busbw_gbs\": %.4f, \"bucket_vs_plain\": %.4f, "
+              "\"compute_ms\": %.4f, \"step_ms\": %.4f, \"hidden_fraction\": %s, \"step_over_parts_ms\": %.4f}\n",
+              r.n, r.backend.c_str(), r.device.c_str(), r.bytes, p, plain_bw, comm_buckets, bucket_bw, bucket_bw / plain_bw, sl, ss,
+              hidden_json, ss - sl - p);
+}
+
 int main(int argc, char** argv) {
   const int ranks = arg_int(argc, argv, "--ranks", 2);
   if (!std::getenv("RANK")) {  // start the ranks
@@ -140,41 +191,10 @@ int main(int argc, char** argv) {
       if (keep) step_local.push_back(ms_since(t));
       world->barrier();
     }
-    if (rank == 0) {
-      // One rank moves nothing between devices: its figure is bytes / time (NCCL's algbw).
-      const double factor = n > 1 ? 2.0 * (n - 1) / n : 1.0;
-      const char* bw = n > 1 ? "bus bandwidth" : "algorithm bandwidth (one rank)";
-      const double p = median(plain), bs = median(bucket_sync), bl = median(bucket_local);
-      const double comm_buckets = bs - bl;
-      const double ss = median(step_sync), sl = median(step_local);
-      const double plain_bw = factor * bytes / (p * 1e-3) / 1e9;
-      const double bucket_bw = comm_buckets > 0 ? factor * bytes / (comm_buckets * 1e-3) / 1e9 : 0;
-      const double hidden = (sl + p - ss) / p;
-      std::printf("ranks %d, threads per rank %d, %s on %s (%s), LibTorch %s\n", n, at::get_num_threads(),
-                  world->backend().c_str(), device.str().c_str(), world->why().c_str(), TORCH_VERSION);
-      std::printf("gradients: %.1f MB fp32 (3 x Linear(%d)), %zu buckets of <= %lld MiB\n", bytes / 1e6, width,
-                  dp.buckets(), static_cast<long long>(dp.bucket_bytes() >> 20));
-      std::printf("plain all-reduce: %.2f ms, %s %.2f GB/s\n", p, bw, plain_bw);
-      std::printf("through the buckets: %.2f ms (backward %.2f ms synchronised - %.2f ms local), %s "
-                  "%.2f GB/s = %.0f%% of plain\n",
-                  comm_buckets, bs, bl, bw, bucket_bw, 100.0 * bucket_bw / plain_bw);
-      std::printf("mlp step, batch %d (%lld per rank): compute alone %.2f ms, communication alone %.2f ms, "
-                  "synchronised step %.2f ms: ",
-                  batch, static_cast<long long>(shard), sl, p, ss);
-      // A step longer than its compute and communication together hides nothing: the rest is the
-      // buckets' own work (copies into and out of the flat buffers), said as such, not as a
-      // negative share.
-      if (hidden >= 0) std::printf("%.0f%% of the communication hidden behind backward\n", 100.0 * hidden);
-      else std::printf("none hidden; the step takes %.2f ms more than the two alone (the buckets' own copies)\n", -hidden * p);
-      char hidden_json[32];
-      if (hidden >= 0) std::snprintf(hidden_json, sizeof hidden_json, "%.4f", hidden);
-      else std::snprintf(hidden_json, sizeof hidden_json, "null");
-      std::printf("{\"ranks\": %d, \"backend\": \"%s\", \"device\": \"%s\", \"bytes\": %.0f, \"plain_ms\": %.4f, \"plain_busbw_gbs\": %.4f, "
-                  "\"bucket_ms\": %.4f, \"bucket_busbw_gbs\": %.4f, \"bucket_vs_plain\": %.4f, "
-                  "\"compute_ms\": %.4f, \"step_ms\": %.4f, \"hidden_fraction\": %s, \"step_over_parts_ms\": %.4f}\n",
-                  n, world->backend().c_str(), device.str().c_str(), bytes, p, plain_bw, comm_buckets, bucket_bw, bucket_bw / plain_bw, sl, ss,
-                  hidden_json, ss - sl - p);
-    }
+    if (rank == 0)
+      print_figures({n, world->backend(), device.str(), world->why(), width, dp.buckets(),
+                     static_cast<long long>(dp.bucket_bytes() >> 20), batch, static_cast<long long>(shard), bytes},
+                    {plain, bucket_sync, bucket_local, step_sync, step_local});
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "accelkit_bench_distributed: %s\n", e.what());

@@ -45,140 +45,188 @@ torch::nn::Sequential make_mlp(int64_t w) {
 
 struct Variant {
   std::string name, what;
-  std::function<void()> step;  // one training step
+  std::function<void()> step;    // one training step
   accelkit::PrecisionPlan plan;  // applied before each round (the runtime's plan is process-wide: TF32)
   std::vector<double> ms;
+};
+
+struct Options {
+  int64_t width = 8192, batch = 512;
+  int steps = 10, rounds = 7, warmup = 6;  // 6 warm-up rounds: past step tuning's observation
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    const int v = std::atoi(argv[i + 1]);
+    if (a == "--width") o.width = v;
+    else if (a == "--batch") o.batch = v;
+    else if (a == "--steps") o.steps = v;
+    else if (a == "--rounds") o.rounds = v;
+    else if (a == "--warmup") o.warmup = v;
+    else throw std::invalid_argument("unknown option " + a + " (--width, --batch, --steps, --rounds, --warmup)");
+  }
+  if (o.width <= 0 || o.batch <= 0 || o.steps <= 0 || o.rounds <= 0 || o.warmup < 0)
+    throw std::invalid_argument("--width, --batch, --steps and --rounds must be positive, --warmup not negative");
+  return o;
+}
+
+// The four variants on one runtime, each with its own model copy from the same weights.
+class LoopBench {
+ public:
+  explicit LoopBench(const Options& o)
+      : o_(o), rt_(accelkit::Runtime::start({})), device_(rt_->device()),
+        x_(torch::randn({o.batch, o.width}).to(device_)), y_(torch::randn({o.batch, o.width}).to(device_)),
+        adamw_(torch::optim::AdamWOptions(1e-4).weight_decay(1e-2)), readme_opt_(make_readme()) {
+    add_plain();
+    add_tuned();
+    add_readme();
+    add_master();
+  }
+
+  void run() {
+    std::printf("README loop on %s: mlp 3 x Linear(%lld), batch %lld, AdamW; %d rounds of %d steps after %d\n",
+                device_.str().c_str(), static_cast<long long>(o_.width), static_cast<long long>(o_.batch), o_.rounds,
+                o_.steps, o_.warmup);
+    std::printf("readme: %s (%s)\n", adopted_.implementation.c_str(), adopted_.why.c_str());
+    if (!master_note_.empty()) std::printf("master: not run: %s\n", master_note_.c_str());
+    for (int r = 0; r < o_.warmup + o_.rounds; ++r)
+      for (auto& var : v_) {
+        rt_->apply_precision(var.plan);
+        accelkit::detail::synchronize(device_);
+        const auto t = Clock::now();
+        for (int s = 0; s < o_.steps; ++s) var.step();
+        accelkit::detail::synchronize(device_);
+        if (r >= o_.warmup) var.ms.push_back(ms_since(t) / o_.steps);
+      }
+    std::printf("step tuning: %s\n", rt_->step_tuning().why.c_str());
+    const double plain = median(v_[0].ms), tuned = median(v_[1].ms);
+    for (const auto& var : v_) {
+      const double m = median(var.ms);
+      std::printf("%-7s %9.3f ms/step  %5.2fx plain  %5.2fx tuned  (%s)\n", var.name.c_str(), m, plain / m, tuned / m,
+                  var.what.c_str());
+    }
+  }
+
+ private:
+  torch::nn::Sequential on_device() {
+    auto m = make_mlp(o_.width);
+    m->to(device_);
+    return m;
+  }
+
+  // The README's port keeps the program's own optimizer, made before the runtime adopts it.
+  std::unique_ptr<torch::optim::AdamW> make_readme() {
+    readme_model_ = make_mlp(o_.width);
+    auto opt = std::make_unique<torch::optim::AdamW>(readme_model_->parameters(), adamw_);
+    adopted_ = rt_->prepare(*readme_model_, *opt);
+    return opt;
+  }
+
+  void add_plain() {
+    auto model = on_device();
+    auto opt = std::make_shared<torch::optim::AdamW>(model->parameters(), adamw_);
+    v_.push_back({"plain", "fp32, torch::optim::AdamW, zero_grad()",
+                  [this, model, opt]() mutable {
+                    opt->zero_grad();
+                    torch::mse_loss(model->forward(x_), y_).backward();
+                    opt->step();
+                  },
+                  {},
+                  {}});
+    v_.back().plan.threads = at::get_num_threads();  // plain LibTorch: no TF32, no autocast
+  }
+
+  void add_tuned() {
+    auto model = on_device();
+    const bool fused = accelkit::support::AtenFusedAdamW::available(device_.type());
+    std::shared_ptr<torch::optim::Optimizer> opt =
+        fused ? std::shared_ptr<torch::optim::Optimizer>(
+                    std::make_shared<accelkit::support::AtenFusedAdamW>(model->parameters(), adamw_))
+              : std::make_shared<torch::optim::AdamW>(model->parameters(), adamw_);
+    v_.push_back({"tuned",
+                  std::string("bf16 autocast, TF32, ") + (fused ? "at::_fused_adamw_" : "torch::optim::AdamW") +
+                      ", gradients to none",
+                  [this, model, opt]() mutable {
+                    accelkit::zero_grad(*opt);
+                    torch::Tensor out;
+                    {
+                      accelkit::compat::AutocastGuard ac(device_.type(), true, at::kBFloat16);
+                      out = model->forward(x_);
+                    }
+                    torch::mse_loss(out.to(torch::kFloat), y_).backward();
+                    opt->step();
+                  },
+                  {},
+                  {}});
+    v_.back().plan.threads = at::get_num_threads();
+    v_.back().plan.tf32 = rt_->precision().tf32;  // TF32 where the device has it, as a careful user sets it
+  }
+
+  void add_readme() {
+    v_.push_back({"readme", "rt->prepare(model, optimizer), rt->autocast(), rt->step(): " + adopted_.implementation,
+                  [this]() {
+                    readme_opt_->zero_grad();
+                    torch::Tensor out;
+                    {
+                      auto ac = rt_->autocast();
+                      out = readme_model_->forward(x_);
+                    }
+                    torch::mse_loss(out.to(torch::kFloat), y_).backward();
+                    rt_->step(*readme_opt_);
+                  },
+                  rt_->precision(),
+                  {}});
+  }
+
+  void add_master() {
+    auto model = make_mlp(o_.width);
+    rt_->prepare(*model);
+    accelkit::AdamWConfig mc;
+    mc.lr = 1e-4;
+    mc.master_weights = true;
+    std::shared_ptr<torch::optim::Optimizer> opt;
+    try {
+      opt = rt_->make_adamw(model->parameters(), mc).optimizer;
+    } catch (const std::exception& e) {
+      master_note_ = e.what();
+      return;
+    }
+    v_.push_back({"master", "the same loop, make_adamw with AdamWConfig::master_weights",
+                  [this, model, opt]() mutable {
+                    accelkit::zero_grad(*opt);
+                    torch::Tensor out;
+                    {
+                      auto ac = rt_->autocast();
+                      out = model->forward(x_);
+                    }
+                    torch::mse_loss(out.to(torch::kFloat), y_).backward();
+                    opt->step();
+                  },
+                  rt_->precision(),
+                  {}});
+  }
+
+  Options o_;
+  std::unique_ptr<accelkit::Runtime> rt_;
+  c10::Device device_;
+  torch::Tensor x_, y_;
+  torch::optim::AdamWOptions adamw_;
+  torch::nn::Sequential readme_model_{nullptr};
+  accelkit::Adoption adopted_;
+  std::unique_ptr<torch::optim::AdamW> readme_opt_;
+  std::string master_note_;
+  std::vector<Variant> v_;
 };
 
 }  // namespace
 
 int main(int argc, char** argv) try {
-  int64_t width = 8192, batch = 512;
-  int steps = 10, rounds = 7, warmup = 6;  // 6 warm-up rounds: past step tuning's observation
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i];
-    const int v = std::atoi(argv[i + 1]);
-    if (a == "--width") width = v;
-    else if (a == "--batch") batch = v;
-    else if (a == "--steps") steps = v;
-    else if (a == "--rounds") rounds = v;
-    else if (a == "--warmup") warmup = v;
-    else throw std::invalid_argument("unknown option " + a + " (--width, --batch, --steps, --rounds, --warmup)");
-  }
-  if (width <= 0 || batch <= 0 || steps <= 0 || rounds <= 0 || warmup < 0)
-    throw std::invalid_argument("--width, --batch, --steps and --rounds must be positive, --warmup not negative");
+  const Options o = parse(argc, argv);
   accelkit::init_logging(accelkit::LogLevel::warn);
-  auto rt = accelkit::Runtime::start({});
-  const c10::Device device = rt->device();
   torch::manual_seed(5);
-  const auto x = torch::randn({batch, width}).to(device), y = torch::randn({batch, width}).to(device);
-  const auto adamw = torch::optim::AdamWOptions(1e-4).weight_decay(1e-2);
-  std::vector<Variant> v;
-
-  auto plain_model = make_mlp(width);
-  plain_model->to(device);
-  auto plain_opt = std::make_shared<torch::optim::AdamW>(plain_model->parameters(), adamw);
-  v.push_back({"plain", "fp32, torch::optim::AdamW, zero_grad()", [=]() mutable {
-                 plain_opt->zero_grad();
-                 auto loss = torch::mse_loss(plain_model->forward(x), y);
-                 loss.backward();
-                 plain_opt->step();
-               },
-               {},
-               {}});
-  v.back().plan.threads = at::get_num_threads();  // plain LibTorch: no TF32, no autocast
-
-  auto tuned_model = make_mlp(width);
-  tuned_model->to(device);
-  const bool aten_fused = accelkit::support::AtenFusedAdamW::available(device.type());
-  std::shared_ptr<torch::optim::Optimizer> tuned_opt =
-      aten_fused ? std::shared_ptr<torch::optim::Optimizer>(
-                       std::make_shared<accelkit::support::AtenFusedAdamW>(tuned_model->parameters(), adamw))
-                 : std::make_shared<torch::optim::AdamW>(tuned_model->parameters(), adamw);
-  v.push_back({"tuned", std::string("bf16 autocast, TF32, ") + (aten_fused ? "at::_fused_adamw_" : "torch::optim::AdamW") +
-                            ", gradients to none",
-               [=]() mutable {
-                 accelkit::zero_grad(*tuned_opt);
-                 torch::Tensor out;
-                 {
-                   accelkit::compat::AutocastGuard ac(device.type(), true, at::kBFloat16);
-                   out = tuned_model->forward(x);
-                 }
-                 auto loss = torch::mse_loss(out.to(torch::kFloat), y);
-                 loss.backward();
-                 tuned_opt->step();
-               },
-               {},
-               {}});
-  v.back().plan.threads = at::get_num_threads();
-  v.back().plan.tf32 = rt->precision().tf32;  // TF32 where the device has it, as a careful user sets it
-
-  auto readme_model = make_mlp(width);
-  torch::optim::AdamW readme_opt(readme_model->parameters(), adamw);
-  const accelkit::Adoption adopted = rt->prepare(*readme_model, readme_opt);
-  v.push_back({"readme", "rt->prepare(model, optimizer), rt->autocast(), rt->step(): " + adopted.implementation,
-               [&, readme_model]() mutable {
-                 readme_opt.zero_grad();
-                 torch::Tensor out;
-                 {
-                   auto ac = rt->autocast();
-                   out = readme_model->forward(x);
-                 }
-                 auto loss = torch::mse_loss(out.to(torch::kFloat), y);
-                 loss.backward();
-                 rt->step(readme_opt);
-               },
-               rt->precision(),
-               {}});
-
-  auto master_model = make_mlp(width);
-  rt->prepare(*master_model);
-  accelkit::AdamWConfig mc;
-  mc.lr = 1e-4;
-  mc.master_weights = true;
-  std::shared_ptr<torch::optim::Optimizer> master_opt;
-  std::string master_note;
-  try {
-    master_opt = rt->make_adamw(master_model->parameters(), mc).optimizer;
-  } catch (const std::exception& e) {
-    master_note = e.what();
-  }
-  if (master_opt)
-    v.push_back({"master", "the same loop, make_adamw with AdamWConfig::master_weights", [&, master_model, master_opt]() mutable {
-                   accelkit::zero_grad(*master_opt);
-                   torch::Tensor out;
-                   {
-                     auto ac = rt->autocast();
-                     out = master_model->forward(x);
-                   }
-                   auto loss = torch::mse_loss(out.to(torch::kFloat), y);
-                   loss.backward();
-                   master_opt->step();
-                 },
-                 rt->precision(),
-                 {}});
-
-  std::printf("README loop on %s: mlp 3 x Linear(%lld), batch %lld, AdamW; %d rounds of %d steps after %d\n",
-              device.str().c_str(), static_cast<long long>(width), static_cast<long long>(batch), rounds, steps, warmup);
-  std::printf("readme: %s (%s)\n", adopted.implementation.c_str(), adopted.why.c_str());
-  if (!master_opt) std::printf("master: not run: %s\n", master_note.c_str());
-  for (int r = 0; r < warmup + rounds; ++r)
-    for (auto& var : v) {
-      rt->apply_precision(var.plan);
-      accelkit::detail::synchronize(device);
-      const auto t = Clock::now();
-      for (int s = 0; s < steps; ++s) var.step();
-      accelkit::detail::synchronize(device);
-      if (r >= warmup) var.ms.push_back(ms_since(t) / steps);
-    }
-  const auto& st = rt->step_tuning();
-  std::printf("step tuning: %s\n", st.why.c_str());
-  const double plain = median(v[0].ms), tuned = median(v[1].ms);
-  for (const auto& var : v) {
-    const double m = median(var.ms);
-    std::printf("%-7s %9.3f ms/step  %5.2fx plain  %5.2fx tuned  (%s)\n", var.name.c_str(), m, plain / m, tuned / m,
-                var.what.c_str());
-  }
+  LoopBench(o).run();
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "accelkit_bench_readme_loop: %s\n", e.what());
