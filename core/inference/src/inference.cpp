@@ -294,13 +294,14 @@ std::vector<at::Tensor> reference_outputs(const torch::jit::Module& module, cons
 
 // Accepts the measured trial `t` of `r` when its outputs are close enough to the reference's,
 // and otherwise says by how much they are off.
-void judge_trial(InferenceTrial& t, const Recipe& r, const InferenceOptions& o) {
+void judge_trial(InferenceTrial& t, const Recipe& r, const InferenceOptions& o, bool tf32) {
   const bool reduced = r.dtype != at::kFloat;
-  t.accepted = reduced ? t.cosine >= o.min_cosine && t.rel_error <= o.bf16_tolerance : t.rel_error <= o.fp32_tolerance;
+  const double fp32 = fp32_candidate_tolerance(o, tf32);
+  t.accepted = reduced ? t.cosine >= o.min_cosine && t.rel_error <= o.bf16_tolerance : t.rel_error <= fp32;
   if (!t.accepted)
     t.note = "outputs off: relative error " + fmt3(t.rel_error) + ", cosine " + fmt3(t.cosine) + " (needs " +
              (reduced ? ">= " + fmt3(o.min_cosine) + " and <= " + fmt3(o.bf16_tolerance)
-                      : "<= " + fmt3(o.fp32_tolerance)) + ")";
+                      : "<= " + fmt3(fp32) + (tf32 ? ", TF32" : "")) + ")";
 }
 
 // Every candidate's trial, and the fastest accepted one prepared.
@@ -311,7 +312,7 @@ struct Measured {
 
 Measured measure_candidates(const torch::jit::Module& module, const std::vector<at::Tensor>& inputs,
                             const std::vector<at::Tensor>& reference, const RecipeFilter& filter,
-                            const InferenceOptions& o, c10::Device device) {
+                            const InferenceOptions& o, c10::Device device, bool tf32) {
   Measured m;
   m.decision.origin = "benchmark";
   double best_ms = 0;
@@ -334,7 +335,7 @@ Measured measure_candidates(const torch::jit::Module& module, const std::vector<
       t.rel_error = e.rel_error;
       t.cosine = e.cosine;
       t.median_ms = median_ms(*p, inputs, device, o.warmup, o.reps);
-      judge_trial(t, r, o);
+      judge_trial(t, r, o, tf32);
       if (t.accepted && (!m.best || t.median_ms < best_ms)) {
         m.best = std::move(p);
         best_ms = t.median_ms;
@@ -393,6 +394,10 @@ void cache_decision(InferenceDecision& d, const CacheSlot& slot, const std::opti
 
 }  // namespace
 
+double fp32_candidate_tolerance(const InferenceOptions& o, bool tf32) {
+  return tf32 ? std::max(o.fp32_tolerance, o.tf32_tolerance) : o.fp32_tolerance;
+}
+
 std::unique_ptr<OptimizedModule> optimize_for_inference(Runtime& rt, const torch::jit::Module& module,
                                                         const std::vector<at::Tensor>& inputs,
                                                         const InferenceOptions& o) {
@@ -405,7 +410,7 @@ std::unique_ptr<OptimizedModule> optimize_for_inference(Runtime& rt, const torch
 
   const std::vector<at::Tensor> reference = reference_outputs(module, inputs, rt.device());
   const std::optional<CpuSample> load_start = sample_cpu();
-  Measured m = measure_candidates(module, inputs, reference, filter, o, rt.device());
+  Measured m = measure_candidates(module, inputs, reference, filter, o, rt.device(), rt.precision().tf32);
   explain_choice(m.decision, m.best->decision().chosen);
   cache_decision(m.decision, slot, load_start, rt.device());
   m.best->decision() = std::move(m.decision);

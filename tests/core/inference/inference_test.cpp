@@ -189,4 +189,18 @@ TEST_CASE("optimize_for_inference: bad input is refused with the reason") {
   }
 }
 
+TEST_CASE("fp32 candidates are held to 1e-4, or to the TF32 tolerance where the plan runs TF32") {
+  // Seen on an H200: conv-bn folding under TF32 moved ResNet-18's outputs by 2.6e-4, and the
+  // frozen and channels-last fp32 candidates were refused against 1e-4.
+  InferenceOptions o;
+  CHECK(fp32_candidate_tolerance(o, false) == 1e-4);
+  CHECK(fp32_candidate_tolerance(o, true) == 5e-3);
+  o.fp32_tolerance = 1e-2;  // a caller's looser fp32 bound stands under TF32 too
+  CHECK(fp32_candidate_tolerance(o, true) == 1e-2);
+  o.fp32_tolerance = 1e-6;
+  o.tf32_tolerance = 1e-3;
+  CHECK(fp32_candidate_tolerance(o, false) == 1e-6);
+  CHECK(fp32_candidate_tolerance(o, true) == 1e-3);
+}
+
 }  // namespace inference_suite

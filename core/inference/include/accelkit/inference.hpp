@@ -35,6 +35,10 @@ struct InferenceOptions {
   // Accepting a candidate: ||y - ref|| / ||ref|| over every output at most this for the fp32
   // candidates (only the order of floating-point sums may differ) ...
   double fp32_tolerance = 1e-4;
+  // ... or this where the runtime's plan runs fp32 matmuls and convolutions in TF32 (a GPU's
+  // tensor cores: unit roundoff 2^-11 per product; folding batch norms into the convolutions
+  // changes which products are rounded) ...
+  double tf32_tolerance = 5e-3;
   // ... and for reduced precision a cosine similarity with the fp32 outputs of at least this,
   // and a relative error of at most bf16_tolerance.
   double min_cosine = 0.999;
@@ -74,6 +78,10 @@ class OptimizedModule {
   virtual std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs) = 0;
   virtual const InferenceDecision& decision() const noexcept = 0;
 };
+
+// The tolerance the fp32 candidates are held to: o.fp32_tolerance, or o.tf32_tolerance when the
+// plan runs fp32 matmuls in TF32.
+double fp32_candidate_tolerance(const InferenceOptions& o, bool tf32);
 
 // Every tensor of a module's output (a tensor, or tuples/lists/dicts of them), in order.
 std::vector<at::Tensor> flatten_outputs(const c10::IValue& output);
