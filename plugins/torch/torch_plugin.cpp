@@ -64,7 +64,9 @@ std::string graph_refusal(c10::DeviceType type) {
   return "";
 }
 
-DeviceInfo device_info(c10::DeviceType type, int index) {
+// The device as the probe reports it (opened = false: nothing that would start the device's
+// runtime, such as a GPU context for its memory figures) or as the opened device does.
+DeviceInfo device_info(c10::DeviceType type, int index, bool opened) {
   DeviceInfo d;
   d.id = "torch:" + std::to_string(index);
   d.torch_device = c10::Device(type, static_cast<c10::DeviceIndex>(index)).str();
@@ -77,14 +79,16 @@ DeviceInfo device_info(c10::DeviceType type, int index) {
   if (compat::aten_fused_adamw_available(type)) d.capabilities.add(Capability::fused_adamw);
   const std::string no_graph = graph_refusal(type);
   if (no_graph.empty()) d.capabilities.add(Capability::graph_capture);
-  std::string memory = "not reported";
-  try {
-    const auto m = compat::accelerator_memory(index);
-    d.memory_bytes = m.total;
-    d.capabilities.add(Capability::memory_stats);
-    memory = std::to_string(m.total >> 20) + " MiB (at::accelerator::getMemoryInfo)";
-  } catch (const c10::Error& e) {
-    memory = "not reported: " + first_line(e.what_without_backtrace());
+  std::string memory = "read when the device is opened";
+  if (opened) {
+    try {
+      const auto m = compat::accelerator_memory(index);
+      d.memory_bytes = m.total;
+      d.capabilities.add(Capability::memory_stats);
+      memory = std::to_string(m.total >> 20) + " MiB (at::accelerator::getMemoryInfo)";
+    } catch (const c10::Error& e) {
+      memory = "not reported: " + first_line(e.what_without_backtrace());
+    }
   }
   d.properties = {{"served by", "the torch plugin: LibTorch's device-generic API (at::accelerator)"},
                   {"device type", type_name(type)},
@@ -179,7 +183,7 @@ class GenericOptimizer final : public Optimizer {
 
 class GenericDevice final : public Device {
  public:
-  GenericDevice(c10::DeviceType type, int index) : type_(type), index_(index), info_(device_info(type, index)) {}
+  GenericDevice(c10::DeviceType type, int index) : type_(type), index_(index), info_(device_info(type, index, /*opened=*/true)) {}
   const DeviceInfo& info() const noexcept override { return info_; }
   Result<std::shared_ptr<Precision>> precision() noexcept override {
     return guarded("torch precision", [&]() -> Result<std::shared_ptr<Precision>> {
@@ -282,7 +286,7 @@ class TorchPlugin final : public Plugin {
         r.reasons.push_back("LibTorch reports " + type_name(*type) + " with no device");
         return r;
       }
-      for (int i = 0; i < count; ++i) r.devices.push_back(device_info(*type, i));
+      for (int i = 0; i < count; ++i) r.devices.push_back(device_info(*type, i, /*opened=*/false));
       r.score = kScore;
       r.reasons.push_back(std::to_string(count) + " " + type_name(*type) +
                           " device(s) through LibTorch's device-generic API; a vendor plugin for the same type ranks "
