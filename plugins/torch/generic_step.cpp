@@ -7,9 +7,9 @@
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
-namespace accelkit::torch_generic {
+#include "accelkit/sdk/support/host_file.hpp"
 
-std::string first_line(const std::string& what) { return what.substr(0, what.find('\n')); }
+namespace accelkit::torch_generic {
 
 std::string GenericCapturedStep::refusal(const torch::optim::Optimizer& optimizer) {
   if (dynamic_cast<const torch::optim::SGD*>(&optimizer)) return "";
@@ -41,7 +41,7 @@ void GenericCapturedStep::try_capture() {
     began = false;
     graph->instantiate();
   } catch (const std::exception& e) {
-    failure = first_line(e.what());
+    failure = host::first_line(e.what());
   } catch (...) {
     failure = "unknown exception";
   }
@@ -84,7 +84,7 @@ Status GenericCapturedStep::run() noexcept {
     }
     return Status();
   } catch (const std::exception& e) {
-    return Status(StatusCode::internal, "the training step failed: " + first_line(e.what()));
+    return Status(StatusCode::internal, "the training step failed: " + host::first_line(e.what()));
   }
 }
 

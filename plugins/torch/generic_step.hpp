@@ -25,9 +25,6 @@
 
 namespace accelkit::torch_generic {
 
-// LibTorch's first line of an error, without the C++ frames.
-std::string first_line(const std::string& what);
-
 class GenericCapturedStep final : public CapturedStep {
  public:
   GenericCapturedStep(torch::optim::Optimizer& optimizer, std::function<void()> step, int warmup);

@@ -24,6 +24,7 @@
 #include "accelkit/sdk/precision.hpp"
 #include "accelkit/sdk/support/adamw_state.hpp"
 #include "accelkit/sdk/support/aten_fused_adamw.hpp"
+#include "accelkit/sdk/support/host_file.hpp"
 #include "accelkit/sdk/torch_compat.hpp"
 #include "accelkit/sdk/torch_compat_accelerator.hpp"
 #include "generic_step.hpp"
@@ -48,7 +49,7 @@ bool computes_bf16(c10::DeviceType type, int index, std::string& source) {
       return std::find(dtypes->begin(), dtypes->end(), at::kBFloat16) != dtypes->end();
     }
   } catch (const c10::Error& e) {
-    source = "getDeviceCapability failed (" + first_line(e.what_without_backtrace()) + "); autocast's availability";
+    source = "getDeviceCapability failed (" + host::first_line(e.what_without_backtrace()) + "); autocast's availability";
     return true;
   }
   source = "autocast's availability (getDeviceCapability is used from LibTorch 2.13)";
@@ -87,7 +88,7 @@ DeviceInfo device_info(c10::DeviceType type, int index, bool opened) {
       d.capabilities.add(Capability::memory_stats);
       memory = std::to_string(m.total >> 20) + " MiB (at::accelerator::getMemoryInfo)";
     } catch (const c10::Error& e) {
-      memory = "not reported: " + first_line(e.what_without_backtrace());
+      memory = "not reported: " + host::first_line(e.what_without_backtrace());
     }
   }
   d.properties = {{"served by", "the torch plugin: LibTorch's device-generic API (at::accelerator)"},
@@ -213,7 +214,7 @@ class GenericDevice final : public Device {
         return s;
       } catch (const c10::Error& e) {
         return Status(StatusCode::not_supported, "LibTorch gives no memory figures for " + info_.torch_device + ": " +
-                                                     first_line(e.what_without_backtrace()));
+                                                     host::first_line(e.what_without_backtrace()));
       }
     });
   }
@@ -224,7 +225,7 @@ class GenericDevice final : public Device {
         return Status();
       } catch (const c10::Error& e) {
         return Status(StatusCode::not_supported, "LibTorch keeps no peak for " + info_.torch_device + ": " +
-                                                     first_line(e.what_without_backtrace()));
+                                                     host::first_line(e.what_without_backtrace()));
       }
     });
   }
@@ -235,7 +236,7 @@ class GenericDevice final : public Device {
         return Status();
       } catch (const c10::Error& e) {
         return Status(StatusCode::not_supported, "LibTorch has no allocator cache to empty for " + info_.torch_device +
-                                                     ": " + first_line(e.what_without_backtrace()));
+                                                     ": " + host::first_line(e.what_without_backtrace()));
       }
     });
   }
@@ -279,7 +280,7 @@ class TorchPlugin final : public Plugin {
         count = compat::accelerator_device_count();
       } catch (const c10::Error& e) {
         r.reasons.push_back("LibTorch reports " + type_name(*type) + " but counting its devices failed: " +
-                            first_line(e.what_without_backtrace()));
+                            host::first_line(e.what_without_backtrace()));
         return r;
       }
       if (count <= 0) {
@@ -312,7 +313,7 @@ class TorchPlugin final : public Plugin {
         compat::accelerator_synchronize(i);
       } catch (const c10::Error& e) {
         return Status(StatusCode::unavailable, "torch:" + std::to_string(i) + " (" + type_name(*type) +
-                                                   "): LibTorch could not open it: " + first_line(e.what_without_backtrace()));
+                                                   "): LibTorch could not open it: " + host::first_line(e.what_without_backtrace()));
       }
       return std::shared_ptr<Device>(std::make_shared<GenericDevice>(*type, i));
     });
