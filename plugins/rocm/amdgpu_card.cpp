@@ -9,13 +9,6 @@
 namespace accelkit::rocm {
 namespace {
 
-bool is_card_entry(const std::string& name) {
-  if (!host::starts_with(name, "card") || name.size() == 4) return false;
-  for (std::size_t i = 4; i < name.size(); ++i)
-    if (name[i] < '0' || name[i] > '9') return false;
-  return true;
-}
-
 std::string pci_slot_from_uevent(const std::string& device_dir) {
   auto file = host::read_file(device_dir + "/uevent");
   if (!file.ok()) return {};
@@ -78,7 +71,7 @@ std::vector<AmdgpuCard> find_amdgpu_cards(std::vector<std::string>* problems) {
   std::vector<AmdgpuCard> out;
   const std::string drm = sysfs_path("class/drm");
   for (const std::string& name : host::list_dir(drm)) {
-    if (!is_card_entry(name)) continue;
+    if (!host::is_drm_card(name)) continue;
     const std::string vendor = drm + "/" + name + "/device/vendor";
     if (auto why = host::refusal(vendor, host::read_file(vendor)); !why.empty() && problems) problems->push_back(why);
     if (auto c = read_amdgpu_card(name, drm + "/" + name + "/device")) out.push_back(std::move(*c));

@@ -152,3 +152,12 @@ TEST_CASE("plausible: each unit's limits, kB that wrap, counters that go back") 
   CHECK(counter_step(10, 15) == std::optional<std::uint64_t>(5));
   CHECK_FALSE(counter_step(15, 10));
 }
+
+TEST_CASE("is_drm_card: cards, not connectors or render nodes") {
+  CHECK(host::is_drm_card("card0"));
+  CHECK(host::is_drm_card("card12"));
+  CHECK_FALSE(host::is_drm_card("card"));
+  CHECK_FALSE(host::is_drm_card("card0-DP-1"));
+  CHECK_FALSE(host::is_drm_card("renderD128"));
+  CHECK_FALSE(host::is_drm_card("version"));
+}

@@ -201,6 +201,13 @@ inline std::vector<std::string> list_dir(const std::string& path) {
   return names;
 }
 
+// Whether a name under sysfs class/drm is a card ("card0"), not a connector ("card0-DP-1") or a
+// render node ("renderD128").
+inline bool is_drm_card(std::string_view name) {
+  if (!starts_with(name, "card") || name.size() == 4) return false;
+  return std::all_of(name.begin() + 4, name.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 inline bool exists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0;
