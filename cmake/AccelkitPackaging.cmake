@@ -24,7 +24,7 @@ set(CPACK_DEBIAN_ACCELKIT_PACKAGE_NAME accelkit)
 # Descriptions: the first line is the package's synopsis.
 set(CPACK_COMPONENT_ACCELKIT_DESCRIPTION "LibTorch training tuned to the accelerator present
 The accelkit command line tool (info, plugins, report, monitor, bench, train) and the CPU \
-plugin. GPU backends are separate packages (accelkit-plugin-cuda, accelkit-plugin-rocm): \
+plugin. GPU backends are separate packages (accelkit-plugin-cuda, accelkit-plugin-rocm, accelkit-plugin-xpu): \
 installing one makes its hardware usable, removing it falls back to the CPU.")
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libaccelkit-dev)

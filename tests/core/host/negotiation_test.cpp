@@ -139,6 +139,24 @@ TEST_CASE("auto: the declared kind decides first, then the score") {
   CHECK_FALSE(none.error.empty());
 }
 
+TEST_CASE("auto: a vendor plugin's device outranks the device-generic backend's view of the same GPU") {
+  // An Intel GPU as the xpu plugin reports it (discrete GPU, score 100) and as the device-generic
+  // torch plugin does (kind other, score 5), both naming LibTorch's xpu:0.
+  std::vector<PluginRecord> plugins = {
+      record("torch", 5, {device("torch", 0, DeviceKind::other, {"fp32", "bf16"}, "xpu:0")}),
+      record("xpu", 100, {device("xpu", 0, DeviceKind::discrete_gpu, {"fp32", "bf16", "fp16"}, "xpu:0")}),
+      record("cpu", 10, {device("cpu", 0, DeviceKind::cpu, {"fp32"}, "cpu")}),
+  };
+  Decision d = negotiate(plugins, DeviceRequest{});
+  INFO(explain(d));
+  CHECK(selected_id(d) == "xpu:0");
+  std::vector<std::string> order;
+  for (const auto& c : d.candidates) order.push_back(c.device.id);
+  CHECK(order == std::vector<std::string>{"xpu:0", "torch:0", "cpu:0"});
+  // Without the vendor plugin (not installed, or disabled), the generic backend serves the GPU.
+  CHECK(selected_id(negotiate(without(plugins, "xpu"), DeviceRequest{})) == "torch:0");
+}
+
 TEST_CASE("a data-parallel rank's LOCAL_RANK picks among the chosen plugin's devices") {
   auto plugins = full_machine();  // cuda:0, cuda:1, ...
   for (int local = 0; local < 4; ++local) {
