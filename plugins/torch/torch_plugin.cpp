@@ -77,7 +77,7 @@ DeviceInfo device_info(c10::DeviceType type, int index, bool opened) {
   d.capabilities.add(Capability::fp32);
   std::string bf16_source;
   if (computes_bf16(type, index, bf16_source)) d.capabilities.add(Capability::bf16);
-  if (compat::aten_fused_adamw_available(type)) d.capabilities.add(Capability::fused_adamw);
+  if (compat::aten_fused_adamw_registered(type)) d.capabilities.add(Capability::fused_adamw);
   const std::string no_graph = graph_refusal(type);
   if (no_graph.empty()) d.capabilities.add(Capability::graph_capture);
   std::string memory = "read when the device is opened";
@@ -95,7 +95,7 @@ DeviceInfo device_info(c10::DeviceType type, int index, bool opened) {
                   {"device type", type_name(type)},
                   {"bf16", d.capabilities.has(Capability::bf16) ? "yes, from " + bf16_source : "no: " + bf16_source},
                   {"memory", memory},
-                  {"fused adamw", compat::aten_fused_adamw_available(type)
+                  {"fused adamw", compat::aten_fused_adamw_registered(type)
                                       ? "at::_fused_adamw_"
                                       : "none: LibTorch has no at::_fused_adamw_ kernel for " + type_name(type)},
                   {"graph capture", no_graph.empty() ? "at::accelerator::Graph (SGD steps)" : "none: " + no_graph},
@@ -158,21 +158,35 @@ class GenericPrecision final : public Precision {
   bool bf16_;
 };
 
-// LibTorch's at::_fused_adamw_ on the device (support::AtenFusedAdamW), where it has a kernel.
+// LibTorch's at::_fused_adamw_ on the device (support::AtenFusedAdamW), where it has a kernel,
+// offered beside the unfused update (torch::optim::AdamW's per-parameter operations) so that the
+// runtime times both on the device and keeps the faster (adamw_choice.hpp), as it does for the
+// CPU plugin's kernels: a fused kernel is not assumed to win on a device nobody measured.
 class GenericOptimizer final : public Optimizer {
  public:
+  static constexpr const char* kFused = "aten-fused";
+  static constexpr const char* kUnfused = "unfused";
+
   explicit GenericOptimizer(c10::DeviceType type) : type_(type) {}
   std::string implementation() const override { return "ATen fused AdamW (at::_fused_adamw_, " + type_name(type_) + ")"; }
   std::vector<AdamWImplementation> adamw_implementations() const override {
-    return {AdamWImplementation{"aten-fused", implementation(), /*master_weights=*/false}};
+    return {AdamWImplementation{kFused, implementation(), /*master_weights=*/false},
+            AdamWImplementation{kUnfused, "torch::optim::AdamW (unfused, " + type_name(type_) + ")", false}};
   }
   Result<std::shared_ptr<torch::optim::Optimizer>> create_adamw(const std::vector<at::Tensor>& params,
                                                                 const AdamWConfig& c) noexcept override {
     return guarded("torch fused AdamW", [&]() -> Result<std::shared_ptr<torch::optim::Optimizer>> {
+      const bool unfused = c.implementation == kUnfused;
+      if (!unfused && !c.implementation.empty() && c.implementation != kFused)
+        return Status(StatusCode::invalid_argument, "no AdamW implementation '" + c.implementation +
+                                                        "' in the torch plugin (it offers: aten-fused, unfused)");
       if (c.master_weights) return Status(StatusCode::not_supported, "the torch plugin's AdamW keeps no master weights");
+      if (unfused && c.maximize)
+        return Status(StatusCode::not_supported, "torch::optim::AdamW has no maximize (aten-fused has)");
       for (const auto& p : params)
         TORCH_CHECK(p.device().type() == type_, "the torch plugin's AdamW takes ", type_name(type_),
                     " parameters; got one on ", p.device(), " (move the model to the device first)");
+      if (unfused) return std::shared_ptr<torch::optim::Optimizer>(std::make_shared<torch::optim::AdamW>(params, support::adamw_options(c)));
       return std::shared_ptr<torch::optim::Optimizer>(
           std::make_shared<support::AtenFusedAdamW>(params, support::adamw_options(c), c.maximize));
     });
@@ -194,7 +208,7 @@ class GenericDevice final : public Device {
   }
   Result<std::shared_ptr<Optimizer>> optimizer() noexcept override {
     return guarded("torch optimizer", [&]() -> Result<std::shared_ptr<Optimizer>> {
-      if (!compat::aten_fused_adamw_available(type_))
+      if (!compat::aten_fused_adamw_registered(type_))
         return Status(StatusCode::not_supported,
                       "LibTorch " + compat::libtorch_version() + " has no at::_fused_adamw_ kernel for " + type_name(type_));
       return std::shared_ptr<Optimizer>(std::make_shared<GenericOptimizer>(type_));

@@ -5,7 +5,8 @@
 //             before that one function pair per device (set_cpu_enabled, set_enabled for CUDA).
 //   SDPA:     at::scaled_dot_product_attention and its backend controls exist from 2.0.
 //   AdamW:    ATen's fused AdamW (at::_fused_adamw_): the op from 2.0 with CUDA kernels, CPU
-//             kernels from 2.4 (aten_fused_adamw_available, aten_fused_adamw_).
+//             kernels from 2.4 (aten_fused_adamw_available, aten_fused_adamw_); a kernel another
+//             build or extension registered for its device type (aten_fused_adamw_registered).
 //   SGD:      ATen's fused SGD (at::_fused_sgd_): CUDA kernels from 2.3, CPU kernels from 2.4
 //             (aten_fused_sgd_available, aten_fused_sgd_).
 //   optim:    torch::optim keys per-parameter state by a std::string in 1.x, a void* later.
@@ -249,7 +250,9 @@ class WarningCollector final : public c10::WarningHandler {
 
 // ---- ATen's fused AdamW --------------------------------------------------------------------
 #if ACCELKIT_HAS_ATEN_FUSED_ADAMW
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/_fused_adamw.h>
+#include <c10/core/TensorOptions.h>
 #endif
 #if ACCELKIT_HAS_ATEN_FUSED_SGD
 #include <ATen/ops/_fused_sgd.h>
@@ -265,6 +268,22 @@ inline constexpr bool aten_fused_adamw_available(c10::DeviceType type) {
     case c10::DeviceType::CPU: return ACCELKIT_HAS_ATEN_FUSED_ADAMW_CPU;
     default: return false;
   }
+}
+
+// Whether at::_fused_adamw_ steps tensors on `type` in this process: the kernels LibTorch ships
+// (aten_fused_adamw_available), or one registered for the type's dispatch key at run time (an
+// XPU build's, or a vendor extension's for its PrivateUse1 device), as LibTorch's dispatcher
+// holds them now.
+inline bool aten_fused_adamw_registered(c10::DeviceType type) {
+  if (aten_fused_adamw_available(type)) return true;
+#if ACCELKIT_HAS_ATEN_FUSED_ADAMW
+  const auto op = c10::Dispatcher::singleton().findOp({"aten::_fused_adamw_", ""});
+  if (!op) return false;
+  const c10::DispatchKey key = c10::computeDispatchKey({}, {}, c10::Device(type));
+  return op->hasKernelForDispatchKey(key);
+#else
+  return false;
+#endif
 }
 
 // One multi-tensor AdamW step over lists on one device and of one dtype. `steps` are float

@@ -41,7 +41,8 @@ class AtenFusedAdamW : public torch::optim::AdamW {
       : AtenFusedAdamW({torch::optim::OptimizerParamGroup(std::move(params))}, std::move(defaults), maximize) {}
 
   // Whether this LibTorch can step parameters on `type` with it.
-  static bool available(c10::DeviceType type) { return compat::aten_fused_adamw_available(type); }
+  // (LibTorch's own kernels, or one registered for the type at run time.)
+  static bool available(c10::DeviceType type) { return compat::aten_fused_adamw_registered(type); }
 
   bool maximize() const { return maximize_; }
 
