@@ -20,6 +20,8 @@
 #include "accelkit/runtime.hpp"
 #include "accelkit/step_capture.hpp"
 #include "cli_process.hpp"
+#include "accelkit/sdk/support/adamw_state.hpp"
+#include "accelkit/sdk/support/aten_fused_adamw.hpp"
 #include "accelkit/sdk/torch_compat_accelerator.hpp"
 #include "test_support.hpp"
 
@@ -140,6 +142,123 @@ TEST_CASE("the PrivateUse1 device, served by the torch plugin alone, trains 50 A
   CHECK(opt.implementation == "torch::optim::AdamW");
   INFO(opt.why);
   CHECK(opt.why.find("has no at::_fused_adamw_ kernel for") != std::string::npos);
+}
+
+TEST_CASE("a device whose runtime fails is refused with LibTorch's own message, naming the plugin and the device") {
+  const std::string name = register_private_device();
+  if (!accelkit::compat::accelerator_api()) return;  // said in the case above
+  const c10::Device device(name);
+  // The device's memory taken (address space only: nothing is written), so that opening it fails
+  // inside LibTorch as a broken runtime's would.
+  std::vector<torch::Tensor> hog;
+  const auto bytes_on_device = torch::TensorOptions().dtype(torch::kByte).device(device);
+  for (std::int64_t bytes = std::int64_t{1} << 40; bytes >= 1; bytes /= 2)
+    for (int tries = 0; tries < 4; ++tries) {
+      try {
+        hog.push_back(torch::empty({bytes}, bytes_on_device));
+      } catch (const c10::Error&) {
+        break;
+      }
+    }
+  REQUIRE_FALSE(hog.empty());
+  accelkit::PluginRecord rec = torch_record();
+  REQUIRE(rec.plugin);
+  REQUIRE(rec.probe);
+  REQUIRE(rec.probe->devices.size() == 1);
+  auto opened = rec.plugin->open(0);
+  REQUIRE_FALSE(opened.ok());
+  const std::string why = opened.status().message();
+  CAPTURE(why);
+  CHECK(opened.status().code() == accelkit::StatusCode::unavailable);
+  CHECK(why.rfind("torch:0 (", 0) == 0);
+  CHECK(why.find("LibTorch could not open it") != std::string::npos);
+  CHECK(why.find("out of memory") != std::string::npos);  // LibTorch's message, as the runtime raised it
+  hog.clear();
+  CHECK(rec.plugin->open(0).ok());
+}
+
+// An at::_fused_adamw_ kernel for the PrivateUse1 device, as a vendor extension registers one:
+// the device's memory is the host's (hostmem), so it runs LibTorch's CPU kernel on CPU views of
+// the same memory. Boxed, so it registers on every LibTorch (the test runs where the CPU kernel
+// exists).
+void fused_adamw_on_host(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto host_view = [](const at::Tensor& t) {
+    if (!t.defined() || t.device().type() != c10::DeviceType::PrivateUse1) return t;
+    return at::from_blob(t.data_ptr(), t.sizes(), t.strides(), t.options().device(at::kCPU));
+  };
+  for (auto& v : *stack) {
+    if (v.isTensor()) {
+      v = host_view(v.toTensor());
+    } else if (v.isTensorList()) {
+      std::vector<at::Tensor> views;
+      for (const auto& t : v.toTensorVector()) views.push_back(host_view(t));
+      v = c10::IValue(views);
+    }
+  }
+  op.callBoxed(stack);
+}
+
+TEST_CASE("where the device has an at::_fused_adamw_ kernel, the torch plugin offers it, timed against the unfused "
+          "update, and it steps as torch::optim::AdamW does") {
+  register_private_device();
+  if (!accelkit::compat::accelerator_api() || !accelkit::compat::aten_fused_adamw_available(c10::DeviceType::CPU)) {
+    MESSAGE("skipped: needs at::accelerator (2.6+) and LibTorch's CPU kernel of at::_fused_adamw_ (2.4+)");
+    return;
+  }
+  CHECK_FALSE(accelkit::compat::aten_fused_adamw_registered(c10::DeviceType::PrivateUse1));
+  torch::Library kernels(torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
+  kernels.impl("_fused_adamw_", torch::CppFunction::makeFromBoxedFunction<&fused_adamw_on_host>());
+  REQUIRE(accelkit::compat::aten_fused_adamw_registered(c10::DeviceType::PrivateUse1));
+
+  auto rt = Runtime::start(options("torch", {"hostmem"}));
+  CHECK(rt->device_handle()->info().capabilities.has(accelkit::Capability::fused_adamw));
+  torch::nn::Linear lin(64, 64);
+  lin->to(rt->device());
+  const auto chosen = rt->make_adamw(lin->parameters(), accelkit::AdamWConfig{});
+  INFO(chosen.why);
+  REQUIRE(rt->adamw_choice());
+  const auto& choice = *rt->adamw_choice();
+  CHECK((choice.origin == "benchmark" || choice.origin == "cache"));
+  std::vector<std::string> timed;
+  for (const auto& [name, ms] : choice.median_ms) timed.push_back(name);
+  CHECK(timed == std::vector<std::string>{"aten-fused", "unfused"});
+  CHECK(chosen.why.find(choice.name) != std::string::npos);
+
+  // The fused step against torch::optim::AdamW on the CPU, 50 steps on fresh random inputs.
+  const std::uint64_t seed = accelkit::test::test_seed();
+  INFO("ACCELKIT_TEST_SEED=" << seed);
+  auto optimizers = rt->device_handle()->optimizer();
+  REQUIRE_MESSAGE(optimizers.ok(), optimizers.status().message());
+  const auto run = [&](const c10::Device& device, bool fused) {
+    torch::manual_seed(seed);
+    torch::nn::Sequential net(torch::nn::Linear(16, 32), torch::nn::ReLU(), torch::nn::Linear(32, 4));
+    net->to(device);
+    accelkit::AdamWConfig c;
+    c.lr = 1e-2;
+    c.weight_decay = 0.05;
+    c.implementation = "aten-fused";
+    std::shared_ptr<torch::optim::Optimizer> opt;
+    if (fused) opt = optimizers.value()->create_adamw(net->parameters(), c).value();
+    else opt = std::make_shared<torch::optim::AdamW>(net->parameters(), accelkit::support::adamw_options(c));
+    torch::manual_seed(seed + 1);
+    const auto x = torch::randn({8, 16}).to(device), y = torch::randn({8, 4}).to(device);
+    for (int i = 0; i < 50; ++i) {
+      opt->zero_grad();
+      torch::mse_loss(net->forward(x), y).backward();
+      opt->step();
+    }
+    std::vector<torch::Tensor> out;
+    for (const auto& p : net->parameters()) out.push_back(p.detach().to(torch::kCPU));
+    return out;
+  };
+  const auto fused = run(rt->device(), true);
+  const auto reference = run(torch::kCPU, false);
+  REQUIRE(fused.size() == reference.size());
+  for (std::size_t i = 0; i < fused.size(); ++i) {
+    const double diff = (fused[i] - reference[i]).abs().max().item<double>();
+    const double scale = reference[i].abs().max().item<double>();
+    CHECK(diff <= 1e-6 * std::max(scale, 1.0));
+  }
 }
 
 TEST_CASE("accelkit verify passes on the device served by the torch plugin") {
