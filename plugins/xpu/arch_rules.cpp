@@ -98,4 +98,25 @@ XpuRules xpu_rules(std::uint32_t device_id) {
   return r;
 }
 
+const char* product_name(std::uint32_t device_id) {
+  struct Name {
+    std::uint32_t id;
+    const char* name;
+  };
+  static constexpr Name kNames[] = {
+      {0x56a0, "Intel Arc A770"},          {0x56a1, "Intel Arc A750"},
+      {0x56a2, "Intel Arc A580"},          {0x56a5, "Intel Arc A380"},
+      {0x56a6, "Intel Arc A310"},          {0x56c0, "Intel Data Center GPU Flex 170"},
+      {0x56c1, "Intel Data Center GPU Flex 140"}, {0x0bd5, "Intel Data Center GPU Max 1550"},
+      {0x0bd6, "Intel Data Center GPU Max 1550"}, {0x0bda, "Intel Data Center GPU Max 1100"},
+      {0x0bdb, "Intel Data Center GPU Max 1100"}, {0xe20b, "Intel Arc B580"},
+      {0xe20c, "Intel Arc B570"},          {0x7d55, "Intel Arc Graphics (Core Ultra, Meteor Lake)"},
+      {0x7dd5, "Intel Graphics (Core Ultra, Meteor Lake)"}, {0x7d51, "Intel Arc Graphics (Core Ultra 200H)"},
+      {0x64a0, "Intel Arc 140V/130V (Core Ultra 200V)"},
+  };
+  for (const Name& n : kNames)
+    if (n.id == device_id) return n.name;
+  return "";
+}
+
 }  // namespace accelkit::xpu

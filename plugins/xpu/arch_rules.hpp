@@ -45,4 +45,8 @@ struct XpuRules {
 
 XpuRules xpu_rules(std::uint32_t device_id);
 
+// The marketing name of PCI device 8086:<device_id> for the common parts ("Intel Arc A770"),
+// or "" (sysfs has no product name for Intel GPUs; Level Zero's name is used where it is loaded).
+const char* product_name(std::uint32_t device_id);
+
 }  // namespace accelkit::xpu

@@ -110,7 +110,8 @@ void level_zero_reasons(const XpuProbe& probe, XpuReport& r) {
 
 std::string gpu_name(const XpuGpu& g) {
   if (g.ze && !g.ze->name.empty()) return g.ze->name;
-  return "Intel GPU [8086:" + hex4(g.device_id()) + "]";
+  const std::string known = product_name(g.device_id());
+  return (known.empty() ? std::string("Intel GPU") : known) + " [8086:" + hex4(g.device_id()) + "]";
 }
 
 XpuReport make_xpu_report(const XpuProbe& probe, const TorchXpu& torch) {

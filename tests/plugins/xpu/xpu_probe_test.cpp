@@ -106,6 +106,8 @@ TEST_CASE("architecture rules by PCI id: XMX and bf16, fp16 only, TF32 only on X
   CHECK(tgl.dtype == Dtype::fp32);
   CHECK_FALSE(tgl.pytorch_target);
   CHECK(xpu_rules(0x1234).reasons.front().find("8086:1234") != std::string::npos);
+  CHECK(std::string(product_name(0x0bd5)) == "Intel Data Center GPU Max 1550");
+  CHECK(std::string(product_name(0x1234)).empty());
 }
 
 TEST_CASE("precision plans: bf16 and TF32 on Xe-HPC, TF32 refused on Xe-HPG, fp16 with loss scaling on Xe-LPG") {
@@ -161,7 +163,7 @@ TEST_CASE("Arc A770 on i915 without Level Zero: listed from sysfs, not usable, s
   const DeviceInfo& d = r.devices[0];
   CHECK(d.id == "xpu:0");
   CHECK(d.torch_device.empty());
-  CHECK(d.name == "Intel GPU [8086:56a0]");
+  CHECK(d.name == "Intel Arc A770 [8086:56a0]");  // without Level Zero: the PCI id's name
   CHECK(d.kind == DeviceKind::discrete_gpu);
   CHECK(d.memory_bytes == 17079205888ull);
   CHECK(d.capabilities.has(Capability::bf16));
