@@ -168,6 +168,7 @@ const StepTuningStatus& Runtime::step_tuning() const noexcept { return steps_->s
 
 void Runtime::prepare(torch::nn::Module& module) const {
   module.to(torch_device_);
+  steps_->note_module(module);
   steps_->note_model(module.parameters(), "model");
 }
 void Runtime::prepare(torch::jit::Module& module) const { module.to(torch_device_); }

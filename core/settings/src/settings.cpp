@@ -478,6 +478,10 @@ void add_tuning(std::vector<SettingSpec>& s) {
                         "the candidates the change can favour again when either changes for 3 windows (at least "
                         "1.5 s of steps)",
                         store_as<bool>(ACCELKIT_FIELD(step_retune))));
+  s.push_back(flag_spec("channels_last", false, "ACCELKIT_CHANNELS_LAST",
+                        "step tuning also times the plan with the prepared model's 2-D convolution weights "
+                        "channels-last (the program must not view() a convolution's output: reshape() works)",
+                        store_as<bool>(ACCELKIT_FIELD(channels_last))));
   s.push_back(flag_spec("autotune_cache", true, "ACCELKIT_AUTOTUNE_CACHE",
                         "read and write the auto-tuner's cache (--no-cache: neither)",
                         store_as<bool>(ACCELKIT_FIELD(autotune_cache))));

@@ -748,6 +748,110 @@ TEST_CASE("step tuning through the runtime says what it does while it observes")
   CHECK(st.why.find("): step 12 of about ") != std::string::npos);
 }
 
+// A small convolutional network (2-D convolutions, BatchNorm, a transposed convolution) and the
+// program's own optimizer (torch::optim::SGD with momentum, or Adam), trained `steps` steps on
+// fixed inputs, through the runtime as the README's loop ports a program (prepare, forwards
+// under rt->autocast(), rt->step).
+struct ConvRun {
+  torch::nn::Sequential net;
+  double first_loss = 0, last_loss = 0;
+};
+ConvRun train_conv(Runtime& rt, int steps, bool adam) {
+  torch::manual_seed(9);
+  ConvRun r;
+  r.net = torch::nn::Sequential(
+      torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 8, 3).padding(1).bias(false)), torch::nn::BatchNorm2d(8),
+      torch::nn::ReLU(), torch::nn::ConvTranspose2d(torch::nn::ConvTranspose2dOptions(8, 8, 4).stride(2).padding(1)),
+      torch::nn::ReLU(), torch::nn::Conv2d(torch::nn::Conv2dOptions(8, 4, 3).stride(2).padding(1)),
+      torch::nn::AdaptiveAvgPool2d(1), torch::nn::Flatten());
+  std::unique_ptr<torch::optim::Optimizer> opt;
+  if (adam) opt = std::make_unique<torch::optim::Adam>(r.net->parameters(), torch::optim::AdamOptions(1e-2));
+  else opt = std::make_unique<torch::optim::SGD>(r.net->parameters(), torch::optim::SGDOptions(0.01).momentum(0.5));
+  rt.prepare(*r.net, *opt);
+  const at::Tensor x = torch::randn({16, 3, 12, 12});
+  const at::Tensor y = torch::randn({16, 4});
+  for (int i = 0; i < steps; ++i) {
+    opt->zero_grad();
+    at::Tensor out;
+    {
+      auto ac = rt.autocast();
+      out = r.net->forward(x);
+    }
+    at::Tensor loss = torch::mse_loss(out.to(at::kFloat), y);
+    loss.backward();
+    rt.step(*opt);
+    (i == 0 ? r.first_loss : r.last_loss) = loss.item<double>();
+  }
+  return r;
+}
+
+TEST_CASE("step tuning through the runtime: with channels_last on, a model with 2-D convolutions is timed with "
+          "channels-last weights too; its weights end in the chosen layout, and the switches change no value") {
+  ThreadsRestore restore;
+  TempDir cache("accelkit-step-tuning");
+  ScopedEnv cache_dir("ACCELKIT_CACHE_DIR", cache.path().string());
+  accelkit::test::FakeProcStat quiet;
+  constexpr int kSteps = 160;
+  for (const bool adam : {false, true}) {
+    CAPTURE(adam);
+    // fp32 fixed, so every candidate computes what the fixed configuration does (only the
+    // summation order of another thread count or layout differs).
+    auto rt = start({{"precision", "fp32"}, {"kernels", "off"}, {"channels_last", "true"}});
+    if (rt->step_tuning().state == StepTuningStatus::State::off) {
+      MESSAGE("skipped: " << rt->step_tuning().why);
+      return;
+    }
+    const ConvRun tuned = train_conv(*rt, kSteps, adam);
+    const StepTuningStatus& st = rt->step_tuning();
+    INFO(st.why);
+    std::vector<std::string> labels;
+    for (const auto& c : st.candidates) labels.push_back(c.label());
+    INFO(accelkit::test::join(labels, "; "));
+    std::size_t channels_last = 0;
+    for (const auto& c : st.candidates) {
+      if (!c.channels_last) continue;
+      ++channels_last;
+      StepConfig as_made = c;
+      as_made.channels_last = false;
+      CHECK(std::find(st.candidates.begin(), st.candidates.end(), as_made) != st.candidates.end());
+    }
+    CHECK(channels_last >= 1);
+    REQUIRE(st.state == StepTuningStatus::State::decided);
+    const bool chosen_cl = st.candidates[st.chosen].channels_last;
+    for (const auto& p : tuned.net->parameters())
+      if (p.dim() == 4) CHECK(p.is_contiguous(at::MemoryFormat::ChannelsLast) == chosen_cl);
+    CHECK(tuned.last_loss < tuned.first_loss);
+    if (adam) continue;  // Adam's normalised steps amplify rounding: SGD's (gentle) show the values
+
+    // The same program with step tuning off (one configuration throughout): the same weights, to
+    // rounding, against how far training moved them.
+    auto fixed = start({{"precision", "fp32"}, {"kernels", "off"}, {"step_tuning", "false"}});
+    const ConvRun plain = train_conv(*fixed, kSteps, adam);
+    torch::manual_seed(9);
+    const ConvRun init = train_conv(*fixed, 0, adam);
+    const auto a = tuned.net->parameters(), b = plain.net->parameters(), w0 = init.net->parameters();
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      CAPTURE(i);
+      const double diff = (a[i] - b[i]).abs().max().item<double>();
+      const double moved = (b[i] - w0[i]).abs().max().item<double>();
+      INFO("largest difference " << diff << ", largest move from the start " << moved);
+      CHECK(diff <= 5e-3 * moved);  // measured: at most 6e-4 of it; a misplaced value would be O(1)
+    }
+  }
+}
+
+TEST_CASE("step tuning offers no channels-last candidate unasked: a program may view() a convolution's output") {
+  ThreadsRestore restore;
+  TempDir cache("accelkit-step-tuning");
+  ScopedEnv cache_dir("ACCELKIT_CACHE_DIR", cache.path().string());
+  auto rt = start({{"precision", "fp32"}, {"kernels", "off"}});
+  if (rt->step_tuning().state == StepTuningStatus::State::off) return;
+  const ConvRun r = train_conv(*rt, 3, false);
+  for (const auto& c : rt->step_tuning().candidates) CHECK_FALSE(c.channels_last);
+  for (const auto& p : r.net->parameters()) CHECK(p.is_contiguous());
+}
+
 TEST_CASE("step tuning: off by the setting, by ultra_low_overhead, and where the user fixed what it varies") {
   ThreadsRestore restore;
   TempDir cache("accelkit-step-tuning");

@@ -73,7 +73,7 @@ TEST_CASE("schema: display order, types, env names and options, [routing] and [t
                                         "blas_kernels", "kernels", "batch_size", "prefetch", "memory_margin", "batch_step_limit", "profile", "sampler",
                                         "guard_interval", "guard_policy", "guard_temperature", "guard_hysteresis",
                                         "guard_power", "autotune", "step_tuning", "step_retune",
-                                        "autotune_cache", "log_level", "plugin_scan", "plugin_scan_timeout",
+                                        "channels_last", "autotune_cache", "log_level", "plugin_scan", "plugin_scan_timeout",
                                         "plugin_scan_memory", "prefer", "require", "extension_devices", "dist_backend", "dist_timeout",
                                         "dist_bucket_mb"});
   CHECK(routing == op_class_names().size());
@@ -196,6 +196,7 @@ TEST_CASE("file layer: every key, with file:line:column") {
   CHECK((*s->autotune));
   CHECK_FALSE(*s->step_tuning);
   CHECK_FALSE(*s->step_retune);
+  CHECK(*s->channels_last);
   CHECK(*s->dist_backend == "gloo");
   CHECK((*s->dist_timeout) == 60);
   CHECK((*s->dist_bucket_mb) == 8);

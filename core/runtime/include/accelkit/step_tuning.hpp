@@ -6,8 +6,10 @@
 // and cached for the next run. No lambdas, no separate batch: the program's own loop is the trial.
 //
 // What it may switch between steps is only what leaves the training itself unchanged in kind:
-// autocast on or off and the intra-op thread count. The weights, the optimizer and its state
-// are the program's throughout. The steps it observes differ only in rounding (some in the
+// autocast on or off, the intra-op thread count, and the memory layout of the convolution
+// weights of a model given to Runtime::prepare (channels-last or as made: their values never
+// change; weight_layout.hpp). The weights, the optimizer and its state are the program's
+// throughout. The steps it observes differ only in rounding (some in the
 // plan's dtype, some in fp32), which is why it is off where the user fixed the precision,
 // where the auto-tuner already decided, for a graph-captured step (Runtime::capture_step on a
 // device that captures: a replay runs the kernels recorded at capture), and under the
@@ -63,10 +65,15 @@ struct StepConfig {
   at::ScalarType dtype = at::kFloat;  // the autocast dtype when autocast is on
   int threads = 0;                    // intra-op threads; 0 = as they are
   StepKernels kernels = StepKernels::none;
-  // "bf16 autocast, 2 threads", "fp32, 1 thread", "fp32, 2 threads, LibTorch's kernels".
+  // The model's convolution weights channels-last (the plan so, offered where Runtime::prepare
+  // was given a model with 2-D convolutions); false: as the program made them.
+  bool channels_last = false;
+  // "bf16 autocast, 2 threads", "fp32, 1 thread", "fp32, 2 threads, LibTorch's kernels",
+  // "bf16 autocast, 2 threads, channels-last".
   std::string label() const;
   bool operator==(const StepConfig& o) const {
-    return autocast == o.autocast && (!autocast || dtype == o.dtype) && threads == o.threads && kernels == o.kernels;
+    return autocast == o.autocast && (!autocast || dtype == o.dtype) && threads == o.threads && kernels == o.kernels &&
+           channels_last == o.channels_last;
   }
 };
 

@@ -35,6 +35,7 @@ std::string StepConfig::label() const {
   }
   if (threads > 0) s += ", " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
   if (kernels == StepKernels::libtorch) s += ", LibTorch's kernels";
+  if (channels_last) s += ", channels-last";
   return s;
 }
 

@@ -131,7 +131,32 @@ void StepTuning::agree_on_adamw(AdamWImplChoice& choice, Optimizer& optimizers) 
                            " does not offer: every rank must run the same build");
 }
 
+void StepTuning::note_module(torch::nn::Module& module) {
+  if (!tuner_ || tuner_->decided() || tuner_->status().steps_seen > 0) return;
+  // Opt-in: a program that view()s a convolution's output fails on channels-last activations
+  // (pytorch/examples' MNIST does: x.view({-1, 320})), so auto never offers it unasked.
+  if (!*rt_.context().config().channels_last) return;
+  if (!layout_) layout_ = std::make_unique<WeightLayout>();
+  const bool offered = layout_->weights() > 0;  // for a model prepared before
+  layout_->add(module);
+  if (offered || layout_->weights() == 0) return;
+  // The plan with channels-last weights: one candidate more (each costs the observation steps).
+  std::vector<StepConfig> cs = tuner_->status().candidates;
+  StepConfig cl = cs.front();
+  cl.channels_last = true;
+  cs.push_back(cl);
+  make_tuner(cs);
+  if (!*rt_.context().config().step_retune)
+    tuner_->stop_revisiting("step_retune = off (from " + rt_.context().config().step_retune.from() + ")");
+  copy_status();
+}
+
 void StepTuning::turn_off(std::string why) {
+  // Off before a decision: the weights as the program made them.
+  if (layout_ && channels_last_ && !(tuner_ && tuner_->decided())) {
+    layout_->apply(false);
+    channels_last_ = false;
+  }
   tuner_.reset();
   status_.state = StepTuningStatus::State::off;
   status_.why = std::move(why);
@@ -326,6 +351,10 @@ void StepTuning::apply_config(const StepConfig& c) {
     compat::set_autocast_enabled(type, c.autocast);
   }
   set_operator_kernels_open(c.kernels == StepKernels::plugin);
+  if (layout_ && c.channels_last != channels_last_) {
+    layout_->apply(c.channels_last);
+    channels_last_ = c.channels_last;
+  }
   current_ = c;
 }
 

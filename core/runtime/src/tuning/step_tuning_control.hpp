@@ -15,6 +15,7 @@
 #include "accelkit/adamw_choice.hpp"
 #include "accelkit/machine_load.hpp"
 #include "accelkit/step_tuning.hpp"
+#include "tuning/weight_layout.hpp"
 
 namespace accelkit {
 
@@ -48,6 +49,9 @@ class StepTuning {
   void agree_on_adamw(AdamWImplChoice& choice, Optimizer& optimizers) const;
   // The model's weights became bf16 (master weights): only the autocast candidates are left.
   void drop_unweighted_candidates(const std::string& why);
+  // The program's model (Runtime::prepare): where it has 2-D convolutions and observation has
+  // not begun, the plan is offered with channels-last weights too.
+  void note_module(torch::nn::Module& module);
   // The params of the optimizer just made, which name the model in the cache's key.
   void note_model(const std::vector<at::Tensor>& params, const char* optimizer);
   // The program stepped `optimizer` through Runtime::step. Once the optimizers' order is seen
@@ -67,7 +71,7 @@ class StepTuning {
   // Whose operator kernels the plan's steps run.
   StepKernels plan_kernels() const noexcept;
   void make_tuner(const std::vector<StepConfig>& candidates);  // with the agreement, if any
-  void apply_config(const StepConfig& c);  // threads and the thread's autocast
+  void apply_config(const StepConfig& c);  // threads, the thread's autocast, the weights' layout
   // The tuner's status changed (a decision, a cached one adopted, a re-observation begun).
   void on_change();
   void copy_status();  // the tuner's, with this side's note on the source
@@ -87,6 +91,8 @@ class StepTuning {
   std::vector<std::pair<const void*, std::string>> models_;
   std::string model_signature_;          // models_' signatures joined
   StepConfig current_;                   // what the open top-level scope runs with
+  std::unique_ptr<WeightLayout> layout_;  // the prepared model's convolution weights; null: none
+  bool channels_last_ = false;           // the layout they have now
   std::optional<CpuSample> load_start_;  // the machine's load when observing began
   std::uint64_t changes_seen_ = 0;       // the tuner's changes() last copied
   std::string source_note_;              // "; cached in ..." on the standing decision's source

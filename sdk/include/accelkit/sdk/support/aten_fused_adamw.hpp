@@ -27,6 +27,7 @@
 #include <ATen/ops/zeros_like.h>
 #include <torch/optim/adamw.h>
 
+#include "accelkit/sdk/support/adamw_state.hpp"
 #include "accelkit/sdk/torch_compat.hpp"
 
 namespace accelkit::support {
@@ -100,10 +101,12 @@ class AtenFusedAdamW : public torch::optim::AdamW {
     }
     auto& st = static_cast<torch::optim::AdamWParamState&>(*it->second);
     if (amsgrad && !st.max_exp_avg_sq().defined()) st.max_exp_avg_sq(at::zeros_like(p, at::MemoryFormat::Preserve));
-    // A loaded checkpoint's state may sit elsewhere or in another dtype: the kernel wants the
-    // parameter's.
+    // A loaded checkpoint's state may sit elsewhere or in another dtype, and a parameter may
+    // have changed its layout (step tuning's channels-last weights): the kernel wants the
+    // parameter's device, dtype and strides.
     auto settle = [&](const at::Tensor& s) {
-      return s.device() == p.device() && s.scalar_type() == p.scalar_type() ? s : s.to(p.options());
+      if (s.device() == p.device() && s.scalar_type() == p.scalar_type() && s.strides() == p.strides()) return s;
+      return with_layout(s.to(p.options()), p);
     };
     st.exp_avg(settle(st.exp_avg()));
     st.exp_avg_sq(settle(st.exp_avg_sq()));
