@@ -130,8 +130,9 @@ void report(const std::vector<Variant>& vs, const std::vector<double>& acc, int 
                 base / m, acc[i]);
   }
   const double tuned = median(vs[1].epochs_ms), accel = median(vs[2].epochs_ms);
-  std::printf("accelkit (defaults) is %.2fx the original program and %.2fx hand-tuned LibTorch; accuracy %+.2f points "
-              "vs the original\n", base / accel, tuned / accel, acc[2] - acc[0]);
+  const char* settings = *rt->context().config().channels_last ? "channels_last = true" : "defaults";
+  std::printf("accelkit (%s) is %.2fx the original program and %.2fx hand-tuned LibTorch; accuracy %+.2f points "
+              "vs the original\n", settings, base / accel, tuned / accel, acc[2] - acc[0]);
   const auto& st = rt->step_tuning();
   const bool decided = st.state == accelkit::StepTuningStatus::State::decided;
   std::printf("accelkit: step tuning %s: %s%s\n",
