@@ -61,11 +61,12 @@ void read_xe_layout(IntelCard& c, std::vector<std::string>* problems) {
 }
 
 // Tiles, VRAM and frequency files as i915 lays them out (VRAM only with the i915 backports).
-void read_i915_layout(IntelCard& c) {
+void read_i915_layout(IntelCard& c, std::vector<std::string>* problems) {
   int gts = 0;
   for (const std::string& name : host::list_dir(c.card_dir + "/gt"))
     if (host::starts_with(name, "gt") && host::parse_int(name.substr(2))) ++gts;
   const LmemReading lmem = read_lmem(c);
+  note_problem(problems, lmem.problem);
   if (lmem.total && *lmem.total > 0) {
     c.vram_bytes = lmem.total;
     c.vram_source = lmem.source;
@@ -140,8 +141,7 @@ std::optional<IntelCard> read_intel_card(const std::string& card, const std::str
     if (host::starts_with(name, "renderD"))
       if (auto minor = host::parse_int(name.substr(7))) c.render_minor = static_cast<int>(*minor);
   if (c.driver == "xe") read_xe_layout(c, problems);
-  else read_i915_layout(c);
-  if (c.driver == "i915") note_problem(problems, read_lmem(c).problem);
+  else read_i915_layout(c, problems);
   read_hwmon(c);
   return c;
 }
