@@ -74,10 +74,6 @@ void StepTuning::setup() {
     return turn_off(fixed.empty() ? "nothing to choose between: the plan is fp32 with one thread, or not on a CPU"
                                   : "nothing left to choose: the user fixed " + text::join(fixed, " and "));
   make_tuner(cs);
-  if (!*s.step_retune) {
-    tuner_->stop_revisiting("step_retune = off (from " + s.step_retune.from() + ")");
-    copy_status();
-  }
 }
 
 void StepTuning::make_tuner(const std::vector<StepConfig>& cs) {
@@ -86,6 +82,8 @@ void StepTuning::make_tuner(const std::vector<StepConfig>& cs) {
   tuner_ = std::make_unique<StepTuner>(cs, StepTuner::Options{}, StepTuner::Clock{},
                                        rt_.device().is_cpu() ? machine_load_reading() : StepTuner::Load{});
   if (agreement_) tuner_->set_agreement(agreement_, ++generation_);
+  const Config& s = rt_.context().config();
+  if (!*s.step_retune) tuner_->stop_revisiting("step_retune = off (from " + s.step_retune.from() + ")");
   source_note_.clear();
   copy_status();
 }
@@ -146,9 +144,6 @@ void StepTuning::note_module(torch::nn::Module& module) {
   cl.channels_last = true;
   cs.push_back(cl);
   make_tuner(cs);
-  if (!*rt_.context().config().step_retune)
-    tuner_->stop_revisiting("step_retune = off (from " + rt_.context().config().step_retune.from() + ")");
-  copy_status();
 }
 
 void StepTuning::turn_off(std::string why) {
@@ -181,8 +176,6 @@ void StepTuning::drop_unweighted_candidates(const std::string& why) {
   }
   if (keep.size() < 2) return no_step_tuning(why);
   make_tuner(keep);
-  if (!*rt_.context().config().step_retune)
-    tuner_->stop_revisiting("step_retune = off (from " + rt_.context().config().step_retune.from() + ")");
   tuner_->note(why);
   copy_status();
 }
