@@ -130,9 +130,13 @@ void report(const std::vector<Variant>& vs, const std::vector<double>& acc, int 
                 base / m, acc[i]);
   }
   const double tuned = median(vs[1].epochs_ms), accel = median(vs[2].epochs_ms);
-  const char* settings = *rt->context().config().channels_last ? "channels_last = true" : "defaults";
+  const auto& cl = rt->context().config().channels_last;
+  const std::string settings = !cl.user_set()            ? "defaults"
+                               : *cl == accelkit::Toggle::on ? "channels_last = on"
+                               : *cl == accelkit::Toggle::off ? "channels_last = off"
+                                                              : "channels_last = auto";
   std::printf("accelkit (%s) is %.2fx the original program and %.2fx hand-tuned LibTorch; accuracy %+.2f points "
-              "vs the original\n", settings, base / accel, tuned / accel, acc[2] - acc[0]);
+              "vs the original\n", settings.c_str(), base / accel, tuned / accel, acc[2] - acc[0]);
   const auto& st = rt->step_tuning();
   const bool decided = st.state == accelkit::StepTuningStatus::State::decided;
   std::printf("accelkit: step tuning %s: %s%s\n",

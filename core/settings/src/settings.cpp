@@ -478,10 +478,11 @@ void add_tuning(std::vector<SettingSpec>& s) {
                         "the candidates the change can favour again when either changes for 3 windows (at least "
                         "1.5 s of steps)",
                         store_as<bool>(ACCELKIT_FIELD(step_retune))));
-  s.push_back(flag_spec("channels_last", false, "ACCELKIT_CHANNELS_LAST",
-                        "step tuning also times the plan with the prepared model's 2-D convolution weights "
-                        "channels-last (the program must not view() a convolution's output: reshape() works)",
-                        store_as<bool>(ACCELKIT_FIELD(channels_last))));
+  s.push_back(enum_spec<Toggle>("channels_last", Toggle::automatic, "ACCELKIT_CHANNELS_LAST",
+                                "step tuning also times the plan (and fp32) with the prepared model's 2-D convolution weights "
+                                "channels-last: auto (where the program's first step view()s no 4-D tensor in a way "
+                                "channels-last activations fail; reshape() works), on (without that check), or off",
+                                store_enum<Toggle>(ACCELKIT_FIELD(channels_last))));
   s.push_back(flag_spec("autotune_cache", true, "ACCELKIT_AUTOTUNE_CACHE",
                         "read and write the auto-tuner's cache (--no-cache: neither)",
                         store_as<bool>(ACCELKIT_FIELD(autotune_cache))));

@@ -13,3 +13,5 @@ accelkit_add_test(step_tuning_test SOURCES core/runtime/step_tuning_test.cpp LIN
 target_compile_definitions(${step_tuning_test_target} PRIVATE ACCELKIT_TEST_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}")
 add_dependencies(${step_tuning_test_target} accelkit-plugin-cpu)
 
+# The channels-last watch: its view check against LibTorch's view(), and a step's operators.
+accelkit_add_test(layout_watch_test SOURCES core/runtime/layout_watch_test.cpp LINK accelkit::core GROUP runtime)

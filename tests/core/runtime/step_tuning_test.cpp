@@ -1,6 +1,7 @@
 // Observe, then switch (step_tuning.hpp): the state machine on a scripted clock, and the
 // runtime's part on a real training loop through the CPU plugin (the decision, the cache, the
 // settings that turn it off).
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -756,26 +757,29 @@ struct ConvRun {
   torch::nn::Sequential net;
   double first_loss = 0, last_loss = 0;
 };
-ConvRun train_conv(Runtime& rt, int steps, bool adam) {
+// How the program turns the last convolution's 16x4x4x4 output into the loss's 16x16: a
+// flatten() (works in any layout) or a view() (fails on channels-last activations).
+enum class Head { flatten, view };
+ConvRun train_conv(Runtime& rt, int steps, bool adam, Head head = Head::flatten) {
   torch::manual_seed(9);
   ConvRun r;
   r.net = torch::nn::Sequential(
       torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 8, 3).padding(1).bias(false)), torch::nn::BatchNorm2d(8),
       torch::nn::ReLU(), torch::nn::ConvTranspose2d(torch::nn::ConvTranspose2dOptions(8, 8, 4).stride(2).padding(1)),
-      torch::nn::ReLU(), torch::nn::Conv2d(torch::nn::Conv2dOptions(8, 4, 3).stride(2).padding(1)),
-      torch::nn::AdaptiveAvgPool2d(1), torch::nn::Flatten());
+      torch::nn::ReLU(), torch::nn::Conv2d(torch::nn::Conv2dOptions(8, 4, 3).stride(2).padding(1)));
   std::unique_ptr<torch::optim::Optimizer> opt;
   if (adam) opt = std::make_unique<torch::optim::Adam>(r.net->parameters(), torch::optim::AdamOptions(1e-2));
   else opt = std::make_unique<torch::optim::SGD>(r.net->parameters(), torch::optim::SGDOptions(0.01).momentum(0.5));
   rt.prepare(*r.net, *opt);
   const at::Tensor x = torch::randn({16, 3, 12, 12});
-  const at::Tensor y = torch::randn({16, 4});
+  const at::Tensor y = torch::randn({16, 16});
   for (int i = 0; i < steps; ++i) {
     opt->zero_grad();
     at::Tensor out;
     {
       auto ac = rt.autocast();
-      out = r.net->forward(x);
+      const at::Tensor h = torch::adaptive_avg_pool2d(r.net->forward(x), {2, 2});
+      out = head == Head::flatten ? h.flatten(1) : h.view({h.size(0), -1});
     }
     at::Tensor loss = torch::mse_loss(out.to(at::kFloat), y);
     loss.backward();
@@ -783,6 +787,11 @@ ConvRun train_conv(Runtime& rt, int steps, bool adam) {
     (i == 0 ? r.first_loss : r.last_loss) = loss.item<double>();
   }
   return r;
+}
+
+std::size_t channels_last_candidates(const StepTuningStatus& st) {
+  return static_cast<std::size_t>(
+      std::count_if(st.candidates.begin(), st.candidates.end(), [](const StepConfig& c) { return c.channels_last; }));
 }
 
 TEST_CASE("step tuning through the runtime: with channels_last on, a model with 2-D convolutions is timed with "
@@ -796,7 +805,7 @@ TEST_CASE("step tuning through the runtime: with channels_last on, a model with 
     CAPTURE(adam);
     // fp32 fixed, so every candidate computes what the fixed configuration does (only the
     // summation order of another thread count or layout differs).
-    auto rt = start({{"precision", "fp32"}, {"kernels", "off"}, {"channels_last", "true"}});
+    auto rt = start({{"precision", "fp32"}, {"kernels", "off"}, {"channels_last", "on"}});
     if (rt->step_tuning().state == StepTuningStatus::State::off) {
       MESSAGE("skipped: " << rt->step_tuning().why);
       return;
@@ -841,15 +850,80 @@ TEST_CASE("step tuning through the runtime: with channels_last on, a model with 
   }
 }
 
-TEST_CASE("step tuning offers no channels-last candidate unasked: a program may view() a convolution's output") {
+TEST_CASE("step tuning, channels_last = auto (the default): the candidate is offered once the program's first step "
+          "was watched and view()s nothing channels-last activations would fail") {
   ThreadsRestore restore;
   TempDir cache("accelkit-step-tuning");
   ScopedEnv cache_dir("ACCELKIT_CACHE_DIR", cache.path().string());
-  auto rt = start({{"precision", "fp32"}, {"kernels", "off"}});
-  if (rt->step_tuning().state == StepTuningStatus::State::off) return;
-  const ConvRun r = train_conv(*rt, 3, false);
-  for (const auto& c : rt->step_tuning().candidates) CHECK_FALSE(c.channels_last);
-  for (const auto& p : r.net->parameters()) CHECK(p.is_contiguous());
+  accelkit::test::FakeProcStat quiet;
+  {
+    auto rt = start({{"precision", "fp32"}, {"kernels", "off"}, {"autotune_cache", "false"}});
+    if (rt->step_tuning().state == StepTuningStatus::State::off) {
+      MESSAGE("skipped: " << rt->step_tuning().why);
+      return;
+    }
+    // Before the first step: not offered yet.
+    const ConvRun before = train_conv(*rt, 0, false);
+    CHECK(channels_last_candidates(rt->step_tuning()) == 0);
+  }
+  auto rt2 = start({{"precision", "fp32"}, {"kernels", "off"}});
+  const ConvRun r = train_conv(*rt2, 160, false, Head::flatten);
+  const StepTuningStatus& st = rt2->step_tuning();
+  INFO(st.why);
+  CHECK(channels_last_candidates(st) == 1);
+  REQUIRE(st.state == StepTuningStatus::State::decided);
+  const bool chosen_cl = st.candidates[st.chosen].channels_last;
+  for (const auto& p : r.net->parameters())
+    if (p.dim() == 4) CHECK(p.is_contiguous(at::MemoryFormat::ChannelsLast) == chosen_cl);
+  CHECK(r.last_loss < r.first_loss);
+
+  // The next run reads the decision from the cache, keyed with the candidate.
+  auto rt3 = start({{"precision", "fp32"}, {"kernels", "off"}});
+  const ConvRun again = train_conv(*rt3, 4, false, Head::flatten);
+  CHECK(rt3->step_tuning().state == StepTuningStatus::State::decided);
+  CHECK(rt3->step_tuning().source.find("step-tuning cache") != std::string::npos);
+  CHECK(rt3->step_tuning().candidates[rt3->step_tuning().chosen].label() == st.candidates[st.chosen].label());
+}
+
+TEST_CASE("step tuning, channels_last = auto: a program that view()s a convolution's 4-D output is never run "
+          "channels-last, and the status says which view; off offers nothing") {
+  ThreadsRestore restore;
+  TempDir cache("accelkit-step-tuning");
+  ScopedEnv cache_dir("ACCELKIT_CACHE_DIR", cache.path().string());
+  accelkit::test::FakeProcStat quiet;
+  {
+    auto rt = start({{"precision", "fp32"}, {"kernels", "off"}});
+    if (rt->step_tuning().state == StepTuningStatus::State::off) {
+      MESSAGE("skipped: " << rt->step_tuning().why);
+      return;
+    }
+    // The whole observation runs: a channels-last step would throw in the program's view().
+    const ConvRun r = train_conv(*rt, 120, false, Head::view);
+    const StepTuningStatus& st = rt->step_tuning();
+    INFO(st.why);
+    CHECK(channels_last_candidates(st) == 0);
+    CHECK(st.state == StepTuningStatus::State::decided);
+    // The decision's why says it too.
+    CHECK(st.why.find("; channels-last weights not timed: the program calls view([16, -1])") != std::string::npos);
+    for (const auto& p : r.net->parameters()) CHECK(p.is_contiguous());
+    CHECK(r.last_loss < r.first_loss);
+  }
+  {
+    // While it observes, the status names the view.
+    auto rt = start({{"precision", "fp32"}, {"kernels", "off"}, {"autotune_cache", "false"}});
+    const ConvRun r = train_conv(*rt, 3, false, Head::view);
+    const StepTuningStatus& st = rt->step_tuning();
+    REQUIRE(st.state == StepTuningStatus::State::observing);
+    CHECK(st.why.find("channels-last weights not timed: the program calls view([16, -1]) of a [16, 4, 2, 2] "
+                      "tensor") != std::string::npos);
+  }
+  {
+    auto rt = start({{"precision", "fp32"}, {"kernels", "off"}, {"channels_last", "off"}, {"autotune_cache", "false"}});
+    const ConvRun r = train_conv(*rt, 3, false, Head::flatten);
+    CHECK(channels_last_candidates(rt->step_tuning()) == 0);
+    CHECK(rt->step_tuning().why.find("channels-last") == std::string::npos);
+    for (const auto& p : r.net->parameters()) CHECK(p.is_contiguous());
+  }
 }
 
 TEST_CASE("step tuning: off by the setting, by ultra_low_overhead, and where the user fixed what it varies") {

@@ -196,7 +196,7 @@ TEST_CASE("file layer: every key, with file:line:column") {
   CHECK((*s->autotune));
   CHECK_FALSE(*s->step_tuning);
   CHECK_FALSE(*s->step_retune);
-  CHECK(*s->channels_last);
+  CHECK(*s->channels_last == Toggle::on);
   CHECK(*s->dist_backend == "gloo");
   CHECK((*s->dist_timeout) == 60);
   CHECK((*s->dist_bucket_mb) == 8);

@@ -65,8 +65,9 @@ struct StepConfig {
   at::ScalarType dtype = at::kFloat;  // the autocast dtype when autocast is on
   int threads = 0;                    // intra-op threads; 0 = as they are
   StepKernels kernels = StepKernels::none;
-  // The model's convolution weights channels-last (the plan so, offered where Runtime::prepare
-  // was given a model with 2-D convolutions); false: as the program made them.
+  // The model's convolution weights channels-last (the plan and fp32 at the most threads so,
+  // offered where Runtime::prepare was given a model with 2-D convolutions and, with
+  // channels_last = auto, its first step view()ed nothing that layout fails); false: as made.
   bool channels_last = false;
   // "bf16 autocast, 2 threads", "fp32, 1 thread", "fp32, 2 threads, LibTorch's kernels",
   // "bf16 autocast, 2 threads, channels-last".

@@ -92,6 +92,8 @@ void StepTuning::copy_status() {
   changes_seen_ = tuner_->changes();
   status_ = tuner_->status();
   status_.source += source_note_;
+  // (While it observes, the tuner's why holds the note already.)
+  if (!layout_note_.empty() && tuner_->decided() && !status_.reobserving) status_.why += "; " + layout_note_;
 }
 
 void StepTuning::agree_on_steps(StepAgreement agreement) {
@@ -131,19 +133,60 @@ void StepTuning::agree_on_adamw(AdamWImplChoice& choice, Optimizer& optimizers) 
 
 void StepTuning::note_module(torch::nn::Module& module) {
   if (!tuner_ || tuner_->decided() || tuner_->status().steps_seen > 0) return;
-  // Opt-in: a program that view()s a convolution's output fails on channels-last activations
-  // (pytorch/examples' MNIST does: x.view({-1, 320})), so auto never offers it unasked.
-  if (!*rt_.context().config().channels_last) return;
+  const Toggle wanted = *rt_.context().config().channels_last;
+  if (wanted == Toggle::off) return;
   if (!layout_) layout_ = std::make_unique<WeightLayout>();
   const bool offered = layout_->weights() > 0;  // for a model prepared before
   layout_->add(module);
   if (offered || layout_->weights() == 0) return;
-  // The plan with channels-last weights: one candidate more (each costs the observation steps).
+  // auto: a program that view()s a convolution's output fails on channels-last activations
+  // (pytorch/examples' MNIST does: x.view({-1, 320})), so its first step is watched first.
+  if (wanted == Toggle::automatic) layout_pending_ = true;
+  else offer_channels_last();
+}
+
+void StepTuning::offer_channels_last() {
+  // Each precision at the most threads (the plan's, and fp32 where the plan is autocast) with
+  // channels-last weights: which precision wins depends on the CPU (bf16 autocast ran ResNet-20
+  // 2x faster than fp32 on a Zen 4 and 1.14x slower on a Xeon without AMX), and the layout's gain
+  // on both. Each candidate more costs observation steps, so not at fewer threads.
   std::vector<StepConfig> cs = tuner_->status().candidates;
-  StepConfig cl = cs.front();
-  cl.channels_last = true;
-  cs.push_back(cl);
+  int most = 0;
+  for (const StepConfig& c : cs) most = std::max(most, c.threads);
+  const std::size_t n = cs.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (cs[i].threads != most || cs[i].kernels == StepKernels::libtorch || cs[i].channels_last) continue;
+    StepConfig cl = cs[i];
+    cl.channels_last = true;
+    cs.push_back(cl);
+  }
   make_tuner(cs);
+}
+
+void StepTuning::watch_layout() {
+  if (!layout_pending_) return;
+  if (tuner_->decided()) {  // a cached decision, taken without it
+    layout_watch_.reset();
+    layout_pending_ = false;
+    return;
+  }
+  if (!layout_watch_) {
+    layout_watch_ = std::make_unique<ChannelsLastWatch>();  // the step beginning now
+    return;
+  }
+  if (tuner_->status().steps_seen < 1) return;
+  const ChannelsLastWatch::Verdict v = layout_watch_->finish();
+  layout_watch_.reset();
+  layout_pending_ = false;
+  if (!v.safe) {
+    layout_note_ = "channels-last weights not timed: " + v.why;
+    spdlog::info("step tuning: {}", layout_note_);
+    tuner_->note(layout_note_);
+    copy_status();
+    return;
+  }
+  spdlog::info("step tuning: channels-last weights timed too: {}", v.why);
+  offer_channels_last();  // observation begins again, with it
 }
 
 void StepTuning::turn_off(std::string why) {
@@ -152,6 +195,8 @@ void StepTuning::turn_off(std::string why) {
     layout_->apply(false);
     channels_last_ = false;
   }
+  layout_watch_.reset();
+  layout_pending_ = false;
   tuner_.reset();
   status_.state = StepTuningStatus::State::off;
   status_.why = std::move(why);
@@ -280,6 +325,7 @@ void StepTuning::optimizer_stepped(const void* optimizer) {
 }
 
 StepConfig StepTuning::advance(bool training) {
+  if (training) watch_layout();
   if (!tuner_->decided() && tuner_->status().steps_seen == 0 && training) read_cache();
   const StepConfig& c = tuner_->enter(training);
   // While decided and watching, the status stays as it is: nothing is copied per step.

@@ -15,6 +15,7 @@
 #include "accelkit/adamw_choice.hpp"
 #include "accelkit/machine_load.hpp"
 #include "accelkit/step_tuning.hpp"
+#include "accelkit/runtime/layout_watch.hpp"
 #include "tuning/weight_layout.hpp"
 
 namespace accelkit {
@@ -50,7 +51,8 @@ class StepTuning {
   // The model's weights became bf16 (master weights): only the autocast candidates are left.
   void drop_unweighted_candidates(const std::string& why);
   // The program's model (Runtime::prepare): where it has 2-D convolutions and observation has
-  // not begun, the plan is offered with channels-last weights too.
+  // not begun, the plan (and fp32) are offered with channels-last weights too - at once with channels_last =
+  // on; with auto, once the first training step was watched (layout_watch.hpp) and found safe.
   void note_module(torch::nn::Module& module);
   // The params of the optimizer just made, which name the model in the cache's key.
   void note_model(const std::vector<at::Tensor>& params, const char* optimizer);
@@ -71,6 +73,12 @@ class StepTuning {
   // Whose operator kernels the plan's steps run.
   StepKernels plan_kernels() const noexcept;
   void make_tuner(const std::vector<StepConfig>& candidates);  // with the agreement, if any
+  // The candidates at the most threads (the plan, and fp32 where the plan is autocast) with the
+  // prepared model's convolution weights channels-last, as candidates more.
+  void offer_channels_last();
+  // channels_last = auto: watches the first training step, then offers the candidate where the
+  // watch found it safe (called as each training step begins).
+  void watch_layout();
   void apply_config(const StepConfig& c);  // threads, the thread's autocast, the weights' layout
   // The tuner's status changed (a decision, a cached one adopted, a re-observation begun).
   void on_change();
@@ -93,6 +101,9 @@ class StepTuning {
   StepConfig current_;                   // what the open top-level scope runs with
   std::unique_ptr<WeightLayout> layout_;  // the prepared model's convolution weights; null: none
   bool channels_last_ = false;           // the layout they have now
+  bool layout_pending_ = false;          // auto: the first training step is still to be watched
+  std::unique_ptr<ChannelsLastWatch> layout_watch_;  // watching it
+  std::string layout_note_;              // why the channels-last candidates were not offered, once watched
   std::optional<CpuSample> load_start_;  // the machine's load when observing began
   std::uint64_t changes_seen_ = 0;       // the tuner's changes() last copied
   std::string source_note_;              // "; cached in ..." on the standing decision's source

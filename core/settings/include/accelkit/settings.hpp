@@ -123,7 +123,7 @@ struct Config {
   Setting<bool> autotune;
   Setting<bool> step_tuning;  // observe, then switch (step_tuning.hpp)
   Setting<bool> step_retune;  // revisit that decision when the load or the step's time changes
-  Setting<bool> channels_last;  // step tuning times the plan with channels-last convolution weights too
+  Setting<Toggle> channels_last;  // step tuning times the plan with channels-last convolution weights too
   Setting<bool> autotune_cache;
   Setting<LogLevel> log_level;
   Setting<bool> plugin_scan;                  // examine new plugin files in a separate process
