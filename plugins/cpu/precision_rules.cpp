@@ -4,12 +4,32 @@
 
 namespace accelkit::cpu {
 
+namespace {
+
+// Where bf16 arithmetic is native but no faster than fp32: an Intel core without AMX (Cooper
+// Lake, or a Xeon whose hypervisor hides AMX) runs AVX512_BF16's dot products no faster than its
+// fp32 FMAs, and autocast adds the conversions. Measured on a 2-core Xeon (family 6 model 207,
+// AVX512_BF16, no AMX), 2 threads, LibTorch 2.13: a 2048^3 matmul at 165 GFLOP/s in bf16 against
+// 312 in fp32, a 3x3 convolution's forward and backward 1.4x slower, and ResNet-20's training
+// step 257 ms under bf16 autocast against 217 ms in fp32. On AMD (Zen 4 and later) the same
+// instructions run ResNet-20's step 2x faster than fp32. An unknown vendor keeps bf16.
+std::string bf16_not_faster(const CpuProbe& probe) {
+  if (probe.isa.amx_bf16 || !probe.isa.avx512_bf16 || probe.vendor != "Intel") return {};
+  return "fp32: AVX512_BF16 is present but this Intel CPU has no AMX, and there bf16 arithmetic is no faster than "
+         "fp32 (measured on a Xeon without AMX: bf16 matmul at half fp32's rate), so bf16 autocast would add only "
+         "conversions (precision = bf16 still asks for it)";
+}
+
+}  // namespace
+
 Result<PrecisionPlan> plan_cpu_precision(const PrecisionRequest& req, const CpuProbe& probe) {
   PrecisionPlan plan;
   const std::string bf16 = bf16_source(probe.isa);
 
   if (!req.precision) {
-    if (!bf16.empty()) {
+    if (const std::string slow = bf16_not_faster(probe); !slow.empty()) {
+      plan.reasons.push_back(slow);
+    } else if (!bf16.empty()) {
       plan.dtype = Dtype::bf16;
       plan.autocast = true;
       plan.reasons.push_back("bf16 autocast: " + bf16 + " present, bf16 matmul runs natively");

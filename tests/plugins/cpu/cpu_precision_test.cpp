@@ -57,6 +57,36 @@ TEST_CASE("auto with AMX-BF16: bf16 autocast, AMX named") {
   CHECK(any_reason(plan.value(), "AMX-BF16"));
 }
 
+TEST_CASE("auto on an Intel CPU with AVX512_BF16 but no AMX: fp32 (bf16 is no faster there), says why; with AMX, "
+          "or on AMD, bf16 autocast") {
+  CpuProbe intel = probe_with(true, false);
+  intel.vendor = "Intel";
+  auto plan = plan_cpu_precision(request("auto"), intel);
+  REQUIRE(plan.ok());
+  CHECK(plan->dtype == Dtype::fp32);
+  CHECK_FALSE(plan->autocast);
+  CHECK(any_reason(plan.value(), "this Intel CPU has no AMX"));
+  // Asked for, bf16 is still given: it is native.
+  auto asked = plan_cpu_precision(request("bf16"), intel);
+  REQUIRE(asked.ok());
+  CHECK(asked->dtype == Dtype::bf16);
+  CHECK_FALSE(any_reason(asked.value(), "warning"));
+
+  CpuProbe amx = probe_with(true, true);
+  amx.vendor = "Intel";
+  auto with_amx = plan_cpu_precision(request("auto"), amx);
+  REQUIRE(with_amx.ok());
+  CHECK(with_amx->dtype == Dtype::bf16);
+  CHECK(any_reason(with_amx.value(), "AMX-BF16"));
+
+  CpuProbe amd = probe_with(true, false);
+  amd.vendor = "AMD";
+  auto zen = plan_cpu_precision(request("auto"), amd);
+  REQUIRE(zen.ok());
+  CHECK(zen->dtype == Dtype::bf16);
+  CHECK(zen->autocast);
+}
+
 TEST_CASE("auto without bf16 hardware: fp32, no autocast, says why") {
   auto plan = plan_cpu_precision(request("auto"), probe_with(false, false));
   REQUIRE(plan.ok());
