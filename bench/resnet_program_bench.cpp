@@ -131,10 +131,7 @@ void report(const std::vector<Variant>& vs, const std::vector<double>& acc, int 
   }
   const double tuned = median(vs[1].epochs_ms), accel = median(vs[2].epochs_ms);
   const auto& cl = rt->context().config().channels_last;
-  const std::string settings = !cl.user_set()            ? "defaults"
-                               : *cl == accelkit::Toggle::on ? "channels_last = on"
-                               : *cl == accelkit::Toggle::off ? "channels_last = off"
-                                                              : "channels_last = auto";
+  const std::string settings = cl.user_set() ? std::string("channels_last = ") + accelkit::to_string(*cl) : "defaults";
   std::printf("accelkit (%s) is %.2fx the original program and %.2fx hand-tuned LibTorch; accuracy %+.2f points "
               "vs the original\n", settings.c_str(), base / accel, tuned / accel, acc[2] - acc[0]);
   const auto& st = rt->step_tuning();

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include <ATen/InferSize.h>
+#include <ATen/TensorUtils.h>
 #include <ATen/core/ivalue.h>
 #include <ATen/record_function.h>
 
@@ -16,74 +18,28 @@ namespace {
 
 std::string shape_text(const std::vector<std::int64_t>& s) {
   std::ostringstream o;
-  o << "[";
-  for (std::size_t i = 0; i < s.size(); ++i) o << (i ? ", " : "") << s[i];
-  o << "]";
+  o << c10::IntArrayRef(s);  // "[64, 20, 4, 4]"
   return o.str();
-}
-
-// `shape` with its -1 replaced by what the other entries leave of `numel`.
-std::vector<std::int64_t> resolve_shape(std::vector<std::int64_t> shape, std::int64_t numel) {
-  std::int64_t known = 1;
-  int infer = -1;
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == -1) {
-      if (infer >= 0) throw std::invalid_argument("more than one -1 in " + shape_text(shape));
-      infer = static_cast<int>(i);
-    } else if (shape[i] < 0) {
-      throw std::invalid_argument("a negative size in " + shape_text(shape));
-    } else {
-      known *= shape[i];
-    }
-  }
-  if (infer >= 0) {
-    if (known == 0 || numel % known != 0)
-      throw std::invalid_argument(shape_text(shape) + " cannot hold " + std::to_string(numel) + " elements");
-    shape[static_cast<std::size_t>(infer)] = numel / known;
-  } else if (known != numel) {
-    throw std::invalid_argument(shape_text(shape) + " cannot hold " + std::to_string(numel) + " elements");
-  }
-  return shape;
-}
-
-// One past the next dimension outside `k` whose size is not 1 (0: none).
-std::size_t outer_dimension(const std::vector<std::int64_t>& sizes, std::size_t k) {
-  while (k > 0 && sizes[k - 1] == 1) --k;
-  return k;
 }
 
 }  // namespace
 
 bool view_possible(const std::vector<std::int64_t>& sizes, const std::vector<std::int64_t>& strides,
-                   std::vector<std::int64_t> shape) {
+                   const std::vector<std::int64_t>& shape) {
   if (sizes.size() != strides.size()) throw std::invalid_argument("sizes and strides differ in length");
   std::int64_t numel = 1;
   for (std::int64_t s : sizes) numel *= s;
-  shape = resolve_shape(std::move(shape), numel);
-  if (numel == 0) return true;
-  // The tensor's dimensions fall into runs that are one block of memory each (a dimension's
-  // stride is the next one's extent; dimensions of size 1 join any run). A view may split and
-  // merge dimensions within a run, never across two: so, from the last dimension back, the new
-  // shape's trailing sizes must multiply out to each run's elements exactly.
-  std::size_t next = shape.size();  // the new shape's dimensions [next, end) are placed
-  std::int64_t run_elems = 1;
-  std::int64_t run_stride = 0;  // the stride of the run's innermost dimension; 0 before one
-  for (std::size_t k = sizes.size(); k-- > 0;) {
-    if (sizes[k] == 1) continue;
-    if (run_stride == 0) run_stride = strides[k];
-    run_elems *= sizes[k];
-    // Does the run go on into the next dimension out (skipping size-1 ones)?
-    const std::size_t j = outer_dimension(sizes, k);
-    if (j > 0 && strides[j - 1] == run_elems * run_stride) continue;
-    std::int64_t placed = 1;
-    while (next > 0 && placed < run_elems) placed *= shape[--next];
-    if (placed != run_elems) return false;
-    run_elems = 1;
-    run_stride = 0;
+  std::vector<std::int64_t> resolved;
+  try {
+    resolved = at::infer_size(shape, numel);
+  } catch (const c10::Error& e) {
+    throw std::invalid_argument(e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(e.what());
   }
-  // What is left of the new shape can only be dimensions of size 1.
-  return std::all_of(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(next),
-                     [](std::int64_t d) { return d == 1; });
+  // LibTorch's own test, the one view() makes: strides for the new shape, or none.
+  return at::detail::computeStride(at::IntArrayRef(sizes), at::IntArrayRef(strides), at::IntArrayRef(resolved))
+      .has_value();
 }
 
 std::vector<std::int64_t> channels_last_strides(const std::vector<std::int64_t>& sizes) {
@@ -176,8 +132,7 @@ ChannelsLastWatch::ChannelsLastWatch() {
 }
 
 ChannelsLastWatch::Verdict ChannelsLastWatch::finish() {
-  if (finished_) return verdict_.value_or(Verdict{});
-  finished_ = true;
+  if (verdict_) return *verdict_;
   Verdict v;
   if (state_ == nullptr) {
     v.why = "another channels-last watch held this thread";
@@ -211,7 +166,7 @@ ChannelsLastWatch::Verdict ChannelsLastWatch::finish() {
 }
 
 ChannelsLastWatch::~ChannelsLastWatch() {
-  if (!finished_ && state_ != nullptr && state_->thread == std::this_thread::get_id()) finish();
+  if (!verdict_ && state_ != nullptr && state_->thread == std::this_thread::get_id()) finish();
 }
 
 }  // namespace accelkit::detail

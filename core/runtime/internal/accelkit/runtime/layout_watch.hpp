@@ -28,9 +28,10 @@
 namespace accelkit::detail {
 
 // Whether `sizes` (row-major, strides `strides`) can be viewed as `shape` (one entry may be -1)
-// without a copy. Throws std::invalid_argument where `shape` cannot hold the elements at all.
+// without a copy: LibTorch's own check (at::detail::computeStride, what view() asks). Throws
+// std::invalid_argument where `shape` cannot hold the elements at all.
 bool view_possible(const std::vector<std::int64_t>& sizes, const std::vector<std::int64_t>& strides,
-                   std::vector<std::int64_t> shape);
+                   const std::vector<std::int64_t>& shape);
 
 // The strides of a 4-D tensor of `sizes` in the channels-last layout (NHWC in memory).
 std::vector<std::int64_t> channels_last_strides(const std::vector<std::int64_t>& sizes);
@@ -56,8 +57,7 @@ class ChannelsLastWatch {
  private:
   State* state_ = nullptr;  // null: another watch held this thread
   std::uint64_t handle_ = 0;
-  bool finished_ = false;
-  std::optional<Verdict> verdict_;
+  std::optional<Verdict> verdict_;  // once finished
 };
 
 }  // namespace accelkit::detail
