@@ -2,13 +2,16 @@
 // environment, no default plugin places, device cpu, plus the caller's command-line settings.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "accelkit/runtime.hpp"
+#include "accelkit/sdk/device.hpp"
 
 namespace accelkit::test {
 
@@ -21,6 +24,18 @@ inline std::unique_ptr<Runtime> start_cpu_runtime(std::vector<std::pair<std::str
   o.loader.read_environment = false;
   o.loader.include_default_dirs = false;
   return Runtime::start(o);
+}
+
+// The CPU plugin's own count of the calls its operator kernel for `op` ran in this process (its
+// read-back "kernel_calls.<op>"); nullopt where it reads back none.
+inline std::optional<std::uint64_t> kernel_calls(const Runtime& rt, const std::string& op) {
+  auto precision = rt.device_handle()->precision();
+  if (!precision.ok()) return std::nullopt;
+  auto values = precision.value()->read_back();
+  if (!values.ok()) return std::nullopt;
+  for (const auto& v : values.value())
+    if (v.key == "kernel_calls." + op) return std::stoull(v.value);
+  return std::nullopt;
 }
 
 }  // namespace accelkit::test

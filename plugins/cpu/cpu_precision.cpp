@@ -60,6 +60,7 @@ Result<std::vector<AppliedValue>> CpuPrecision::read_back() noexcept {
         {"kernel_calls.max_pool2d_with_indices_backward",
          std::to_string(operator_kernel_calls("max_pool2d_with_indices_backward"))},
         {"kernel_calls.convolution_backward", std::to_string(operator_kernel_calls("convolution_backward"))},
+        {"kernel_calls.convolution", std::to_string(operator_kernel_calls("convolution"))},
     };
   });
 }

@@ -28,7 +28,8 @@ add_library(accelkit_cpu_adamw STATIC
   "${_accelkit_adamw_dir}/fused_adamw_kernel_scalar.cpp"
   "${_accelkit_adamw_dir}/fused_sgd.cpp"
   "${_accelkit_adamw_dir}/fused_sgd_kernel_scalar.cpp"
-  "${_accelkit_adamw_dir}/operator_kernels.cpp")
+  "${_accelkit_adamw_dir}/operator_kernels.cpp"
+  "${_accelkit_adamw_dir}/conv_gemm.cpp")
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
   target_sources(accelkit_cpu_adamw PRIVATE
     "${_accelkit_adamw_dir}/fused_adamw_kernel_avx2.cpp"

@@ -6,6 +6,9 @@
 // convolution has one input channel, whose weight gradient LibTorch's oneDNN path computes at a
 // fraction of its GEMM rate (2.7 ms a step on an AVX2-only CPU); here as running sums in
 // registers, equal to LibTorch's up to the order of the sums.
+// Convolutions with one pixel on their small side (a discriminator's 1x1-output head, a
+// generator's first layer from a 1x1 noise input) are matrix products, which oneDNN's
+// convolution kernels run at a fraction of a GEMM's rate: here one GEMM each (conv_gemm.hpp).
 // Every other input - and every call while the host's gate is shut - goes to LibTorch's own
 // kernel, called directly (at::cpu:: or at::compositeexplicitautograd::), so the dispatcher
 // never finds this one again.
@@ -14,6 +17,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <ATen/ops/convolution_backward_compositeexplicitautograd_dispatch.h>
+#include <ATen/ops/convolution_compositeexplicitautograd_dispatch.h>
 #include <ATen/ops/max_pool2d_with_indices_backward_cpu_dispatch.h>
 #include <ATen/ops/max_pool2d_with_indices_cpu_dispatch.h>
 #include <torch/library.h>
@@ -23,6 +27,7 @@
 #include <atomic>
 #include <tuple>
 
+#include "conv_gemm.hpp"
 #include "conv_kernel.hpp"
 #include "max_pool_kernel.hpp"
 
@@ -33,11 +38,13 @@ namespace {
 constexpr const char* kMaxPool = "max_pool2d_with_indices";
 constexpr const char* kMaxPoolBackward = "max_pool2d_with_indices_backward";
 constexpr const char* kConvBackward = "convolution_backward";
+constexpr const char* kConv = "convolution";
 
 std::atomic<KernelGate> kernel_gate{nullptr};
 std::atomic<std::uint64_t> max_pool_calls{0};
 std::atomic<std::uint64_t> max_pool_backward_calls{0};
 std::atomic<std::uint64_t> conv_backward_calls{0};
+std::atomic<std::uint64_t> conv_calls{0};
 
 bool gate_open() {
   const KernelGate gate = kernel_gate.load(std::memory_order_relaxed);
@@ -134,6 +141,14 @@ bool cpu_has_fma() {
 #endif
 }
 
+bool cpu_has_avx512() {
+#if defined(__x86_64__) || defined(_M_X64)
+  return __builtin_cpu_supports("avx512f");
+#else
+  return false;
+#endif
+}
+
 // The convolution gradient the loop takes: a 2-d convolution of fp32 contiguous NCHW input with
 // ONE channel (an image network's first layer), stride 1, no padding or dilation, one group,
 // not transposed, rows of at most kConvWeightGradMaxKW weights, and no input gradient wanted
@@ -142,7 +157,11 @@ bool conv_fits(const at::Tensor& grad_output, const at::Tensor& input, const at:
                at::OptionalIntArrayRef bias_sizes, at::IntArrayRef stride, at::IntArrayRef padding,
                at::IntArrayRef dilation, bool transposed, at::IntArrayRef output_padding, int64_t groups,
                std::array<bool, 3> output_mask) {
-  if (output_mask[0] || !output_mask[1] || transposed || groups != 1) return false;
+  // The loop is built with FMA besides AVX2. With AVX-512, LibTorch's oneDNN kernel is faster
+  // (0.25 against 0.56 ms for pytorch/examples' MNIST first layer on an AVX-512 Xeon:
+  // accelkit_bench_narrow_conv), so there the loop stays out.
+  static const bool fma = cpu_has_fma() && !cpu_has_avx512();
+  if (!fma || output_mask[0] || !output_mask[1] || transposed || groups != 1) return false;
   if (output_mask[2] && (!bias_sizes.has_value() || bias_sizes->size() != 1 || (*bias_sizes)[0] != weight.size(0)))
     return false;
   if (input.dim() != 4 || weight.dim() != 4 || grad_output.dim() != 4) return false;
@@ -163,15 +182,53 @@ bool conv_fits(const at::Tensor& grad_output, const at::Tensor& input, const at:
   return grad_output.sizes() == at::IntArrayRef(shape);
 }
 
+// The GEMM path (conv_gemm.hpp) for a one-pixel convolution's gradients: grad_output of the
+// output's shape, a bias of the output's channels; LibTorch's kernel for every other input.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> one_pixel_convolution_backward(
+    const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::OptionalIntArrayRef bias_sizes,
+    at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
+    at::IntArrayRef output_padding, int64_t groups, std::array<bool, 3> output_mask) {
+  const conv_gemm::ConvArgs a{stride, padding, dilation, output_padding, transposed, groups};
+  const int64_t channels = weight.dim() == 4 ? weight.size(transposed ? 1 : 0) : -1;
+  const bool fit = conv_gemm::fits(input, weight, a) && grad_output.scalar_type() == at::kFloat &&
+                   grad_output.device().is_cpu() && grad_output.layout() == at::kStrided &&
+                   grad_output.sizes() == at::IntArrayRef(conv_gemm::output_shape(input, weight, a)) &&
+                   (!output_mask[2] || (bias_sizes.has_value() && bias_sizes->size() == 1 && (*bias_sizes)[0] == channels));
+  if (!fit)
+    return at::compositeexplicitautograd::convolution_backward(grad_output, input, weight, bias_sizes, stride, padding,
+                                                               dilation, transposed, output_padding, groups,
+                                                               output_mask);
+  conv_backward_calls.fetch_add(1, std::memory_order_relaxed);
+  return conv_gemm::backward(grad_output, input, weight, a, output_mask);
+}
+
+// aten::convolution: the GEMM path for one-pixel convolutions, LibTorch's kernel for the rest.
+at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
+                       at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
+                       at::IntArrayRef output_padding, int64_t groups) {
+  const conv_gemm::ConvArgs a{stride, padding, dilation, output_padding, transposed, groups};
+  const bool bias_fits = !bias.has_value() || !bias->defined() ||
+                         (bias->dim() == 1 && bias->scalar_type() == at::kFloat && bias->device().is_cpu() &&
+                          bias->size(0) == (transposed ? weight.size(1) : weight.size(0)));
+  if (!gate_open() || !bias_fits || !conv_gemm::fits(input, weight, a))
+    return at::compositeexplicitautograd::convolution(input, weight, bias, stride, padding, dilation, transposed,
+                                                      output_padding, groups);
+  conv_calls.fetch_add(1, std::memory_order_relaxed);
+  return conv_gemm::forward(input, weight, bias, a);
+}
+
 std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::OptionalIntArrayRef bias_sizes,
     at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
     at::IntArrayRef output_padding, int64_t groups, std::array<bool, 3> output_mask) {
-  if (!gate_open() || !conv_fits(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
-                                 output_padding, groups, output_mask))
+  if (!gate_open())
     return at::compositeexplicitautograd::convolution_backward(grad_output, input, weight, bias_sizes, stride, padding,
                                                                dilation, transposed, output_padding, groups,
                                                                output_mask);
+  if (!conv_fits(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups,
+                 output_mask))
+    return one_pixel_convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
+                                       output_padding, groups, output_mask);
   const int64_t N = input.size(0), H = input.size(2), W = input.size(3);
   const int64_t OC = weight.size(0), KH = weight.size(2), KW = weight.size(3);
   at::Tensor grad_weight = at::empty_like(weight, at::MemoryFormat::Contiguous);
@@ -219,12 +276,17 @@ std::vector<OperatorKernel> operator_kernels(const IsaFlags& isa) {
                     kernel_gate.store(gate, std::memory_order_relaxed);
                     library.impl(kMaxPoolBackward, TORCH_FN(max_pool2d_with_indices_backward));
                   }});
-    // Built with FMA too: offered only where the CPU has it (every AVX2 CPU made so far does).
-    if (cpu_has_fma())
-      ks.push_back({kConvBackward,
-                  "the weight and bias gradients of a one-channel fp32 NCHW convolution (stride 1, no padding, "
-                  "rows of at most 7 weights; an image network's first layer) as running sums in registers "
-                  "(AVX2 + FMA); LibTorch's kernel for the rest",
+    ks.push_back({kConv,
+                  "fp32 convolutions with one pixel on the small side (1x1 output, or 1x1 input of a transposed "
+                  "one; one group) as one GEMM over their patches; LibTorch's kernel for the rest",
+                  [](torch::Library& library, KernelGate gate) {
+                    kernel_gate.store(gate, std::memory_order_relaxed);
+                    library.impl(kConv, TORCH_FN(convolution));
+                  }});
+    ks.push_back({kConvBackward,
+                  "their gradients the same way; the weight gradient of a one-channel NCHW convolution (stride 1, "
+                  "no padding, rows of at most 7 weights) as running sums in registers where the CPU has FMA; "
+                  "LibTorch's kernel for the rest",
                   [](torch::Library& library, KernelGate gate) {
                     kernel_gate.store(gate, std::memory_order_relaxed);
                     library.impl(kConvBackward, TORCH_FN(convolution_backward));
@@ -249,10 +311,12 @@ Result<std::vector<std::string>> plan_operator_kernels(Toggle request, const Isa
   }
   reason = "kernels: max_pool2d_with_indices and its backward by the plugin for 2x2 stride-2 fp32 NCHW "
            "windows (AVX2, branch-free; LibTorch's NCHW kernel branches per element)";
-  // Named only where it is offered (it needs FMA as well as AVX2).
-  if (std::find(ops.begin(), ops.end(), kConvBackward) != ops.end())
-    reason += "; convolution_backward for the weight gradient of one-input-channel fp32 convolutions "
-              "(LibTorch's runs them at a fraction of its GEMM rate)";
+  reason += "; convolution and convolution_backward for fp32 convolutions with one pixel on the small side (1x1 "
+            "output, or 1x1 input of a transposed one) as one GEMM (oneDNN runs them at a fraction of its GEMM "
+            "rate)";
+  if (cpu_has_fma() && !cpu_has_avx512())
+    reason += ", and convolution_backward for the weight gradient of one-input-channel fp32 convolutions (LibTorch's "
+              "runs them at a fraction of its GEMM rate)";
   reason += "; LibTorch's for every other input";
   return ops;
 }
@@ -261,6 +325,7 @@ std::uint64_t operator_kernel_calls(const std::string& op) noexcept {
   if (op == kMaxPool) return max_pool_calls.load(std::memory_order_relaxed);
   if (op == kMaxPoolBackward) return max_pool_backward_calls.load(std::memory_order_relaxed);
   if (op == kConvBackward) return conv_backward_calls.load(std::memory_order_relaxed);
+  if (op == kConv) return conv_calls.load(std::memory_order_relaxed);
   return 0;
 }
 

@@ -44,14 +44,9 @@ constexpr const char* kConv = "convolution_backward";
 
 // The plugin's own count of the calls its kernel ran (CpuPrecision::read_back).
 std::uint64_t plugin_calls(const Runtime& rt, const std::string& op = kOp) {
-  auto precision = rt.device_handle()->precision();
-  REQUIRE(precision.ok());
-  auto values = precision.value()->read_back();
-  REQUIRE(values.ok());
-  for (const auto& v : values.value())
-    if (v.key == "kernel_calls." + op) return std::stoull(v.value);
-  FAIL("the CPU plugin reads back no kernel_calls." << op);
-  return 0;
+  const auto calls = test::kernel_calls(rt, op);
+  REQUIRE_MESSAGE(calls.has_value(), "the CPU plugin reads back no kernel_calls." << op);
+  return *calls;
 }
 
 bool lists_max_pool(const Runtime& rt) {
@@ -97,15 +92,11 @@ TEST_CASE("operator kernels: the plan lists the plugin's max_pool2d where the CP
     MESSAGE("skipped the kernel checks: this CPU has no AVX2, so the plan lists none of the plugin's kernels");
     return;
   }
-#if defined(__x86_64__)
-  const bool fma = __builtin_cpu_supports("fma");  // the convolution kernel's loop needs it too
-#else
-  const bool fma = false;
-#endif
-  REQUIRE(rt->operator_kernels().size() == (fma ? 3 : 2));
+  REQUIRE(rt->operator_kernels().size() == 4);
   CHECK(rt->operator_kernels()[0].rfind(std::string(kOp) + ": 2x2", 0) == 0);
   CHECK(rt->operator_kernels()[1].rfind(std::string(kBackward) + ": ", 0) == 0);
-  if (fma) CHECK(rt->operator_kernels()[2].rfind(std::string(kConv) + ": ", 0) == 0);
+  CHECK(rt->operator_kernels()[2].rfind("convolution: ", 0) == 0);
+  CHECK(rt->operator_kernels()[3].rfind(std::string(kConv) + ": ", 0) == 0);
 
   auto off = test::start_cpu_runtime({{"kernels", "off"}});
   CHECK(off->precision().kernels.empty());
@@ -140,13 +131,13 @@ TEST_CASE("operator kernels: the CPU plugin's plan without AVX2 - automatic list
   auto with = cpu::plan_operator_kernels(Toggle::automatic, avx2, why);
   REQUIRE(with.ok());
 #if defined(__x86_64__)
-  if (__builtin_cpu_supports("fma")) CHECK(with.value() == std::vector<std::string>{kOp, kBackward, kConv});
-  else CHECK(with.value() == std::vector<std::string>{kOp, kBackward});
+  CHECK(with.value() == std::vector<std::string>{kOp, kBackward, "convolution", kConv});
+  // The reason names the one-channel weight gradient's loop exactly where it runs: FMA, no AVX-512.
+  CHECK((why.find("one-input-channel") != std::string::npos) ==
+        (__builtin_cpu_supports("fma") != 0 && __builtin_cpu_supports("avx512f") == 0));
 #endif
-  // The reason names the convolution kernel exactly when the plan lists it.
-  const bool lists_conv = std::find(with.value().begin(), with.value().end(), kConv) != with.value().end();
   CHECK(why.find("max_pool2d_with_indices") != std::string::npos);
-  CHECK((why.find("convolution_backward") != std::string::npos) == lists_conv);
+  CHECK(why.find("convolution_backward") != std::string::npos);
   auto off = cpu::plan_operator_kernels(Toggle::off, avx2, why);
   REQUIRE(off.ok());
   CHECK(off.value().empty());
@@ -298,7 +289,15 @@ double rel_error(const at::Tensor& got, const at::Tensor& want) {
 
 }  // namespace
 
+// Whether the one-channel weight gradient's loop runs here: the plan lists convolution_backward
+// and the CPU has the loop's FMA and no AVX-512 (where LibTorch's kernel is the faster).
 bool lists_conv(const Runtime& rt) {
+#if defined(__x86_64__)
+  if (!__builtin_cpu_supports("fma") || __builtin_cpu_supports("avx512f")) {
+    MESSAGE("skipped: the one-channel weight gradient's loop runs on CPUs with FMA and without AVX-512 only");
+    return false;
+  }
+#endif
   for (const auto& k : rt.precision().kernels)
     if (k == kConv) return true;
   return false;

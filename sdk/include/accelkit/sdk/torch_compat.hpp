@@ -160,6 +160,11 @@ struct SdpaBackends {
 
 inline constexpr bool kSdpaControllable = ACCELKIT_HAS_SDPA;
 
+// LibTorch 1.x's CPU kernel for transposed convolutions returns NCHW results whatever the layout
+// of its inputs; 2.x's are channels-last where the input or the weight is (checked on 1.13.1 and
+// 2.13.0).
+inline constexpr bool kTransposedConvFollowsChannelsLast = ACCELKIT_TORCH_AT_LEAST(2, 0);
+
 inline SdpaBackends sdpa_backends() {
   SdpaBackends out;
 #if ACCELKIT_HAS_SDPA

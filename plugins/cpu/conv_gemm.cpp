@@ -1,0 +1,240 @@
+// The CPU plugin's GEMM path for convolutions with one pixel on their small side (conv_gemm.hpp).
+//
+// A convolution seen from its output: every output pixel is one row of patch values (C*KH*KW of
+// them, zero where the window leaves the image) times the weights. So
+//   forward            out_rows [N*OH*OW, O] = patches(input) @ weight^T
+//   grad_weight        weight'  [O, C*KH*KW] = grad_rows^T @ patches(input)
+//   grad_input         input'                = scatter(grad_rows @ weight)
+// and a transposed convolution is the same with the roles of forward and grad_input swapped.
+// out_rows is the output in channels-last order, so a channels-last program gets it as is and
+// an NCHW one after one transpose copy of the output.
+#include "conv_gemm.hpp"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+
+#include "accelkit/sdk/torch_compat.hpp"
+
+namespace accelkit::cpu::conv_gemm {
+
+namespace {
+
+// One value for both dimensions, or two; `empty` where the list is empty (output_padding).
+bool read_pair(at::IntArrayRef v, int64_t empty, int64_t out[2]) {
+  if (v.empty()) {
+    out[0] = out[1] = empty;
+    return true;
+  }
+  if (v.size() == 1) {
+    out[0] = out[1] = v[0];
+    return true;
+  }
+  if (v.size() != 2) return false;
+  out[0] = v[0];
+  out[1] = v[1];
+  return true;
+}
+
+// A convolution in its forward sense: an image of C planes H x W, windows KH x KW, one output
+// pixel of OH x OW per window. For a transposed convolution the image is its output and the
+// windows' pixels its input.
+struct Geometry {
+  int64_t N = 0, C = 0, H = 0, W = 0, KH = 0, KW = 0, OH = 0, OW = 0;
+  int64_t stride[2] = {1, 1}, pad[2] = {0, 0}, dil[2] = {1, 1}, out_pad[2] = {0, 0};
+  int64_t rows() const { return N * OH * OW; }
+  int64_t patch() const { return C * KH * KW; }
+};
+
+// The geometry of this convolution, or false where the arguments are not the ones fits() takes
+// (LibTorch's kernel then says what is wrong with them, if anything).
+bool geometry(const at::Tensor& input, const at::Tensor& weight, const ConvArgs& a, Geometry& g) {
+  if (!read_pair(a.stride, 1, g.stride) || !read_pair(a.padding, 0, g.pad) || !read_pair(a.dilation, 1, g.dil) ||
+      !read_pair(a.output_padding, 0, g.out_pad))
+    return false;
+  for (int d = 0; d < 2; ++d)
+    if (g.stride[d] < 1 || g.pad[d] < 0 || g.dil[d] < 1 || g.out_pad[d] < 0 ||
+        (g.out_pad[d] != 0 && (!a.transposed || g.out_pad[d] >= g.stride[d])))
+      return false;
+  g.N = input.size(0);
+  g.KH = weight.size(2);
+  g.KW = weight.size(3);
+  if (!a.transposed) {
+    if (weight.size(1) != input.size(1)) return false;
+    g.C = input.size(1);
+    g.H = input.size(2);
+    g.W = input.size(3);
+    g.OH = (g.H + 2 * g.pad[0] - g.dil[0] * (g.KH - 1) - 1) / g.stride[0] + 1;
+    g.OW = (g.W + 2 * g.pad[1] - g.dil[1] * (g.KW - 1) - 1) / g.stride[1] + 1;
+    if (g.H + 2 * g.pad[0] < g.dil[0] * (g.KH - 1) + 1 || g.W + 2 * g.pad[1] < g.dil[1] * (g.KW - 1) + 1)
+      return false;
+  } else {
+    if (weight.size(0) != input.size(1)) return false;
+    g.C = weight.size(1);
+    g.OH = input.size(2);
+    g.OW = input.size(3);
+    g.H = (g.OH - 1) * g.stride[0] - 2 * g.pad[0] + g.dil[0] * (g.KH - 1) + g.out_pad[0] + 1;
+    g.W = (g.OW - 1) * g.stride[1] - 2 * g.pad[1] + g.dil[1] * (g.KW - 1) + g.out_pad[1] + 1;
+  }
+  return g.N > 0 && g.C > 0 && g.H > 0 && g.W > 0 && g.KH > 0 && g.KW > 0 && g.OH > 0 && g.OW > 0;
+}
+
+bool plain_fp32(const at::Tensor& t) {
+  return t.defined() && t.dim() == 4 && t.scalar_type() == at::kFloat && t.device().is_cpu() &&
+         t.layout() == at::kStrided && !t.is_quantized() && !t.is_mkldnn() && !t.is_neg() && !t.is_conj();
+}
+
+// The layout LibTorch's CPU kernel gives its results: channels-last where the input or the
+// weight suggests it (LibTorch 1.x's kernel for transposed convolutions: NCHW always).
+at::MemoryFormat result_format(const at::Tensor& input, const at::Tensor& weight, bool transposed) {
+  if (transposed && !compat::kTransposedConvFollowsChannelsLast) return at::MemoryFormat::Contiguous;
+  return input.suggest_memory_format() == at::MemoryFormat::ChannelsLast ||
+                 weight.suggest_memory_format() == at::MemoryFormat::ChannelsLast
+             ? at::MemoryFormat::ChannelsLast
+             : at::MemoryFormat::Contiguous;
+}
+
+// The rows [N*OH*OW, C*KH*KW] of patch values of `image` ([N, C, H, W], any strides).
+at::Tensor patches(const at::Tensor& image, const Geometry& g) {
+  at::Tensor cols = at::empty({g.rows(), g.patch()}, image.options().memory_format(at::MemoryFormat::Contiguous));
+  const float* src = image.data_ptr<float>();
+  float* dst = cols.data_ptr<float>();
+  const int64_t sn = image.stride(0), sc = image.stride(1), sh = image.stride(2), sw = image.stride(3);
+  const int64_t K = g.patch();
+  at::parallel_for(0, g.N * g.OH, std::max<int64_t>(1, 2048 / std::max<int64_t>(1, g.OW * K)), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const int64_t n = r / g.OH, oh = r % g.OH;
+      for (int64_t ow = 0; ow < g.OW; ++ow) {
+        float* row = dst + (r * g.OW + ow) * K;
+        for (int64_t c = 0; c < g.C; ++c)
+          for (int64_t kh = 0; kh < g.KH; ++kh) {
+            const int64_t ih = oh * g.stride[0] - g.pad[0] + kh * g.dil[0];
+            float* out = row + (c * g.KH + kh) * g.KW;
+            if (ih < 0 || ih >= g.H) {
+              std::fill(out, out + g.KW, 0.0f);
+              continue;
+            }
+            const float* in = src + n * sn + c * sc + ih * sh;
+            for (int64_t kw = 0; kw < g.KW; ++kw) {
+              const int64_t iw = ow * g.stride[1] - g.pad[1] + kw * g.dil[1];
+              out[kw] = iw >= 0 && iw < g.W ? in[iw * sw] : 0.0f;
+            }
+          }
+      }
+    }
+  });
+  return cols;
+}
+
+// The inverse: each row's values added to the image pixels its window covers, as an NCHW
+// [N, C, H, W] tensor. Images are independent (one thread each); within one, rows add in
+// order, so the result does not depend on the thread count.
+at::Tensor scatter(const at::Tensor& cols, const Geometry& g) {
+  at::Tensor image = at::zeros({g.N, g.C, g.H, g.W}, cols.options());
+  const float* src = cols.data_ptr<float>();
+  float* dst = image.data_ptr<float>();
+  const int64_t K = g.patch();
+  at::parallel_for(0, g.N, 1, [&](int64_t b, int64_t e) {
+    for (int64_t n = b; n < e; ++n) {
+      float* plane0 = dst + n * g.C * g.H * g.W;
+      for (int64_t oh = 0; oh < g.OH; ++oh)
+        for (int64_t ow = 0; ow < g.OW; ++ow) {
+          const float* row = src + ((n * g.OH + oh) * g.OW + ow) * K;
+          for (int64_t c = 0; c < g.C; ++c)
+            for (int64_t kh = 0; kh < g.KH; ++kh) {
+              const int64_t ih = oh * g.stride[0] - g.pad[0] + kh * g.dil[0];
+              if (ih < 0 || ih >= g.H) continue;
+              float* out = plane0 + (c * g.H + ih) * g.W;
+              const float* in = row + (c * g.KH + kh) * g.KW;
+              for (int64_t kw = 0; kw < g.KW; ++kw) {
+                const int64_t iw = ow * g.stride[1] - g.pad[1] + kw * g.dil[1];
+                if (iw >= 0 && iw < g.W) out[iw] += in[kw];
+              }
+            }
+        }
+    }
+  });
+  return image;
+}
+
+// A [N, C, H, W] tensor as rows [N*H*W, C] (a view where it is channels-last already).
+at::Tensor pixel_rows(const at::Tensor& t) { return t.permute({0, 2, 3, 1}).contiguous().view({-1, t.size(1)}); }
+
+// Rows [N*H*W, C] back as a [N, C, H, W] tensor in `format` (channels-last: a view).
+at::Tensor from_pixel_rows(const at::Tensor& rows, int64_t N, int64_t H, int64_t W, at::MemoryFormat format) {
+  at::Tensor t = rows.view({N, H, W, rows.size(1)}).permute({0, 3, 1, 2});
+  return format == at::MemoryFormat::ChannelsLast ? t : t.contiguous();
+}
+
+// The weight as the [O, C*KH*KW] matrix of the forward-sense convolution (for a transposed
+// one: [Cin, Ot*KH*KW], its own order).
+at::Tensor weight_matrix(const at::Tensor& weight) { return weight.contiguous().view({weight.size(0), -1}); }
+
+}  // namespace
+
+bool fits(const at::Tensor& input, const at::Tensor& weight, const ConvArgs& a) {
+  if (a.groups != 1 || !plain_fp32(input) || !plain_fp32(weight) || input.numel() == 0 || weight.numel() == 0)
+    return false;
+  Geometry g;
+  if (!geometry(input, weight, a, g)) return false;
+  // One pixel on the small side: the layer is a matrix product. (One input or output channel
+  // with more pixels would go the same way, but was measured slower or no faster than oneDNN in
+  // one direction or the other - the patches' copies cost what the GEMM saves - so it stays
+  // LibTorch's: bench/results/programs.md.)
+  const bool one_pixel = a.transposed ? input.size(2) * input.size(3) == 1 : g.OH * g.OW == 1;
+  if (!one_pixel) return false;
+  return g.rows() * g.patch() <= kMaxPatchElements;
+}
+
+std::array<int64_t, 4> output_shape(const at::Tensor& input, const at::Tensor& weight, const ConvArgs& a) {
+  Geometry g;
+  geometry(input, weight, a, g);
+  if (a.transposed) return {g.N, g.C, g.H, g.W};
+  return {g.N, weight.size(0), g.OH, g.OW};
+}
+
+at::Tensor forward(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
+                   const ConvArgs& a) {
+  Geometry g;
+  geometry(input, weight, a, g);
+  const at::MemoryFormat format = result_format(input, weight, a.transposed);
+  const bool with_bias = bias.has_value() && bias->defined();
+  if (!a.transposed) {
+    const at::Tensor w = weight_matrix(weight).t();
+    const at::Tensor cols = patches(input, g);
+    const at::Tensor rows = with_bias ? at::addmm(*bias, cols, w) : at::mm(cols, w);
+    return from_pixel_rows(rows, g.N, g.OH, g.OW, format);
+  }
+  // Transposed: the input's pixels, each times the weight, scattered over the output.
+  at::Tensor out = scatter(at::mm(pixel_rows(input), weight_matrix(weight)), g);
+  if (with_bias) out.add_(bias->view({1, -1, 1, 1}));
+  return format == at::MemoryFormat::ChannelsLast ? out.contiguous(format) : out;
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> backward(const at::Tensor& grad_output, const at::Tensor& input,
+                                                        const at::Tensor& weight, const ConvArgs& a,
+                                                        std::array<bool, 3> output_mask) {
+  Geometry g;
+  geometry(input, weight, a, g);
+  const at::MemoryFormat format = result_format(input, weight, a.transposed);
+  at::Tensor grad_input, grad_weight, grad_bias;
+  // Sums of up to N*H*W values, in fp64 (as LibTorch's kernel is accurate to fp32's rounding).
+  if (output_mask[2]) grad_bias = at::sum(grad_output, {0, 2, 3}, false, at::kDouble).to(at::kFloat);
+  if (!a.transposed) {
+    const at::Tensor rows = pixel_rows(grad_output);  // [N*OH*OW, O]
+    if (output_mask[1])
+      grad_weight = at::mm(rows.t(), patches(input, g)).view(weight.sizes()).contiguous(format);
+    if (output_mask[0]) {
+      grad_input = scatter(at::mm(rows, weight_matrix(weight)), g);
+      if (format == at::MemoryFormat::ChannelsLast) grad_input = grad_input.contiguous(format);
+    }
+    return {grad_input, grad_weight, grad_bias};
+  }
+  // Transposed: grad_output is the forward-sense image; its patches meet the input's pixels.
+  const at::Tensor cols = patches(grad_output, g);  // [N*H*W, Ot*KH*KW]
+  if (output_mask[1]) grad_weight = at::mm(pixel_rows(input).t(), cols).view(weight.sizes()).contiguous(format);
+  if (output_mask[0]) grad_input = from_pixel_rows(at::mm(cols, weight_matrix(weight).t()), g.N, g.OH, g.OW, format);
+  return {grad_input, grad_weight, grad_bias};
+}
+
+}  // namespace accelkit::cpu::conv_gemm

@@ -1,0 +1,297 @@
+// The CPU plugin's GEMM path for convolutions with one pixel on their small side (a 1x1
+// output, or a transposed one's 1x1 input: plugins/cpu/conv_gemm.hpp) through a
+// Runtime on the built CPU plugin, against LibTorch's own kernel (straight to it, as the
+// dispatcher would call it with the plugin gone) and fp64, on fresh random inputs: forward and
+// backward, plain and transposed, strides, padding, dilation, output padding, bias or none,
+// NCHW and channels-last - values, shapes and layouts. Other convolutions (one input or output
+// channel over more pixels included), and arguments LibTorch refuses, stay LibTorch's (its
+// result, its error).
+#include <ATen/ATen.h>
+#include <ATen/ops/convolution_backward_compositeexplicitautograd_dispatch.h>
+#include <ATen/ops/convolution_compositeexplicitautograd_dispatch.h>
+
+#include "torch_doctest.hpp"
+
+#include <array>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "accelkit/runtime.hpp"
+#include "accelkit/sdk/device.hpp"
+#include "accelkit/sdk/torch_compat.hpp"
+#include "cpu_runtime.hpp"
+#include "test_support.hpp"
+
+namespace conv_gemm_suite {
+
+using namespace accelkit;
+using accelkit::test::test_seed;
+
+namespace {
+
+constexpr const char* kForward = "convolution";
+constexpr const char* kBackward = "convolution_backward";
+
+std::uint64_t plugin_calls(const Runtime& rt, const std::string& op) {
+  const auto calls = test::kernel_calls(rt, op);
+  REQUIRE_MESSAGE(calls.has_value(), "the CPU plugin reads back no kernel_calls." << op);
+  return *calls;
+}
+
+bool lists(const Runtime& rt, const std::string& op) {
+  for (const auto& k : rt.precision().kernels)
+    if (k == op) return true;
+  return false;
+}
+
+struct Conv {
+  std::vector<int64_t> input, weight, stride, padding, dilation, output_padding;
+  bool transposed = false;
+  bool bias = false;
+  bool channels_last = false;
+  std::string label() const {
+    std::string s = std::string(transposed ? "transposed " : "") + "input " + std::to_string(input[0]);
+    for (size_t i = 1; i < 4; ++i) s += "x" + std::to_string(input[i]);
+    s += " weight " + std::to_string(weight[0]);
+    for (size_t i = 1; i < 4; ++i) s += "x" + std::to_string(weight[i]);
+    s += " stride " + std::to_string(stride[0]) + "," + std::to_string(stride[1]) + " padding " +
+         std::to_string(padding[0]) + "," + std::to_string(padding[1]) + " dilation " + std::to_string(dilation[0]) +
+         "," + std::to_string(dilation[1]);
+    if (transposed) s += " output_padding " + std::to_string(output_padding[0]) + "," + std::to_string(output_padding[1]);
+    return s + (bias ? " bias" : "") + (channels_last ? " channels-last" : "");
+  }
+};
+
+at::Tensor layout(const at::Tensor& t, bool channels_last) {
+  return channels_last ? t.contiguous(at::MemoryFormat::ChannelsLast) : t.contiguous();
+}
+
+// The convolution through the dispatcher (the plugin's kernel while the gate is open), or
+// straight to LibTorch's kernel, below autograd as the dispatcher calls it.
+at::Tensor forward(const Conv& c, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, bool libtorch) {
+  const c10::optional<at::Tensor> bias = c.bias ? c10::optional<at::Tensor>(b) : c10::nullopt;
+  if (libtorch) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return at::compositeexplicitautograd::convolution(x, w, bias, c.stride, c.padding, c.dilation, c.transposed,
+                                                      c.output_padding, 1);
+  }
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  return at::convolution(x, w, bias, c.stride, c.padding, c.dilation, c.transposed, c.output_padding, 1);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> backward(const Conv& c, const at::Tensor& g, const at::Tensor& x,
+                                                        const at::Tensor& w, std::array<bool, 3> mask, bool libtorch) {
+  const std::vector<int64_t> bias_sizes{w.size(c.transposed ? 1 : 0)};
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  if (libtorch)
+    return at::compositeexplicitautograd::convolution_backward(g, x, w, bias_sizes, c.stride, c.padding, c.dilation,
+                                                               c.transposed, c.output_padding, 1, mask);
+  return at::convolution_backward(g, x, w, bias_sizes, c.stride, c.padding, c.dilation, c.transposed,
+                                  c.output_padding, 1, mask);
+}
+
+// The largest error against fp64, relative to the largest fp64 value.
+double error(const at::Tensor& got, const at::Tensor& want) {
+  const double scale = want.abs().max().item<double>();
+  return (got.to(at::kDouble) - want).abs().max().item<double>() / (scale > 0 ? scale : 1.0);
+}
+
+// Same shape and dtype as LibTorch's, the same layout, and as close to fp64 as LibTorch's (or
+// within fp32's rounding of sums of a few hundred products).
+void check_close(const at::Tensor& got, const at::Tensor& lib, const at::Tensor& ref, const std::string& what) {
+  CAPTURE(what);
+  REQUIRE(got.defined() == lib.defined());
+  if (!got.defined()) return;
+  REQUIRE(got.sizes() == lib.sizes());
+  CHECK((got.scalar_type() == lib.scalar_type()));
+  CHECK(got.is_contiguous() == lib.is_contiguous());
+  CHECK(got.is_contiguous(at::MemoryFormat::ChannelsLast) == lib.is_contiguous(at::MemoryFormat::ChannelsLast));
+  const double e = error(got, ref), e_lib = error(lib, ref);
+  CAPTURE(e);
+  CAPTURE(e_lib);
+  CHECK(e <= 4 * e_lib + 2e-6);
+}
+
+// A random convolution with one pixel on the small side (1x1 output of a plain one, 1x1 input
+// of a transposed one), sometimes with one input or output channel too.
+Conv random_one_pixel(std::mt19937& rng) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  Conv c;
+  c.transposed = pick(0, 1) == 1;
+  c.bias = pick(0, 1) == 1;
+  c.channels_last = pick(0, 1) == 1;
+  const int kind = pick(0, 3);  // 0: one input channel, 1: one output channel, else neither
+  int64_t cin = pick(1, 24), cout = pick(1, 24);
+  if (kind == 0) cin = 1;
+  if (kind == 1) cout = 1;
+  const int64_t kh = pick(1, 5), kw = pick(1, 5);
+  c.stride = {pick(1, 3), pick(1, 3)};
+  c.dilation = {pick(1, 2), pick(1, 2)};
+  const int64_t n = pick(1, 9);
+  // Padding of at most half the dilated kernel, so that every window reaches the image: LibTorch
+  // 2.13's oneDNN kernel, the reference here, crashes on some windows wholly in the padding
+  // (8x7x19x1 channels-last, weight 1x7x2x1, stride 2,3, padding 0,2, dilation 2,2).
+  c.padding = {std::min<int64_t>(pick(0, 2), (c.dilation[0] * (kh - 1)) / 2),
+               std::min<int64_t>(pick(0, 2), (c.dilation[1] * (kw - 1)) / 2)};
+  if (!c.transposed) {
+    c.output_padding = {0, 0};
+    // The window covers the padded image (and up to stride - 1 more): one output pixel.
+    int64_t h = c.dilation[0] * (kh - 1) + 1 - 2 * c.padding[0] + pick(0, static_cast<int>(c.stride[0]) - 1);
+    int64_t w = c.dilation[1] * (kw - 1) + 1 - 2 * c.padding[1] + pick(0, static_cast<int>(c.stride[1]) - 1);
+    if (h < 1 || w < 1) c.padding = {0, 0}, h = c.dilation[0] * (kh - 1) + 1, w = c.dilation[1] * (kw - 1) + 1;
+    c.input = {n, cin, h, w};
+    c.weight = {cout, cin, kh, kw};
+  } else {
+    const int64_t h = 1, w = 1;
+    c.output_padding = {pick(0, static_cast<int>(c.stride[0]) - 1), pick(0, static_cast<int>(c.stride[1]) - 1)};
+    c.input = {n, cin, h, w};
+    c.weight = {cin, cout, kh, kw};
+  }
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("one-pixel convolutions: the GEMM path against LibTorch's kernel and fp64, forward and backward") {
+  auto rt = test::start_cpu_runtime();
+  if (!lists(*rt, kForward)) {
+    MESSAGE("skipped: the plan lists no plugin convolution (a CPU without AVX2, said by operator_kernels_test)");
+    return;
+  }
+  std::mt19937 rng(test_seed());
+  at::manual_seed(test_seed());
+  std::uint64_t forward_calls = plugin_calls(*rt, kForward), backward_calls = plugin_calls(*rt, kBackward);
+  for (int i = 0; i < 160; ++i) {
+    const Conv c = random_one_pixel(rng);
+    INFO(c.label());
+    const at::Tensor x = layout(at::randn(c.input), c.channels_last);
+    const at::Tensor w = layout(at::randn(c.weight), c.channels_last && i % 3 != 0);
+    const at::Tensor b = at::randn({c.weight[c.transposed ? 1 : 0]});
+    const at::Tensor lib = forward(c, x, w, b, true);
+    const at::Tensor got = forward(c, x, w, b, false);
+    CHECK(plugin_calls(*rt, kForward) == ++forward_calls);
+    const at::Tensor ref = forward(c, x.to(at::kDouble), w.to(at::kDouble), b.to(at::kDouble), true);
+    check_close(got, lib, ref, "output");
+
+    const at::Tensor g = layout(at::randn(lib.sizes()), i % 2 == 0);
+    const std::array<bool, 3> mask{i % 4 != 1, i % 4 != 2, c.bias};
+    CAPTURE(mask[0]);
+    CAPTURE(mask[1]);
+    const auto lib_grads = backward(c, g, x, w, mask, true);
+    const auto got_grads = backward(c, g, x, w, mask, false);
+    // The first layer's weight gradient may take the register loop instead: counted the same.
+    CHECK(plugin_calls(*rt, kBackward) == ++backward_calls);
+    const auto ref_grads = backward(c, g.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), mask, true);
+    // What the mask leaves out is not read (LibTorch's kernel computes some of it anyway).
+    if (mask[0]) check_close(std::get<0>(got_grads), std::get<0>(lib_grads), std::get<0>(ref_grads), "grad_input");
+    if (mask[1]) check_close(std::get<1>(got_grads), std::get<1>(lib_grads), std::get<1>(ref_grads), "grad_weight");
+    if (mask[2]) check_close(std::get<2>(got_grads), std::get<2>(lib_grads), std::get<2>(ref_grads), "grad_bias");
+  }
+}
+
+TEST_CASE("one-pixel convolutions: the others, other dtypes and a shut gate stay LibTorch's") {
+  auto rt = test::start_cpu_runtime();
+  if (!lists(*rt, kForward)) return;  // said in the first case
+  at::manual_seed(test_seed());
+  const std::uint64_t forward_calls = plugin_calls(*rt, kForward), backward_calls = plugin_calls(*rt, kBackward);
+  auto same = [](const at::Tensor& a, const at::Tensor& b) {
+    REQUIRE(a.sizes() == b.sizes());
+    CHECK(at::equal(a, b));
+  };
+  Conv wide{{4, 3, 12, 12}, {5, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, true, false};
+  {
+    INFO("three input and five output channels, 12x12 pixels");
+    const at::Tensor x = at::randn(wide.input), w = at::randn(wide.weight), b = at::randn({5});
+    same(forward(wide, x, w, b, false), forward(wide, x, w, b, true));
+    const at::Tensor g = at::randn({4, 5, 12, 12});
+    const auto got = backward(wide, g, x, w, {true, true, true}, false);
+    const auto lib = backward(wide, g, x, w, {true, true, true}, true);
+    same(std::get<0>(got), std::get<0>(lib));
+    same(std::get<1>(got), std::get<1>(lib));
+  }
+  for (const Conv& c : {Conv{{4, 1, 12, 12}, {5, 1, 3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, false, true, false},
+                        Conv{{4, 6, 7, 7}, {6, 1, 4, 4}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, true, true, true}}) {
+    INFO("one channel over more pixels: " << c.label());
+    const at::Tensor x = layout(at::randn(c.input), c.channels_last), w = layout(at::randn(c.weight), c.channels_last);
+    const at::Tensor b = at::randn({c.weight[c.transposed ? 1 : 0]});
+    same(forward(c, x, w, b, false), forward(c, x, w, b, true));
+  }
+  Conv narrow{{4, 7, 3, 3}, {5, 7, 3, 3}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, false, false, false};  // 1x1 out
+  {
+    INFO("fp64 and two groups");
+    const at::Tensor x = at::randn(narrow.input, at::kDouble), w = at::randn(narrow.weight, at::kDouble);
+    same(forward(narrow, x, w, at::Tensor(), false), forward(narrow, x, w, at::Tensor(), true));
+    const at::Tensor x2 = at::randn({4, 2, 3, 3}), w2 = at::randn({2, 1, 3, 3});
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    same(at::convolution(x2, w2, c10::nullopt, {1, 1}, {0, 0}, {1, 1}, false, {0, 0}, 2),
+         at::compositeexplicitautograd::convolution(x2, w2, c10::nullopt, {1, 1}, {0, 0}, {1, 1}, false, {0, 0}, 2));
+  }
+  CHECK(plugin_calls(*rt, kForward) == forward_calls);
+  CHECK(plugin_calls(*rt, kBackward) == backward_calls);
+  {
+    INFO("arguments LibTorch refuses get its error: the weight's channels are not the input's");
+    const at::Tensor x = at::randn({2, 1, 3, 3}), w = at::randn({4, 2, 3, 3});
+    CHECK_THROWS(forward(narrow, x, w, at::Tensor(), false));
+    CHECK(plugin_calls(*rt, kForward) == forward_calls);
+  }
+  // A plain plan on this thread shuts the gate: LibTorch's kernel.
+  const at::Tensor x = at::randn(narrow.input), w = at::randn(narrow.weight);
+  rt->apply_precision(PrecisionPlan{});
+  same(forward(narrow, x, w, at::Tensor(), false), forward(narrow, x, w, at::Tensor(), true));
+  CHECK(plugin_calls(*rt, kForward) == forward_calls);
+  rt->apply_precision(rt->precision());
+  (void)forward(narrow, x, w, at::Tensor(), false);
+  CHECK(plugin_calls(*rt, kForward) == forward_calls + 1);
+}
+
+TEST_CASE("one-pixel convolutions: a DCGAN's layers through autograd, as a training step reaches them") {
+  auto rt = test::start_cpu_runtime();
+  if (!lists(*rt, kForward)) return;  // said in the first case
+  at::manual_seed(test_seed());
+  // Layers like pytorch/examples' DCGAN's: the generator's first (noise 100 -> 256 at 4x4: the
+  // GEMM path) and last (64 -> 1 image), the discriminator's first (1 image -> 64) and last
+  // (a 14x14 map -> 1 logit: the GEMM path) - LibTorch's kernels between the plugin's.
+  const std::vector<at::Tensor> params{at::randn({8, 100, 1, 1}), at::randn({100, 256, 4, 4}) * 0.05,
+                                       at::randn({8, 64, 14, 14}), at::randn({64, 1, 4, 4}) * 0.05,
+                                       at::randn({64, 1, 4, 4}) * 0.1, at::randn({1, 64, 14, 14}) * 0.02};
+  // One step in `dtype`: the gradients of z's layer weight, the generator's last input and
+  // weight, and the discriminator's two weights.
+  auto step = [&](at::ScalarType dtype) {
+    std::vector<at::Tensor> p;
+    for (const auto& t : params) p.push_back(t.to(dtype).clone().requires_grad_(true));
+    compat::AutocastGuard fp32(at::kCPU, false, compat::autocast_dtype(at::kCPU));
+    const at::Tensor a = at::conv_transpose2d(p[0], p[1]);                                     // 1x1 -> 4x4
+    const at::Tensor image = at::tanh(at::conv_transpose2d(p[2], p[3], {}, {2, 2}, {1, 1}));  // 64 -> 1
+    const at::Tensor f = at::leaky_relu(at::conv2d(image, p[4], {}, {2, 2}, {1, 1}), 0.2);     // 1 -> 64
+    const at::Tensor logit = at::conv2d(f, p[5]);                                              // 14x14 -> 1x1
+    (logit.sum() + a.square().mean()).backward();
+    std::vector<at::Tensor> grads;
+    for (size_t i = 1; i < p.size(); ++i) grads.push_back(p[i].grad().to(at::kDouble));
+    return grads;
+  };
+  // A first step of each, not compared: LibTorch 2.13's first at::tanh in a process was seen
+  // up to 5e-5 from its later calls on the same input (1 run in 15), which the leaky ReLU's
+  // kinks then carry into every gradient.
+  (void)step(at::kFloat);
+  (void)step(at::kDouble);
+  const std::uint64_t calls = plugin_calls(*rt, kForward);
+  const auto got = step(at::kFloat);
+  CHECK(plugin_calls(*rt, kForward) == calls + 2);
+  const auto ref = step(at::kDouble);  // fp64: LibTorch's kernels
+  rt->apply_precision(PrecisionPlan{});
+  const auto lib = step(at::kFloat);  // the gate shut: LibTorch's kernels
+  rt->apply_precision(rt->precision());
+  CHECK(plugin_calls(*rt, kForward) == calls + 2);
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("gradient " << i);
+    const double e = error(got[i], ref[i]), e_lib = error(lib[i], ref[i]);
+    CAPTURE(e);
+    CAPTURE(e_lib);
+    CHECK(e <= 4 * e_lib + 2e-6);
+  }
+}
+
+}  // namespace conv_gemm_suite
