@@ -36,17 +36,7 @@ bool read_pair(at::IntArrayRef v, int64_t empty, int64_t out[2]) {
   return true;
 }
 
-// A convolution in its forward sense: an image of C planes H x W, windows KH x KW, one output
-// pixel of OH x OW per window. For a transposed convolution the image is its output and the
-// windows' pixels its input.
-struct Geometry {
-  int64_t N = 0, C = 0, H = 0, W = 0, KH = 0, KW = 0, OH = 0, OW = 0;
-  int64_t stride[2] = {1, 1}, pad[2] = {0, 0}, dil[2] = {1, 1}, out_pad[2] = {0, 0};
-  int64_t rows() const { return N * OH * OW; }
-  int64_t patch() const { return C * KH * KW; }
-};
-
-// The geometry of this convolution, or false where the arguments are not the ones fits() takes
+// The geometry of this convolution, or false where the arguments are not the ones fit() takes
 // (LibTorch's kernel then says what is wrong with them, if anything).
 bool geometry(const at::Tensor& input, const at::Tensor& weight, const ConvArgs& a, Geometry& g) {
   if (!read_pair(a.stride, 1, g.stride) || !read_pair(a.padding, 0, g.pad) || !read_pair(a.dilation, 1, g.dil) ||
@@ -56,6 +46,8 @@ bool geometry(const at::Tensor& input, const at::Tensor& weight, const ConvArgs&
     if (g.stride[d] < 1 || g.pad[d] < 0 || g.dil[d] < 1 || g.out_pad[d] < 0 ||
         (g.out_pad[d] != 0 && (!a.transposed || g.out_pad[d] >= g.stride[d])))
       return false;
+  g.transposed = a.transposed;
+  g.out_channels = weight.size(a.transposed ? 1 : 0);
   g.N = input.size(0);
   g.KH = weight.size(2);
   g.KW = weight.size(3);
@@ -172,34 +164,25 @@ at::Tensor weight_matrix(const at::Tensor& weight) { return weight.contiguous().
 
 }  // namespace
 
-bool fits(const at::Tensor& input, const at::Tensor& weight, const ConvArgs& a) {
+std::optional<Geometry> fit(const at::Tensor& input, const at::Tensor& weight, const ConvArgs& a) {
   if (a.groups != 1 || !plain_fp32(input) || !plain_fp32(weight) || input.numel() == 0 || weight.numel() == 0)
-    return false;
+    return std::nullopt;
   Geometry g;
-  if (!geometry(input, weight, a, g)) return false;
+  if (!geometry(input, weight, a, g)) return std::nullopt;
   // One pixel on the small side: the layer is a matrix product. (One input or output channel
   // with more pixels would go the same way, but was measured slower or no faster than oneDNN in
   // one direction or the other - the patches' copies cost what the GEMM saves - so it stays
   // LibTorch's: bench/results/programs.md.)
   const bool one_pixel = a.transposed ? input.size(2) * input.size(3) == 1 : g.OH * g.OW == 1;
-  if (!one_pixel) return false;
-  return g.rows() * g.patch() <= kMaxPatchElements;
-}
-
-std::array<int64_t, 4> output_shape(const at::Tensor& input, const at::Tensor& weight, const ConvArgs& a) {
-  Geometry g;
-  geometry(input, weight, a, g);
-  if (a.transposed) return {g.N, g.C, g.H, g.W};
-  return {g.N, weight.size(0), g.OH, g.OW};
+  if (!one_pixel || g.rows() * g.patch() > kMaxPatchElements) return std::nullopt;
+  return g;
 }
 
 at::Tensor forward(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
-                   const ConvArgs& a) {
-  Geometry g;
-  geometry(input, weight, a, g);
-  const at::MemoryFormat format = result_format(input, weight, a.transposed);
+                   const Geometry& g) {
+  const at::MemoryFormat format = result_format(input, weight, g.transposed);
   const bool with_bias = bias.has_value() && bias->defined();
-  if (!a.transposed) {
+  if (!g.transposed) {
     const at::Tensor w = weight_matrix(weight).t();
     const at::Tensor cols = patches(input, g);
     const at::Tensor rows = with_bias ? at::addmm(*bias, cols, w) : at::mm(cols, w);
@@ -212,15 +195,13 @@ at::Tensor forward(const at::Tensor& input, const at::Tensor& weight, const c10:
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> backward(const at::Tensor& grad_output, const at::Tensor& input,
-                                                        const at::Tensor& weight, const ConvArgs& a,
+                                                        const at::Tensor& weight, const Geometry& g,
                                                         std::array<bool, 3> output_mask) {
-  Geometry g;
-  geometry(input, weight, a, g);
-  const at::MemoryFormat format = result_format(input, weight, a.transposed);
+  const at::MemoryFormat format = result_format(input, weight, g.transposed);
   at::Tensor grad_input, grad_weight, grad_bias;
   // Sums of up to N*H*W values, in fp64 (as LibTorch's kernel is accurate to fp32's rounding).
   if (output_mask[2]) grad_bias = at::sum(grad_output, {0, 2, 3}, false, at::kDouble).to(at::kFloat);
-  if (!a.transposed) {
+  if (!g.transposed) {
     const at::Tensor rows = pixel_rows(grad_output);  // [N*OH*OW, O]
     if (output_mask[1])
       grad_weight = at::mm(rows.t(), patches(input, g)).view(weight.sizes()).contiguous(format);

@@ -17,6 +17,7 @@
 #include <ATen/ATen.h>
 
 #include <array>
+#include <optional>
 #include <tuple>
 
 namespace accelkit::cpu::conv_gemm {
@@ -31,22 +32,35 @@ struct ConvArgs {
   int64_t groups = 1;
 };
 
-// Whether the path takes this convolution (forward and, with grad_output, its backward): one
-// pixel on the small side, fp32 on the CPU, strided 4-d tensors, one group, a patch matrix
-// within kMaxPatchElements. Everything else is LibTorch's.
-bool fits(const at::Tensor& input, const at::Tensor& weight, const ConvArgs& a);
+// A convolution in its forward sense: an image of C planes H x W, windows KH x KW, one output
+// pixel of OH x OW per window. For a transposed convolution the image is its output and the
+// windows' pixels its input.
+struct Geometry {
+  int64_t N = 0, C = 0, H = 0, W = 0, KH = 0, KW = 0, OH = 0, OW = 0;
+  int64_t stride[2] = {1, 1}, pad[2] = {0, 0}, dil[2] = {1, 1}, out_pad[2] = {0, 0};
+  int64_t out_channels = 0;  // the layer's output channels
+  bool transposed = false;
+  int64_t rows() const { return N * OH * OW; }
+  int64_t patch() const { return C * KH * KW; }
+  // The layer's output shape [N, C, H, W].
+  std::array<int64_t, 4> output_shape() const {
+    return transposed ? std::array<int64_t, 4>{N, C, H, W} : std::array<int64_t, 4>{N, out_channels, OH, OW};
+  }
+};
 
-// The output's shape [N, C, H, W] for what fits() takes.
-std::array<int64_t, 4> output_shape(const at::Tensor& input, const at::Tensor& weight, const ConvArgs& a);
+// The geometry of this convolution where the path takes it (forward and, with a grad_output of
+// its output_shape(), backward): one pixel on the small side, fp32 on the CPU, strided 4-d
+// tensors, one group, a patch matrix within kMaxPatchElements. nullopt: LibTorch's.
+std::optional<Geometry> fit(const at::Tensor& input, const at::Tensor& weight, const ConvArgs& a);
 
-// aten::convolution for what fits() takes.
+// aten::convolution for what fit() took.
 at::Tensor forward(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
-                   const ConvArgs& a);
+                   const Geometry& g);
 
-// aten::convolution_backward for what fits() takes: {grad_input, grad_weight, grad_bias}, each
+// aten::convolution_backward for what fit() took: {grad_input, grad_weight, grad_bias}, each
 // undefined where output_mask leaves it out.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> backward(const at::Tensor& grad_output, const at::Tensor& input,
-                                                        const at::Tensor& weight, const ConvArgs& a,
+                                                        const at::Tensor& weight, const Geometry& g,
                                                         std::array<bool, 3> output_mask);
 
 }  // namespace accelkit::cpu::conv_gemm

@@ -188,33 +188,34 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> one_pixel_convolution_backward(
     const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::OptionalIntArrayRef bias_sizes,
     at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
     at::IntArrayRef output_padding, int64_t groups, std::array<bool, 3> output_mask) {
-  const conv_gemm::ConvArgs a{stride, padding, dilation, output_padding, transposed, groups};
-  const int64_t channels = weight.dim() == 4 ? weight.size(transposed ? 1 : 0) : -1;
-  const bool fit = conv_gemm::fits(input, weight, a) && grad_output.scalar_type() == at::kFloat &&
-                   grad_output.device().is_cpu() && grad_output.layout() == at::kStrided &&
-                   grad_output.sizes() == at::IntArrayRef(conv_gemm::output_shape(input, weight, a)) &&
-                   (!output_mask[2] || (bias_sizes.has_value() && bias_sizes->size() == 1 && (*bias_sizes)[0] == channels));
+  const auto g = conv_gemm::fit(input, weight, {stride, padding, dilation, output_padding, transposed, groups});
+  const bool fit = g.has_value() && grad_output.scalar_type() == at::kFloat && grad_output.device().is_cpu() &&
+                   grad_output.layout() == at::kStrided && grad_output.sizes() == at::IntArrayRef(g->output_shape()) &&
+                   (!output_mask[2] ||
+                    (bias_sizes.has_value() && bias_sizes->size() == 1 && (*bias_sizes)[0] == g->out_channels));
   if (!fit)
     return at::compositeexplicitautograd::convolution_backward(grad_output, input, weight, bias_sizes, stride, padding,
                                                                dilation, transposed, output_padding, groups,
                                                                output_mask);
   conv_backward_calls.fetch_add(1, std::memory_order_relaxed);
-  return conv_gemm::backward(grad_output, input, weight, a, output_mask);
+  return conv_gemm::backward(grad_output, input, weight, *g, output_mask);
 }
 
 // aten::convolution: the GEMM path for one-pixel convolutions, LibTorch's kernel for the rest.
 at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
                        at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
                        at::IntArrayRef output_padding, int64_t groups) {
-  const conv_gemm::ConvArgs a{stride, padding, dilation, output_padding, transposed, groups};
+  const auto g = gate_open()
+                     ? conv_gemm::fit(input, weight, {stride, padding, dilation, output_padding, transposed, groups})
+                     : std::nullopt;
   const bool bias_fits = !bias.has_value() || !bias->defined() ||
-                         (bias->dim() == 1 && bias->scalar_type() == at::kFloat && bias->device().is_cpu() &&
-                          bias->size(0) == (transposed ? weight.size(1) : weight.size(0)));
-  if (!gate_open() || !bias_fits || !conv_gemm::fits(input, weight, a))
+                         (g && bias->dim() == 1 && bias->scalar_type() == at::kFloat && bias->device().is_cpu() &&
+                          bias->size(0) == g->out_channels);
+  if (!g || !bias_fits)
     return at::compositeexplicitautograd::convolution(input, weight, bias, stride, padding, dilation, transposed,
                                                       output_padding, groups);
   conv_calls.fetch_add(1, std::memory_order_relaxed);
-  return conv_gemm::forward(input, weight, bias, a);
+  return conv_gemm::forward(input, weight, bias, *g);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(

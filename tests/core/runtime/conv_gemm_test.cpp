@@ -73,12 +73,10 @@ at::Tensor layout(const at::Tensor& t, bool channels_last) {
 // straight to LibTorch's kernel, below autograd as the dispatcher calls it.
 at::Tensor forward(const Conv& c, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, bool libtorch) {
   const c10::optional<at::Tensor> bias = c.bias ? c10::optional<at::Tensor>(b) : c10::nullopt;
-  if (libtorch) {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  if (libtorch)
     return at::compositeexplicitautograd::convolution(x, w, bias, c.stride, c.padding, c.dilation, c.transposed,
                                                       c.output_padding, 1);
-  }
-  at::AutoDispatchBelowADInplaceOrView below_autograd;
   return at::convolution(x, w, bias, c.stride, c.padding, c.dilation, c.transposed, c.output_padding, 1);
 }
 
