@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <csignal>
+#include <signal.h>
 #include <condition_variable>
 #include <map>
 #include <cstdlib>
@@ -37,6 +39,17 @@ std::string error_text(const std::exception& e) {
   std::string what = c ? c->what_without_backtrace() : e.what();
   if (const auto advice = what.find(". This is typically caused by"); advice != std::string::npos) what.resize(advice);
   return text::torch_error_line(what);
+}
+
+// A peer that dies mid-collective closes its sockets; Gloo's next write to one of them raises
+// SIGPIPE, whose default action ends this rank silently (exit 141) before the collective can
+// fail and name the lost rank. With SIGPIPE ignored the write fails with EPIPE instead, as in a
+// Python process, which ignores it from the start. A handler the program installed is kept.
+void survive_closed_peers() {
+  struct sigaction now {};
+  if (sigaction(SIGPIPE, nullptr, &now) != 0 || now.sa_handler != SIG_DFL) return;
+  std::signal(SIGPIPE, SIG_IGN);
+  spdlog::debug("data-parallel: SIGPIPE ignored, so a rank that dies mid-write is reported by the collective");
 }
 
 }  // namespace
@@ -311,6 +324,7 @@ std::shared_ptr<ProcessGroup> init(Runtime& runtime, std::optional<Launch> launc
     return pg;
   }
 
+  survive_closed_peers();
   // A group of one without a launcher (Launch::group_of_one): its store on loopback, on a free port.
   if (pg->launch_.master_addr.empty()) pg->launch_.master_addr = "127.0.0.1";
 

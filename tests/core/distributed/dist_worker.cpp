@@ -7,13 +7,17 @@
 //               [--inf-at STEP --inf-rank R] [--die-at STEP --die-rank R] [--hang-at STEP]
 //               [--wider-rank R]
 //               [--master-weights 1] [--step-tuning 1]
-//               [--device NAME --plugin-dir DIR] [--group-of-one 1]
+//               [--device NAME --plugin-dir DIR] [--group-of-one 1] [--own-sigpipe 1]
 //
 // Every step's global batch comes from a generator seeded with the step number, the same in
 // every process; each rank starts from different random weights (DataParallel must broadcast
 // rank 0's). Prints "rank R of W threads T skipped K buckets N[ bf16 params]" on success. On a lost rank or
 // a mismatched world: the error on stderr, exit 3. With --step-tuning (the plan's precision,
-// step tuning on) a second line: "step tuning: decided | CHOSEN | SOURCE | WHY".
+// step tuning on) a second line: "step tuning: decided | CHOSEN | SOURCE | WHY". Last, what
+// SIGPIPE does after dist::init: "sigpipe ignored", "sigpipe default" or, with --own-sigpipe
+// (a handler installed before init), "sigpipe own handler".
+#include <signal.h>
+
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +30,16 @@
 #include "accelkit/accelkit.hpp"
 
 namespace {
+
+void own_sigpipe(int) {}
+
+const char* sigpipe_disposition() {
+  struct sigaction now {};
+  sigaction(SIGPIPE, nullptr, &now);
+  if (now.sa_handler == SIG_IGN) return "ignored";
+  if (now.sa_handler == SIG_DFL) return "default";
+  return now.sa_handler == own_sigpipe ? "own handler" : "another handler";
+}
 
 int arg_int(int argc, char** argv, const std::string& name, int def) {
   for (int i = 1; i + 1 < argc; ++i)
@@ -74,6 +88,7 @@ int main(int argc, char** argv) {
     auto rt = accelkit::Runtime::start(o);
     accelkit::dist::Launch launch = accelkit::dist::detect_launch();
     launch.group_of_one = !arg_text(argc, argv, "--group-of-one").empty();
+    if (!arg_text(argc, argv, "--own-sigpipe").empty()) std::signal(SIGPIPE, own_sigpipe);
     auto world = accelkit::dist::init(*rt, launch);
     const int rank = world->rank(), size = world->world_size();
 
@@ -143,6 +158,7 @@ int main(int argc, char** argv) {
                   st.candidates.empty() ? "" : st.candidates[st.chosen].label().c_str(), st.source.c_str(),
                   st.why.c_str());
     }
+    std::printf("sigpipe %s\n", sigpipe_disposition());
     std::fflush(stdout);
     return 0;
   } catch (const std::exception& e) {

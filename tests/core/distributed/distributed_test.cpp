@@ -379,6 +379,15 @@ TEST_CASE("a world of one with group_of_one runs the reducer and every collectiv
         std::string::npos);
   // A mean over one rank is the gradient itself: the same weights.
   CHECK(max_relative(floats(grouped.outs[0]), floats(plain.outs[0])) < 1e-6);
+  // With sockets to peers, SIGPIPE is ignored (a peer dying mid-write must fail the collective,
+  // not end this rank); without, it is left alone, as is a handler the program installed.
+  CHECK(p.find("sigpipe default") != std::string::npos);
+  CHECK(g.find("sigpipe ignored") != std::string::npos);
+  Run own = run_workers(dir, "own", 1, {"--steps", "2", "--batch", "16", "--group-of-one", "1", "--own-sigpipe", "1"});
+  require_ok(own);
+  const std::string o = slurp(own.procs[0].out);
+  INFO(o);
+  CHECK(o.find("sigpipe own handler") != std::string::npos);
 }
 
 TEST_CASE("a process group the device's plugin makes: 2 ranks over it equal 1 rank with all of it") {

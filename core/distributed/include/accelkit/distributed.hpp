@@ -105,7 +105,9 @@ class ProcessGroup {
 // the same accelkit and LibTorch versions, creates the process group with the backend the
 // device's plugin names (or `dist_backend`; exit-3 DeviceUnavailableError where the device
 // cannot use it), and shares the host's cores between its local ranks (unless `threads` is
-// set). Records its decisions ("dist_backend", "threads") in the runtime's context. Throws
+// set). Records its decisions ("dist_backend", "threads") in the runtime's context. With more
+// than one rank it ignores SIGPIPE (unless the program installed a handler), so that a peer
+// dying mid-write fails the collective, naming the rank, instead of ending this one. Throws
 // LaunchError, DeviceUnavailableError, WorldMismatchError, RankLostError.
 std::shared_ptr<ProcessGroup> init(Runtime& runtime, std::optional<Launch> launch = std::nullopt);
 
