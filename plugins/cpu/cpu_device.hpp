@@ -17,6 +17,9 @@ class CpuDevice final : public support::CachedDevice {
   // The process's resident set and its peak, the machine's total and available memory.
   Result<MemoryStats> memory() noexcept override;
   Status reset_peak_memory() noexcept override;
+  // glibc's malloc gives the free memory it keeps back to the system (malloc_trim): what
+  // malloc_reuse keeps between steps, and any free memory inside its heaps.
+  Status empty_cache() noexcept override;
 
  private:
   Result<std::shared_ptr<Precision>> make_precision() override;

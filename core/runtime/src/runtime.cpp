@@ -3,6 +3,7 @@
 
 #include "accelkit/sdk/support/adamw_state.hpp"
 
+#include <cstdlib>
 #include <mutex>
 #include <stdexcept>
 
@@ -37,6 +38,7 @@ std::unique_ptr<Runtime> Runtime::start(const ContextOptions& options) {
   rt->routes_ = routes_for(info, rt->context_->settings());
 
   const Config& c = rt->context_->config();
+  rt->reuse_freed_memory();
   rt->current_ = {*c.precision, *c.tf32, *c.fused_optimizer, *c.threads};
   // A profile asks for everything; what the device lacks is skipped with a reason, recorded
   // beside the settings (a value the user set is honoured or fails loudly).

@@ -421,10 +421,16 @@ void add_compute(std::vector<SettingSpec>& s) {
                                      store_enum<BlasKernels>(ACCELKIT_FIELD(blas_kernels))));
   s.push_back(enum_spec<Toggle>("kernels", Toggle::automatic, "ACCELKIT_KERNELS",
                                 "the plugin's own operator kernels in place of LibTorch's for the inputs they take "
-                                "(CPU: 2x2 max_pool2d, a one-channel convolution's weight gradient): auto (where it "
-                                "has them; step tuning measures them against "
-                                "LibTorch's), on, or off",
+                                "(CPU: 2x2 max_pool2d, convolutions with one pixel on a side, a one-channel "
+                                "convolution's weight gradient without AVX-512): auto (where it has them; step tuning "
+                                "measures them against LibTorch's), on, or off",
                                 store_enum<Toggle>(ACCELKIT_FIELD(kernels))));
+  s.push_back(enum_spec<Toggle>("malloc_reuse", Toggle::automatic, "ACCELKIT_MALLOC_REUSE",
+                                "glibc's malloc keeps freed memory for the next step (blocks up to 256 MiB from its "
+                                "heap, up to 1 GiB free kept) instead of faulting fresh pages in every step; "
+                                "process-wide: auto (on a CPU device, where malloc is glibc's and the environment "
+                                "does not tune it), on, or off",
+                                store_enum<Toggle>(ACCELKIT_FIELD(malloc_reuse))));
 }
 
 // The batch size, the input pipeline and the memory the batch finder leaves free.

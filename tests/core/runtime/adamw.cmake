@@ -67,3 +67,10 @@ if(TARGET accelkit-plugin-cpu)
   target_compile_definitions(${conv_gemm_test_target} PRIVATE ACCELKIT_TEST_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}")
   add_dependencies(${conv_gemm_test_target} accelkit-plugin-cpu)
 endif()
+# malloc_reuse: the decision for each setting, environment and malloc, and its effect through a
+# Runtime on the built CPU plugin (a block above glibc's own mmap limit comes from the heap).
+if(TARGET accelkit-plugin-cpu)
+  accelkit_add_test(malloc_reuse_test SOURCES core/runtime/malloc_reuse_test.cpp LINK accelkit::core GROUP runtime)
+  target_compile_definitions(${malloc_reuse_test_target} PRIVATE ACCELKIT_TEST_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}")
+  add_dependencies(${malloc_reuse_test_target} accelkit-plugin-cpu)
+endif()

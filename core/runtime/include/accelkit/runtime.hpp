@@ -211,6 +211,8 @@ class Runtime {
   };
   Choices current_;
   void apply_sdpa_backend();
+  // malloc_reuse: glibc's malloc keeps freed memory for the next step (malloc_reuse.hpp).
+  void reuse_freed_memory();
   // The plan's autocast, for accelkit's own trials (no step tuning).
   AutocastScope plan_autocast() const { return AutocastScope(torch_device_.type(), plan_.autocast, autocast_dtype()); }
   std::unique_ptr<Context> context_;

@@ -107,6 +107,7 @@ struct Config {
   Setting<int> threads;                       // 0 = the plugin's choice
   Setting<BlasKernels> blas_kernels;
   Setting<Toggle> kernels;                    // the plugin's operator kernels
+  Setting<Toggle> malloc_reuse;               // glibc's malloc keeps freed memory for the next step
   Setting<std::int64_t> batch_size;           // 0 = auto
   Setting<int> prefetch;                      // batches kept ready by accelkit::Prefetcher; 0 = none
   Setting<int> memory_margin;                 // % of the device's memory the batch-size finder leaves free
