@@ -2,11 +2,14 @@
 //
 // A training step on a CPU allocates its activations and gradients afresh each step, megabytes
 // each. glibc serves blocks that large with mmap and gives them back on free (its threshold
-// rises only after such a free, and the top of its heap is returned past 128 KiB free), so the
-// next step faults every page in again and the kernel zeroes it: on a ResNet-20 step this cost
-// 12-15%. With malloc_reuse, blocks up to kMmapThreshold come from the heap and up to
-// kTrimThreshold of free memory at its top is kept, so the next step reuses them. Process-wide
-// and for the process's life (mallopt has no undo); the memory a step used stays the process's.
+// rises only after such a free, at most to 32 MiB, and free memory at the top of its heap past
+// twice that is returned), so a step may fault its pages in again and the kernel zero them; how
+// often depends on the process's allocation history (bench/results/programs.md, "Freed memory
+// kept": 5-7% of a ResNet-20 program's step on LibTorch 1.13, within noise on 2.13). With
+// malloc_reuse, blocks up to kMallocReuseMmapThreshold come from the heap and up to
+// kMallocReuseTrimThreshold of free memory at its top is kept, so the next step reuses them.
+// Process-wide and for the process's life (mallopt has no undo); the CPU device's empty_cache()
+// gives the kept memory back (malloc_trim).
 #pragma once
 
 #include <cstddef>
