@@ -427,7 +427,7 @@ void add_compute(std::vector<SettingSpec>& s) {
                                 store_enum<Toggle>(ACCELKIT_FIELD(kernels))));
   s.push_back(enum_spec<Toggle>("malloc_reuse", Toggle::automatic, "ACCELKIT_MALLOC_REUSE",
                                 "glibc's malloc keeps freed memory for the next step (blocks up to 256 MiB from its "
-                                "heap, up to 1 GiB free kept) instead of faulting fresh pages in every step; "
+                                "heap, up to 1 GiB free kept) instead of returning it to the system between steps; "
                                 "process-wide: auto (on a CPU device, where malloc is glibc's and the environment "
                                 "does not tune it), on, or off",
                                 store_enum<Toggle>(ACCELKIT_FIELD(malloc_reuse))));
