@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "accelkit/base/strings.hpp"
 #include "accelkit/runtime.hpp"
 
 namespace accelkit::detail {
@@ -20,9 +21,7 @@ std::string environment_tuning(const std::function<const char*(const char*)>& en
   if (const char* t = env("GLIBC_TUNABLES"); t && std::strstr(t, "glibc.malloc.")) found.push_back("GLIBC_TUNABLES=" + std::string(t));
   for (const char* name : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_"})
     if (const char* v = env(name)) found.push_back(std::string(name) + "=" + v);
-  std::string out;
-  for (const auto& f : found) out += (out.empty() ? "" : ", ") + f;
-  return out;
+  return text::join(found, ", ");
 }
 
 std::string what_it_does() {
