@@ -61,6 +61,8 @@ Result<std::vector<AppliedValue>> CpuPrecision::read_back() noexcept {
          std::to_string(operator_kernel_calls("max_pool2d_with_indices_backward"))},
         {"kernel_calls.convolution_backward", std::to_string(operator_kernel_calls("convolution_backward"))},
         {"kernel_calls.convolution", std::to_string(operator_kernel_calls("convolution"))},
+        {"kernel_calls.native_batch_norm", std::to_string(operator_kernel_calls("native_batch_norm"))},
+        {"kernel_calls.native_batch_norm_backward", std::to_string(operator_kernel_calls("native_batch_norm_backward"))},
     };
   });
 }

@@ -6,6 +6,8 @@
 // convolution has one input channel, whose weight gradient LibTorch's oneDNN path computes at a
 // fraction of its GEMM rate (2.7 ms a step on an AVX2-only CPU); here as running sums in
 // registers, equal to LibTorch's up to the order of the sums.
+// Training-mode batch normalisation runs its statistics in one pass and, channels-last, its
+// gradient at memory speed (batch_norm_op.hpp); LibTorch's makes three passes for the forward.
 // Convolutions with one pixel on their small side (a discriminator's 1x1-output head, a
 // generator's first layer from a 1x1 noise input) are matrix products, which oneDNN's
 // convolution kernels run at a fraction of a GEMM's rate: here one GEMM each (conv_gemm.hpp).
@@ -20,6 +22,8 @@
 #include <ATen/ops/convolution_compositeexplicitautograd_dispatch.h>
 #include <ATen/ops/max_pool2d_with_indices_backward_cpu_dispatch.h>
 #include <ATen/ops/max_pool2d_with_indices_cpu_dispatch.h>
+#include <ATen/ops/native_batch_norm_backward_cpu_dispatch.h>
+#include <ATen/ops/native_batch_norm_cpu_dispatch.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -27,6 +31,7 @@
 #include <atomic>
 #include <tuple>
 
+#include "batch_norm_op.hpp"
 #include "conv_gemm.hpp"
 #include "conv_kernel.hpp"
 #include "max_pool_kernel.hpp"
@@ -39,12 +44,16 @@ constexpr const char* kMaxPool = "max_pool2d_with_indices";
 constexpr const char* kMaxPoolBackward = "max_pool2d_with_indices_backward";
 constexpr const char* kConvBackward = "convolution_backward";
 constexpr const char* kConv = "convolution";
+constexpr const char* kBatchNorm = "native_batch_norm";
+constexpr const char* kBatchNormBackward = "native_batch_norm_backward";
 
 std::atomic<KernelGate> kernel_gate{nullptr};
 std::atomic<std::uint64_t> max_pool_calls{0};
 std::atomic<std::uint64_t> max_pool_backward_calls{0};
 std::atomic<std::uint64_t> conv_backward_calls{0};
 std::atomic<std::uint64_t> conv_calls{0};
+std::atomic<std::uint64_t> batch_norm_calls{0};
+std::atomic<std::uint64_t> batch_norm_backward_calls{0};
 
 bool gate_open() {
   const KernelGate gate = kernel_gate.load(std::memory_order_relaxed);
@@ -257,6 +266,38 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
   return {at::Tensor(), grad_weight, grad_bias};
 }
 
+// aten::native_batch_norm: training-mode fp32 by the plugin (batch_norm_op.hpp), LibTorch's for
+// the rest.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm(const at::Tensor& input,
+                                                                const c10::optional<at::Tensor>& weight,
+                                                                const c10::optional<at::Tensor>& bias,
+                                                                const c10::optional<at::Tensor>& running_mean,
+                                                                const c10::optional<at::Tensor>& running_var,
+                                                                bool training, double momentum, double eps) {
+  if (training && gate_open()) {
+    if (auto r = batch_norm::forward(input, weight, bias, running_mean, running_var, momentum, eps)) {
+      batch_norm_calls.fetch_add(1, std::memory_order_relaxed);
+      return *r;
+    }
+  }
+  return at::cpu::native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_backward(
+    const at::Tensor& grad_out, const at::Tensor& input, const c10::optional<at::Tensor>& weight,
+    const c10::optional<at::Tensor>& running_mean, const c10::optional<at::Tensor>& running_var,
+    const c10::optional<at::Tensor>& save_mean, const c10::optional<at::Tensor>& save_invstd, bool train, double eps,
+    std::array<bool, 3> output_mask) {
+  if (train && gate_open()) {
+    if (auto r = batch_norm::backward(grad_out, input, weight, save_mean, save_invstd, output_mask)) {
+      batch_norm_backward_calls.fetch_add(1, std::memory_order_relaxed);
+      return *r;
+    }
+  }
+  return at::cpu::native_batch_norm_backward(grad_out, input, weight, running_mean, running_var, save_mean,
+                                             save_invstd, train, eps, output_mask);
+}
+
 }  // namespace
 
 std::vector<OperatorKernel> operator_kernels(const IsaFlags& isa) {
@@ -292,6 +333,19 @@ std::vector<OperatorKernel> operator_kernels(const IsaFlags& isa) {
                     kernel_gate.store(gate, std::memory_order_relaxed);
                     library.impl(kConvBackward, TORCH_FN(convolution_backward));
                   }});
+    ks.push_back({kBatchNorm,
+                  "training-mode batch normalisation over fp32 (channels-last, [N, C] or NCHW): the statistics in "
+                  "one pass, the normalisation in one more; LibTorch's kernel for the rest",
+                  [](torch::Library& library, KernelGate gate) {
+                    kernel_gate.store(gate, std::memory_order_relaxed);
+                    library.impl(kBatchNorm, TORCH_FN(native_batch_norm));
+                  }});
+    ks.push_back({kBatchNormBackward,
+                  "its gradient for channels-last and [N, C] in two passes; LibTorch's kernel for the rest",
+                  [](torch::Library& library, KernelGate gate) {
+                    kernel_gate.store(gate, std::memory_order_relaxed);
+                    library.impl(kBatchNormBackward, TORCH_FN(native_batch_norm_backward));
+                  }});
   }
   return ks;
 }
@@ -318,6 +372,8 @@ Result<std::vector<std::string>> plan_operator_kernels(Toggle request, const Isa
   if (cpu_has_fma() && !cpu_has_avx512())
     reason += ", and convolution_backward for the weight gradient of one-input-channel fp32 convolutions (LibTorch's "
               "runs them at a fraction of its GEMM rate)";
+  reason += "; native_batch_norm and its backward for training-mode fp32 batch normalisation (LibTorch's makes "
+            "three passes over the input for its statistics and output)";
   reason += "; LibTorch's for every other input";
   return ops;
 }
@@ -327,6 +383,8 @@ std::uint64_t operator_kernel_calls(const std::string& op) noexcept {
   if (op == kMaxPoolBackward) return max_pool_backward_calls.load(std::memory_order_relaxed);
   if (op == kConvBackward) return conv_backward_calls.load(std::memory_order_relaxed);
   if (op == kConv) return conv_calls.load(std::memory_order_relaxed);
+  if (op == kBatchNorm) return batch_norm_calls.load(std::memory_order_relaxed);
+  if (op == kBatchNormBackward) return batch_norm_backward_calls.load(std::memory_order_relaxed);
   return 0;
 }
 

@@ -74,3 +74,11 @@ if(TARGET accelkit-plugin-cpu)
   target_compile_definitions(${malloc_reuse_test_target} PRIVATE ACCELKIT_TEST_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}")
   add_dependencies(${malloc_reuse_test_target} accelkit-plugin-cpu)
 endif()
+# The CPU plugin's training-mode batch_norm (plugins/cpu/batch_norm_op.hpp) through a Runtime,
+# against LibTorch's own kernel and fp64 on fresh random inputs.
+if(TARGET accelkit-plugin-cpu)
+  accelkit_add_test(batch_norm_kernel_test SOURCES core/runtime/batch_norm_kernel_test.cpp LINK accelkit::core
+    GROUP runtime)
+  target_compile_definitions(${batch_norm_kernel_test_target} PRIVATE ACCELKIT_TEST_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}")
+  add_dependencies(${batch_norm_kernel_test_target} accelkit-plugin-cpu)
+endif()
