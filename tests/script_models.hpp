@@ -56,6 +56,33 @@ def forward(self, x):
   return m;
 }
 
+// Conv(3->16, 3x3) + BatchNorm in training mode (batch statistics, running ones updated) + ReLU,
+// twice, then the channels' means and a Linear to 10: images [N, 3, 16, 16]. A network trained
+// as torchvision's are, its BatchNorm in train().
+inline torch::jit::Module script_bn_cnn(std::uint64_t seed) {
+  at::manual_seed(seed);
+  torch::jit::Module m("BnCnn");
+  m.register_parameter("c1w", at::randn({16, 3, 3, 3}).mul_(0.2), false);
+  m.register_parameter("c2w", at::randn({16, 16, 3, 3}).mul_(0.1), false);
+  for (const char* n : {"1", "2"}) {
+    m.register_buffer(std::string("m") + n, at::zeros({16}));
+    m.register_buffer(std::string("v") + n, at::ones({16}));
+    m.register_parameter(std::string("g") + n, at::rand({16}).add_(0.5), false);
+    m.register_parameter(std::string("b") + n, at::randn({16}).mul_(0.1), false);
+  }
+  m.register_parameter("fw", at::randn({10, 16}).mul_(0.2), false);
+  m.register_parameter("fb", at::randn({10}).mul_(0.1), false);
+  m.define(R"(
+def forward(self, x):
+    x = torch.conv2d(x, self.c1w, None, [1, 1], [1, 1])
+    x = torch.relu(torch.batch_norm(x, self.g1, self.b1, self.m1, self.v1, True, 0.1, 1e-5, False))
+    x = torch.conv2d(x, self.c2w, None, [1, 1], [1, 1])
+    x = torch.relu(torch.batch_norm(x, self.g2, self.b2, self.m2, self.v2, True, 0.1, 1e-5, False))
+    return torch.linear(x.mean([2, 3]), self.fw, self.fb)
+)");
+  return m;
+}
+
 // Two inputs, two outputs: (relu(x W1^T + b1) + y W2^T, y.sum(1)).
 inline torch::jit::Module script_two_inputs(std::uint64_t seed) {
   at::manual_seed(seed);

@@ -390,7 +390,15 @@ void confirm_floor(BenchFloor& f, c10::Device device, double fastest_step_ms) {
   }
 }
 
-std::string tolerance_why(const BenchOptions& o, const ModelSpec& spec, const Runner& accel) {
+// accelkit's fp32 step ran the device's own operator kernels: their sums round otherwise than
+// LibTorch's, and an optimizer's steps grow such differences (Adam's first step moves every weight
+// by about lr whatever its gradient's size, so a gradient near 0 that changes sign moves it by
+// 2 lr). Half an ulp of random noise on a torchvision ResNet-18's BatchNorm outputs (batch 16, AdamW
+// 1e-3) moved its loss by 1e-4 to 3e-3 relative after 3 steps.
+constexpr double kOwnKernelsTolerance = 1e-2;
+
+std::string tolerance_why(const BenchOptions& o, const ModelSpec& spec, const Runner& accel,
+                          std::uint64_t own_kernel_calls) {
   if (o.tolerance > 0) return "set by the caller";
   if (spec.model == "optimizer")
     return "both fp32 with the same update rule: only float rounding differs (~1e-7 relative per step), so 1e-5 "
@@ -398,6 +406,11 @@ std::string tolerance_why(const BenchOptions& o, const ModelSpec& spec, const Ru
   if (accel.dtype == at::kFloat && accel.plan.tf32)
     return "accelkit's fp32 matmuls run in TF32 (unit roundoff 2^-11 ~ 5e-4 per product, sums in fp32): through 3 "
            "steps the loss moves well under 1e-3 relative; 5e-3 still catches a wrong kernel or a lost update";
+  if (accel.dtype == at::kFloat && own_kernel_calls > 0)
+    return "both fp32, but accelkit's steps ran the device's own operator kernels (" + std::to_string(own_kernel_calls) +
+           " calls), whose sums round otherwise than LibTorch's, and the optimizer's steps grow that: half an ulp of "
+           "noise on a ResNet-18's BatchNorm outputs moved its loss by up to 3e-3 relative after 3 AdamW steps. 1e-2 "
+           "still catches a lost update; the kernels themselves are checked against LibTorch and fp64 in the tests";
   if (accel.dtype == at::kFloat)
     return "both fp32: only summation order (threads, kernels) differs";
   return std::string("accelkit runs matmuls in ") + dtype_name(accel.dtype) +
@@ -774,11 +787,13 @@ class TrainBench {
     for (std::size_t i = 0; i < runners.size(); ++i) {
       report(progress, label, "check", static_cast<int>(i), static_cast<int>(runners.size()));
       Runner& run = runners[i];
+      const std::uint64_t calls_before = plugin_kernel_calls(rt);
       for (int s = 0; s < o.check_steps; ++s) {
         at::Tensor l = run.step(x, target);
         if (!optimizer_only) run.info.check.push_back(l.item<double>());
       }
       run.info.check.push_back(run.final_value(x, target));
+      if (i == 1) accel_kernel_calls = plugin_kernel_calls(rt) - calls_before;
       run.info.blas = applied_value(rt, PlanField::blas_kernels);
       run.info.matmuls = matmul_library(rt, run.dtype);
     }
@@ -802,12 +817,14 @@ class TrainBench {
     acc.steps = o.check_steps;
     const Runner& accel = runners[1];
     const bool tf32_only = !optimizer_only && accel.dtype == at::kFloat && accel.plan.tf32;
+    const bool own_kernels = !optimizer_only && accel.dtype == at::kFloat && !tf32_only && accel_kernel_calls > 0;
     acc.tolerance = o.tolerance > 0 ? o.tolerance
                     : optimizer_only ? 1e-5
                     : tf32_only      ? 5e-3
+                    : own_kernels    ? kOwnKernelsTolerance
                     : accel.dtype == at::kFloat ? 1e-4
                                                 : 2e-2;
-    acc.why = tolerance_why(o, spec, accel);
+    acc.why = tolerance_why(o, spec, accel, accel_kernel_calls);
     acc.rel_diff = diff_to_baseline(accel);
     if (o.vs_tuned) acc.tuned_rel_diff = diff_to_baseline(runners[tuned_i]);
     acc.ok = acc.rel_diff <= acc.tolerance;
@@ -992,6 +1009,7 @@ class TrainBench {
   ForwardOwner accel_forwards = ForwardOwner::program;
   std::vector<Runner> runners;  // baseline, accelkit, then tuned and eager as asked
   std::size_t tuned_i = 0;
+  std::uint64_t accel_kernel_calls = 0;  // the device's own operator kernels run by accelkit's check steps
   std::size_t eager_i = 0;
   std::vector<std::optional<std::uint64_t>> step_peaks;
   std::vector<std::vector<double>> samples;

@@ -117,6 +117,19 @@ inline std::string applied_value(const Runtime& rt, PlanField field, const std::
   return {};
 }
 
+// How many calls the device's own operator kernels have run in this process (the sum of its
+// read-back "kernel_calls.<op>" values; 0 for a device that reads back none).
+inline std::uint64_t plugin_kernel_calls(const Runtime& rt) {
+  auto precision = rt.device_handle()->precision();
+  if (!precision.ok() || !precision.value()) return 0;
+  auto values = precision.value()->read_back();
+  if (!values.ok()) return 0;
+  std::uint64_t total = 0;
+  for (const auto& v : values.value())
+    if (v.key.rfind("kernel_calls.", 0) == 0) total += std::strtoull(v.value.c_str(), nullptr, 10);
+  return total;
+}
+
 // What runs a variant's matmuls (BenchVariant::matmuls): bf16 ones on a CPU with native bf16 go
 // to oneDNN where LibTorch has it (its CPU bf16 GEMM path); the rest to the host BLAS the device
 // reads back ("MKL", "OpenBLAS SkylakeX"). "" for a device that reads back no host BLAS.

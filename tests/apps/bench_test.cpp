@@ -463,6 +463,37 @@ TEST_CASE("a model file: inference and training, the outputs and losses checked,
   }
 }
 
+TEST_CASE("a model file training with BatchNorm: the device's own kernels widen the loss check, and say so") {
+  accelkit::test::TempDir tmp("accelkit-bench-bn");
+  const std::string bn = (tmp.path() / "bn.pt").string();
+  accelkit::test::script_bn_cnn(4).save(bn);
+  BenchOptions o = tiny("mlp");
+  o.model = bn;
+  o.width = 0;
+  o.inputs = {"8x3x16x16"};
+  o.mode = "train";
+  const BenchResult r = accelkit::run_bench(runtime(), o);
+  CHECK(r.accuracy.ok);
+  CHECK(r.accuracy.rel_diff <= r.accuracy.tolerance);
+  bool own = false;
+  for (const auto& k : runtime().precision().kernels) own = own || k == "native_batch_norm";
+  CAPTURE(r.accuracy.why);
+  if (own && r.accelkit.dtype == "fp32") {
+    // Its BatchNorm ran the plugin's kernel: rounding that the optimizer's steps grow.
+    CHECK(r.accuracy.tolerance == doctest::Approx(1e-2));
+    CHECK(r.accuracy.why.find("own operator kernels") != std::string::npos);
+  } else if (r.accelkit.dtype == "fp32") {
+    CHECK(r.accuracy.tolerance == doctest::Approx(1e-4));
+    CHECK(r.accuracy.why.find("only summation order") != std::string::npos);
+  }
+  // A Linear stack runs none of them: the tight fp32 check.
+  BenchOptions mlp = tiny("mlp");
+  mlp.floors = false;
+  const BenchResult m = accelkit::run_bench(runtime(), mlp);
+  if (m.accelkit.dtype == "fp32" && m.accuracy.why.find("TF32") == std::string::npos)
+    CHECK(m.accuracy.tolerance == doctest::Approx(1e-4));
+}
+
 TEST_CASE("--quantize int8-static: a CNN file's convolutions and Linear layers in int8, calibrated on the bench's inputs") {
   accelkit::test::TempDir tmp("accelkit-bench-int8-static");
   const std::string cnn = (tmp.path() / "cnn.pt").string();

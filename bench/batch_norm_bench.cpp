@@ -1,0 +1,143 @@
+// accelkit_bench_batch_norm: the CPU plugin's training-mode batch_norm against LibTorch's own
+// kernel, layer by layer, on the batch normalisations of a ResNet-20 on CIFAR-sized images and of
+// pytorch/examples' DCGAN, beside a copy of the same tensor (what one pass over it costs).
+//
+//   accelkit_bench_batch_norm [--rounds R] [--channels-last]
+//
+// Each layer's forward (training mode: batch statistics, running statistics updated) and
+// backward (the three gradients) timed in one process, the plugin's kernel and LibTorch's
+// alternating call by call (LibTorch's: the same plan without the plugin's kernels), medians of
+// R rounds after warm-up; the largest difference of the results, relative to their largest value.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "accelkit/runtime.hpp"
+#include "bench_timing.hpp"
+
+namespace {
+
+using accelkit::bench_timing::Clock;
+using accelkit::bench_timing::median;
+using accelkit::bench_timing::ms_since;
+
+struct Layer {
+  const char* name;
+  std::vector<int64_t> input;
+};
+
+double rel_diff(const at::Tensor& a, const at::Tensor& b) {
+  if (!a.defined() || !b.defined()) return 0;
+  return (a - b).abs().max().item<double>() / std::max(1e-30, b.abs().max().item<double>());
+}
+
+void time_layer(accelkit::Runtime& rt, const accelkit::PrecisionPlan& libtorch_plan, int threads, int rounds,
+                at::MemoryFormat fmt, const Layer& l) {
+  const int64_t C = l.input[1];
+  const at::Tensor x = at::randn(l.input).contiguous(fmt), g = at::randn(l.input).contiguous(fmt);
+  const at::Tensor w = at::rand({C}) + 0.5, b = at::randn({C});
+  at::Tensor rm = at::zeros({C}), rv = at::ones({C});
+  auto fwd = [&] {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return at::native_batch_norm(x, w, b, rm, rv, true, 0.1, 1e-5);
+  };
+  auto bwd = [&](const std::tuple<at::Tensor, at::Tensor, at::Tensor>& f) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return at::native_batch_norm_backward(g, x, w, rm, rv, std::get<1>(f), std::get<2>(f), true, 1e-5,
+                                          {true, true, true});
+  };
+  auto use = [&](bool plugin) {
+    rt.apply_precision(plugin ? rt.precision() : libtorch_plan);
+    at::set_num_threads(threads);
+  };
+  std::array<std::vector<double>, 5> t;  // plugin fwd, LibTorch fwd, plugin bwd, LibTorch bwd, copy
+  double diff = 0;
+  for (int r = -3; r < rounds; ++r) {
+    for (int v = 0; v < 2; ++v) {
+      const bool plugin = (v == 0) == (r % 2 == 0);
+      use(plugin);
+      auto t0 = Clock::now();
+      const auto out = fwd();
+      const double f = ms_since(t0);
+      t0 = Clock::now();
+      const auto grads = bwd(out);
+      const double bw = ms_since(t0);
+      if (r >= 0) {
+        t[plugin ? 0 : 1].push_back(f);
+        t[plugin ? 2 : 3].push_back(bw);
+      }
+      if (r == -1 && plugin) {
+        use(false);
+        const auto lib = fwd();
+        const auto lib_grads = bwd(lib);
+        diff = std::max({rel_diff(std::get<0>(out), std::get<0>(lib)), rel_diff(std::get<0>(grads), std::get<0>(lib_grads)),
+                         rel_diff(std::get<1>(grads), std::get<1>(lib_grads)),
+                         rel_diff(std::get<2>(grads), std::get<2>(lib_grads))});
+      }
+    }
+    const auto t0 = Clock::now();
+    const at::Tensor copy = x.clone();
+    if (r >= 0) t[4].push_back(ms_since(t0));
+  }
+  const double pf = median(t[0]), lf = median(t[1]), pb = median(t[2]), lb = median(t[3]);
+  std::printf("  %-30s %9.3f %9.3f %7.2fx %9.3f %9.3f %7.2fx %9.3f %9.1e\n", l.name, pf, lf, lf / pf, pb, lb, lb / pb,
+              median(t[4]), diff);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int rounds = 30;
+  bool channels_last = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--rounds" && i + 1 < argc) {
+      rounds = std::atoi(argv[++i]);
+    } else if (a == "--channels-last") {
+      channels_last = true;
+    } else {
+      std::fprintf(stderr, "usage: accelkit_bench_batch_norm [--rounds R] [--channels-last]\n");
+      return 2;
+    }
+  }
+  if (rounds < 3) {
+    std::fprintf(stderr, "accelkit_bench_batch_norm: --rounds must be at least 3\n");
+    return 2;
+  }
+  auto rt = accelkit::Runtime::start({});
+  bool listed = false;
+  for (const auto& k : rt->precision().kernels) listed = listed || k == "native_batch_norm";
+  if (!listed) {
+    std::fprintf(stderr, "accelkit_bench_batch_norm: the plan on %s lists no plugin batch_norm (%s)\n",
+                 rt->device().str().c_str(), rt->precision().kernels.empty() ? "no plugin kernels" : "not this one");
+    return 1;
+  }
+  const int threads = at::get_num_threads();
+  accelkit::PrecisionPlan libtorch_plan = rt->precision();
+  libtorch_plan.kernels.clear();
+  const std::vector<Layer> layers{
+      {"ResNet-20 stage 1 128x16x32x32", {128, 16, 32, 32}},
+      {"ResNet-20 stage 2 128x32x16x16", {128, 32, 16, 16}},
+      {"ResNet-20 stage 3 128x64x8x8", {128, 64, 8, 8}},
+      {"DCGAN G 64x256x4x4", {64, 256, 4, 4}},
+      {"DCGAN G 64x128x7x7", {64, 128, 7, 7}},
+      {"DCGAN G 64x64x14x14", {64, 64, 14, 14}},
+      {"DCGAN D 64x256x3x3", {64, 256, 3, 3}},
+  };
+  std::printf("training-mode batch_norm, %s, %d threads, fp32 %s, medians of %d rounds (plugin / LibTorch "
+              "alternating)\n",
+              rt->device().str().c_str(), threads, channels_last ? "channels-last" : "NCHW", rounds);
+  std::printf("  %-30s %9s %9s %8s %9s %9s %8s %9s %9s\n", "layer", "fwd ms", "LibTorch", "speedup", "bwd ms",
+              "LibTorch", "speedup", "copy ms", "max diff");
+  const auto fmt = channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
+  for (const auto& l : layers) time_layer(*rt, libtorch_plan, threads, rounds, fmt, l);
+  rt->apply_precision(rt->precision());
+  return 0;
+}
