@@ -21,6 +21,7 @@
 
 #include "accelkit/runtime.hpp"
 #include "bench_timing.hpp"
+#include "layer_bench.hpp"
 
 namespace {
 
@@ -94,34 +95,15 @@ void time_layer(accelkit::Runtime& rt, const accelkit::PrecisionPlan& libtorch_p
 }  // namespace
 
 int main(int argc, char** argv) {
-  int rounds = 30;
-  bool channels_last = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--rounds" && i + 1 < argc) {
-      rounds = std::atoi(argv[++i]);
-    } else if (a == "--channels-last") {
-      channels_last = true;
-    } else {
-      std::fprintf(stderr, "usage: accelkit_bench_batch_norm [--rounds R] [--channels-last]\n");
-      return 2;
-    }
-  }
-  if (rounds < 3) {
-    std::fprintf(stderr, "accelkit_bench_batch_norm: --rounds must be at least 3\n");
-    return 2;
-  }
+  const auto args = accelkit::bench_layers::parse_args(argc, argv, "accelkit_bench_batch_norm");
+  if (!args) return 2;
+  const int rounds = args->rounds;
+  const bool channels_last = args->channels_last;
   auto rt = accelkit::Runtime::start({});
-  bool listed = false;
-  for (const auto& k : rt->precision().kernels) listed = listed || k == "native_batch_norm";
-  if (!listed) {
-    std::fprintf(stderr, "accelkit_bench_batch_norm: the plan on %s lists no plugin batch_norm (%s)\n",
-                 rt->device().str().c_str(), rt->precision().kernels.empty() ? "no plugin kernels" : "not this one");
-    return 1;
-  }
+  // LibTorch's kernels: the same plan (threads, BLAS kernels) without the plugin's kernels.
+  const auto libtorch_plan = accelkit::bench_layers::libtorch_plan(*rt, "native_batch_norm", "accelkit_bench_batch_norm");
+  if (!libtorch_plan) return 1;
   const int threads = at::get_num_threads();
-  accelkit::PrecisionPlan libtorch_plan = rt->precision();
-  libtorch_plan.kernels.clear();
   const std::vector<Layer> layers{
       {"ResNet-20 stage 1 128x16x32x32", {128, 16, 32, 32}},
       {"ResNet-20 stage 2 128x32x16x16", {128, 32, 16, 16}},
@@ -137,7 +119,7 @@ int main(int argc, char** argv) {
   std::printf("  %-30s %9s %9s %8s %9s %9s %8s %9s %9s\n", "layer", "fwd ms", "LibTorch", "speedup", "bwd ms",
               "LibTorch", "speedup", "copy ms", "max diff");
   const auto fmt = channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
-  for (const auto& l : layers) time_layer(*rt, libtorch_plan, threads, rounds, fmt, l);
+  for (const auto& l : layers) time_layer(*rt, *libtorch_plan, threads, rounds, fmt, l);
   rt->apply_precision(rt->precision());
   return 0;
 }

@@ -21,6 +21,7 @@
 
 #include "accelkit/runtime.hpp"
 #include "bench_timing.hpp"
+#include "layer_bench.hpp"
 
 namespace {
 
@@ -91,35 +92,15 @@ void time_layer(accelkit::Runtime& rt, const accelkit::PrecisionPlan& libtorch_p
 }  // namespace
 
 int main(int argc, char** argv) {
-  int rounds = 30;
-  bool channels_last = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--rounds" && i + 1 < argc) {
-      rounds = std::atoi(argv[++i]);
-    } else if (a == "--channels-last") {
-      channels_last = true;
-    } else {
-      std::fprintf(stderr, "usage: accelkit_bench_narrow_conv [--rounds R] [--channels-last]\n");
-      return 2;
-    }
-  }
-  if (rounds < 3) {
-    std::fprintf(stderr, "accelkit_bench_narrow_conv: --rounds must be at least 3\n");
-    return 2;
-  }
+  const auto args = accelkit::bench_layers::parse_args(argc, argv, "accelkit_bench_narrow_conv");
+  if (!args) return 2;
+  const int rounds = args->rounds;
+  const bool channels_last = args->channels_last;
   auto rt = accelkit::Runtime::start({});
-  bool listed = false;
-  for (const auto& k : rt->precision().kernels) listed = listed || k == "convolution";
-  if (!listed) {
-    std::fprintf(stderr, "accelkit_bench_narrow_conv: the plan on %s lists no plugin convolution (%s)\n",
-                 rt->device().str().c_str(), rt->precision().kernels.empty() ? "no plugin kernels" : "not this one");
-    return 1;
-  }
-  const int threads = at::get_num_threads();
   // LibTorch's kernels: the same plan (threads, BLAS kernels) without the plugin's kernels.
-  accelkit::PrecisionPlan libtorch_plan = rt->precision();
-  libtorch_plan.kernels.clear();
+  const auto libtorch_plan = accelkit::bench_layers::libtorch_plan(*rt, "convolution", "accelkit_bench_narrow_conv");
+  if (!libtorch_plan) return 1;
+  const int threads = at::get_num_threads();
   const std::vector<Layer> layers{
       {"MNIST conv1 1->10 5x5", {64, 1, 28, 28}, {10, 1, 5, 5}, 1, 0, false, false},
       {"DCGAN G1 100->256 4x4, 1x1 in (T)", {64, 100, 1, 1}, {100, 256, 4, 4}, 1, 0, true, false},
@@ -134,7 +115,7 @@ int main(int argc, char** argv) {
   std::printf("  %-38s %10s %10s %8s %10s %10s %8s %9s\n", "layer", "fwd ms", "LibTorch", "speedup", "bwd ms",
               "LibTorch", "speedup", "max diff");
   const auto fmt = channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
-  for (const auto& l : layers) time_layer(*rt, libtorch_plan, threads, rounds, fmt, l);
+  for (const auto& l : layers) time_layer(*rt, *libtorch_plan, threads, rounds, fmt, l);
   rt->apply_precision(rt->precision());
   return 0;
 }

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +37,21 @@ inline std::optional<std::uint64_t> kernel_calls(const Runtime& rt, const std::s
   for (const auto& v : values.value())
     if (v.key == "kernel_calls." + op) return std::stoull(v.value);
   return std::nullopt;
+}
+
+// kernel_calls, where a test cannot go on without it: std::runtime_error (the test case fails
+// with its message) where the plugin reads back none.
+inline std::uint64_t required_kernel_calls(const Runtime& rt, const std::string& op) {
+  const auto calls = kernel_calls(rt, op);
+  if (!calls) throw std::runtime_error("the CPU plugin reads back no kernel_calls." + op);
+  return *calls;
+}
+
+// Whether the runtime's plan lists the plugin's kernel for `op`.
+inline bool plan_lists_kernel(const Runtime& rt, const std::string& op) {
+  for (const auto& k : rt.precision().kernels)
+    if (k == op) return true;
+  return false;
 }
 
 }  // namespace accelkit::test

@@ -73,52 +73,38 @@ void sums_rows_by8(const float* x, const float* b, int64_t rows, int64_t C, cons
   }
 }
 
-void stats_rows_generic(const float* x, int64_t rows, int64_t C, const float* shift, double* sum, double* sq) {
-  float bs[kWide], bq[kWide];
+// The same for any width, a run's partials in float arrays (kWide channels a pass).
+template <bool Grad>
+void sums_rows_generic(const float* x, const float* b, int64_t rows, int64_t C, const float* shift, double* s1,
+                       double* s2) {
+  float p1[kWide], p2[kWide];
   for (int64_t c0 = 0; c0 < C; c0 += kWide) {
     const int64_t cn = C - c0 < kWide ? C - c0 : kWide;
     for (int64_t r0 = 0; r0 < rows; r0 += kRun) {
       const int64_t r1 = r0 + kRun < rows ? r0 + kRun : rows;
-      for (int64_t c = 0; c < cn; ++c) bs[c] = bq[c] = 0.0f;
+      for (int64_t c = 0; c < cn; ++c) p1[c] = p2[c] = 0.0f;
       for (int64_t r = r0; r < r1; ++r) {
         const float* __restrict xr = x + r * C + c0;
         const float* __restrict k = shift + c0;
+        if constexpr (Grad) {
+          const float* __restrict g = b + r * C + c0;
 #pragma omp simd
-        for (int64_t c = 0; c < cn; ++c) {
-          const float v = xr[c] - k[c];
-          bs[c] += v;
-          bq[c] += v * v;
+          for (int64_t c = 0; c < cn; ++c) {
+            p1[c] += g[c];
+            p2[c] += g[c] * (xr[c] - k[c]);
+          }
+        } else {
+#pragma omp simd
+          for (int64_t c = 0; c < cn; ++c) {
+            const float v = xr[c] - k[c];
+            p1[c] += v;
+            p2[c] += v * v;
+          }
         }
       }
       for (int64_t c = 0; c < cn; ++c) {
-        sum[c0 + c] += static_cast<double>(bs[c]);
-        sq[c0 + c] += static_cast<double>(bq[c]);
-      }
-    }
-  }
-}
-
-void grad_stats_rows_generic(const float* dy, const float* x, int64_t rows, int64_t C, const float* mean,
-                             double* sum_dy, double* dot) {
-  float bs[kWide], bd[kWide];
-  for (int64_t c0 = 0; c0 < C; c0 += kWide) {
-    const int64_t cn = C - c0 < kWide ? C - c0 : kWide;
-    for (int64_t r0 = 0; r0 < rows; r0 += kRun) {
-      const int64_t r1 = r0 + kRun < rows ? r0 + kRun : rows;
-      for (int64_t c = 0; c < cn; ++c) bs[c] = bd[c] = 0.0f;
-      for (int64_t r = r0; r < r1; ++r) {
-        const float* __restrict g = dy + r * C + c0;
-        const float* __restrict xr = x + r * C + c0;
-        const float* __restrict m = mean + c0;
-#pragma omp simd
-        for (int64_t c = 0; c < cn; ++c) {
-          bs[c] += g[c];
-          bd[c] += g[c] * (xr[c] - m[c]);
-        }
-      }
-      for (int64_t c = 0; c < cn; ++c) {
-        sum_dy[c0 + c] += static_cast<double>(bs[c]);
-        dot[c0 + c] += static_cast<double>(bd[c]);
+        s1[c0 + c] += static_cast<double>(p1[c]);
+        s2[c0 + c] += static_cast<double>(p2[c]);
       }
     }
   }
@@ -155,7 +141,7 @@ void grad_input_rows_fixed(const float* dy, const float* x, float* dx, int64_t r
 
 void bn_stats_rows_avx2(const float* x, int64_t rows, int64_t C, const float* shift, double* sum, double* sq) {
   if (C % 8 == 0) return sums_rows_by8<false>(x, nullptr, rows, C, shift, sum, sq);
-  stats_rows_generic(x, rows, C, shift, sum, sq);
+  sums_rows_generic<false>(x, nullptr, rows, C, shift, sum, sq);
 }
 
 void bn_apply_rows_avx2(const float* x, float* y, int64_t rows, int64_t C, const float* mean, const float* scale,
@@ -177,7 +163,7 @@ void bn_apply_rows_avx2(const float* x, float* y, int64_t rows, int64_t C, const
 void bn_grad_stats_rows_avx2(const float* dy, const float* x, int64_t rows, int64_t C, const float* mean,
                              double* sum_dy, double* dot) {
   if (C % 8 == 0) return sums_rows_by8<true>(x, dy, rows, C, mean, sum_dy, dot);
-  grad_stats_rows_generic(dy, x, rows, C, mean, sum_dy, dot);
+  sums_rows_generic<true>(x, dy, rows, C, mean, sum_dy, dot);
 }
 
 void bn_grad_input_rows_avx2(const float* dy, const float* x, float* dx, int64_t rows, int64_t C, const float* a,

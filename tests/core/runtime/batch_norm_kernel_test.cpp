@@ -37,17 +37,6 @@ namespace {
 constexpr const char* kForward = "native_batch_norm";
 constexpr const char* kBackward = "native_batch_norm_backward";
 
-std::uint64_t plugin_calls(const Runtime& rt, const std::string& op) {
-  const auto calls = test::kernel_calls(rt, op);
-  REQUIRE_MESSAGE(calls.has_value(), "the CPU plugin reads back no kernel_calls." << op);
-  return *calls;
-}
-
-bool lists(const Runtime& rt, const std::string& op) {
-  for (const auto& k : rt.precision().kernels)
-    if (k == op) return true;
-  return false;
-}
 
 using Tensors3 = std::tuple<at::Tensor, at::Tensor, at::Tensor>;
 using Opt = c10::optional<at::Tensor>;
@@ -180,13 +169,13 @@ Case random_case(std::mt19937& rng) {
 
 TEST_CASE("batch_norm kernels: the plugin's training step against LibTorch's kernel and fp64, forward and backward") {
   auto rt = test::start_cpu_runtime();
-  if (!lists(*rt, kForward)) {
+  if (!test::plan_lists_kernel(*rt, kForward)) {
     MESSAGE("skipped: the plan lists no plugin batch_norm (a CPU without AVX2, said by operator_kernels_test)");
     return;
   }
   std::mt19937 rng(test_seed());
   at::manual_seed(test_seed());
-  std::uint64_t forward_calls = plugin_calls(*rt, kForward), backward_calls = plugin_calls(*rt, kBackward);
+  std::uint64_t forward_calls = test::required_kernel_calls(*rt, kForward), backward_calls = test::required_kernel_calls(*rt, kBackward);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   for (int i = 0; i < 200; ++i) {
     const Case c = random_case(rng);
@@ -207,7 +196,7 @@ TEST_CASE("batch_norm kernels: the plugin's training step against LibTorch's ker
     const double momentum = 0.05 + 0.5 * unit(rng), eps = i % 2 == 0 ? 1e-5 : 1e-3;
     const auto lib = forward(x, w, b, rm_lib, rv_lib, true, momentum, eps, true);
     const auto got = forward(x, w, b, rm, rv, true, momentum, eps, false);
-    CHECK(plugin_calls(*rt, kForward) == ++forward_calls);
+    CHECK(test::required_kernel_calls(*rt, kForward) == ++forward_calls);
     const at::Tensor g = at::randn(c.shape).contiguous(x.suggest_memory_format());
     REQUIRE(g.strides() == x.strides());
     const Reference ref = reference(x, w, b, g, eps);
@@ -226,7 +215,7 @@ TEST_CASE("batch_norm kernels: the plugin's training step against LibTorch's ker
     const auto got_grads = backward(g, x, w, rm, rv, std::get<1>(got), std::get<2>(got), true, eps, mask, false);
     // NCHW planes: LibTorch's backward (it already reads them at memory speed).
     if (Case::rows(x)) ++backward_calls;
-    CHECK(plugin_calls(*rt, kBackward) == backward_calls);
+    CHECK(test::required_kernel_calls(*rt, kBackward) == backward_calls);
     if (mask[0]) check_close(std::get<0>(got_grads), std::get<0>(lib_grads), ref.grad_input, "grad_input",
                              ref.grad_input_terms);
     if (mask[1]) check_close(std::get<1>(got_grads), std::get<1>(lib_grads), ref.grad_weight, "grad_weight");
@@ -236,7 +225,7 @@ TEST_CASE("batch_norm kernels: the plugin's training step against LibTorch's ker
 
 TEST_CASE("batch_norm kernels: the same bits at one thread and at two") {
   auto rt = test::start_cpu_runtime();
-  if (!lists(*rt, kForward)) return;  // said in the first case
+  if (!test::plan_lists_kernel(*rt, kForward)) return;  // said in the first case
   at::manual_seed(test_seed());
   const int threads = at::get_num_threads();
   for (const auto& [shape, cl] : std::vector<std::pair<std::vector<int64_t>, int>>{
@@ -264,7 +253,7 @@ TEST_CASE("batch_norm kernels: the same bits at one thread and at two") {
 
 TEST_CASE("batch_norm kernels: a NaN or an infinity in a channel gives what LibTorch's gives, in that channel only") {
   auto rt = test::start_cpu_runtime();
-  if (!lists(*rt, kForward)) return;  // said in the first case
+  if (!test::plan_lists_kernel(*rt, kForward)) return;  // said in the first case
   at::manual_seed(test_seed());
   for (const double bad : {std::nan(""), std::numeric_limits<double>::infinity()}) {
     for (const int cl : {0, 1}) {
@@ -288,9 +277,9 @@ TEST_CASE("batch_norm kernels: a NaN or an infinity in a channel gives what LibT
 
 TEST_CASE("batch_norm kernels: eval mode, other dtypes and strides, one value a channel and a shut gate stay LibTorch's") {
   auto rt = test::start_cpu_runtime();
-  if (!lists(*rt, kForward)) return;  // said in the first case
+  if (!test::plan_lists_kernel(*rt, kForward)) return;  // said in the first case
   at::manual_seed(test_seed());
-  const std::uint64_t forward_calls = plugin_calls(*rt, kForward), backward_calls = plugin_calls(*rt, kBackward);
+  const std::uint64_t forward_calls = test::required_kernel_calls(*rt, kForward), backward_calls = test::required_kernel_calls(*rt, kBackward);
   auto same = [](const Tensors3& a, const Tensors3& b) {
     CHECK(at::equal(std::get<0>(a), std::get<0>(b)));
     CHECK(at::equal(std::get<1>(a), std::get<1>(b)));
@@ -336,32 +325,32 @@ TEST_CASE("batch_norm kernels: eval mode, other dtypes and strides, one value a 
       CHECK(at::allclose(std::get<0>(got), std::get<0>(lib), 0, 0, /*equal_nan=*/true));
     }
   }
-  CHECK(plugin_calls(*rt, kForward) == forward_calls);
-  CHECK(plugin_calls(*rt, kBackward) == backward_calls);
+  CHECK(test::required_kernel_calls(*rt, kForward) == forward_calls);
+  CHECK(test::required_kernel_calls(*rt, kBackward) == backward_calls);
   {
     INFO("a gradient of other strides than the input's (an expanded one, as sum() gives)");
     const auto f = forward(x, w, b, at::Tensor(), at::Tensor(), true, 0.1, 1e-5, false);
-    CHECK(plugin_calls(*rt, kForward) == forward_calls + 1);
+    CHECK(test::required_kernel_calls(*rt, kForward) == forward_calls + 1);
     const at::Tensor g = at::ones({1}).expand(x.sizes());
     same(backward(g, x, w, at::Tensor(), at::Tensor(), std::get<1>(f), std::get<2>(f), true, 1e-5, {true, true, true},
                   false),
          backward(g, x, w, at::Tensor(), at::Tensor(), std::get<1>(f), std::get<2>(f), true, 1e-5, {true, true, true},
                   true));
-    CHECK(plugin_calls(*rt, kBackward) == backward_calls);
+    CHECK(test::required_kernel_calls(*rt, kBackward) == backward_calls);
   }
   // A plain plan on this thread shuts the gate: LibTorch's kernel.
   rt->apply_precision(PrecisionPlan{});
   same(forward(x, w, b, at::Tensor(), at::Tensor(), true, 0.1, 1e-5, false),
        forward(x, w, b, at::Tensor(), at::Tensor(), true, 0.1, 1e-5, true));
-  CHECK(plugin_calls(*rt, kForward) == forward_calls + 1);
+  CHECK(test::required_kernel_calls(*rt, kForward) == forward_calls + 1);
   rt->apply_precision(rt->precision());
   (void)forward(x, w, b, at::Tensor(), at::Tensor(), true, 0.1, 1e-5, false);
-  CHECK(plugin_calls(*rt, kForward) == forward_calls + 2);
+  CHECK(test::required_kernel_calls(*rt, kForward) == forward_calls + 2);
 }
 
 TEST_CASE("batch_norm kernels: a BatchNorm2d between convolutions through autograd, as a training step reaches it") {
   auto rt = test::start_cpu_runtime();
-  if (!lists(*rt, kForward)) return;  // said in the first case
+  if (!test::plan_lists_kernel(*rt, kForward)) return;  // said in the first case
   at::manual_seed(test_seed());
   for (const bool cl : {true, false}) {
     INFO((cl ? "channels-last" : "NCHW"));
@@ -384,15 +373,15 @@ TEST_CASE("batch_norm kernels: a BatchNorm2d between convolutions through autogr
       return std::vector<at::Tensor>{loss.to(at::kDouble).reshape({1}), conv->weight.grad().to(at::kDouble),
                                      bn->weight.grad().to(at::kDouble), bn->bias.grad().to(at::kDouble)};
     };
-    const std::uint64_t calls = plugin_calls(*rt, kForward), backward_calls = plugin_calls(*rt, kBackward);
+    const std::uint64_t calls = test::required_kernel_calls(*rt, kForward), backward_calls = test::required_kernel_calls(*rt, kBackward);
     const auto got = step(at::kFloat);
-    CHECK(plugin_calls(*rt, kForward) == calls + 1);
-    CHECK(plugin_calls(*rt, kBackward) == backward_calls + (cl ? 1 : 0));
+    CHECK(test::required_kernel_calls(*rt, kForward) == calls + 1);
+    CHECK(test::required_kernel_calls(*rt, kBackward) == backward_calls + (cl ? 1 : 0));
     const auto ref = step(at::kDouble);  // fp64: LibTorch's kernels
     rt->apply_precision(PrecisionPlan{});
     const auto lib = step(at::kFloat);  // the gate shut: LibTorch's kernels
     rt->apply_precision(rt->precision());
-    CHECK(plugin_calls(*rt, kForward) == calls + 1);
+    CHECK(test::required_kernel_calls(*rt, kForward) == calls + 1);
     for (size_t i = 0; i < got.size(); ++i) {
       INFO("result " << i);
       const double e = error(got[i], ref[i]), e_lib = error(lib[i], ref[i]);

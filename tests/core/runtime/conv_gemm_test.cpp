@@ -35,17 +35,6 @@ namespace {
 constexpr const char* kForward = "convolution";
 constexpr const char* kBackward = "convolution_backward";
 
-std::uint64_t plugin_calls(const Runtime& rt, const std::string& op) {
-  const auto calls = test::kernel_calls(rt, op);
-  REQUIRE_MESSAGE(calls.has_value(), "the CPU plugin reads back no kernel_calls." << op);
-  return *calls;
-}
-
-bool lists(const Runtime& rt, const std::string& op) {
-  for (const auto& k : rt.precision().kernels)
-    if (k == op) return true;
-  return false;
-}
 
 struct Conv {
   std::vector<int64_t> input, weight, stride, padding, dilation, output_padding;
@@ -159,13 +148,13 @@ Conv random_one_pixel(std::mt19937& rng) {
 
 TEST_CASE("one-pixel convolutions: the GEMM path against LibTorch's kernel and fp64, forward and backward") {
   auto rt = test::start_cpu_runtime();
-  if (!lists(*rt, kForward)) {
+  if (!test::plan_lists_kernel(*rt, kForward)) {
     MESSAGE("skipped: the plan lists no plugin convolution (a CPU without AVX2, said by operator_kernels_test)");
     return;
   }
   std::mt19937 rng(test_seed());
   at::manual_seed(test_seed());
-  std::uint64_t forward_calls = plugin_calls(*rt, kForward), backward_calls = plugin_calls(*rt, kBackward);
+  std::uint64_t forward_calls = test::required_kernel_calls(*rt, kForward), backward_calls = test::required_kernel_calls(*rt, kBackward);
   for (int i = 0; i < 160; ++i) {
     const Conv c = random_one_pixel(rng);
     INFO(c.label());
@@ -174,7 +163,7 @@ TEST_CASE("one-pixel convolutions: the GEMM path against LibTorch's kernel and f
     const at::Tensor b = at::randn({c.weight[c.transposed ? 1 : 0]});
     const at::Tensor lib = forward(c, x, w, b, true);
     const at::Tensor got = forward(c, x, w, b, false);
-    CHECK(plugin_calls(*rt, kForward) == ++forward_calls);
+    CHECK(test::required_kernel_calls(*rt, kForward) == ++forward_calls);
     auto fp64 = [](const at::Tensor& t) { return t.to(at::kDouble); };
     auto fp64_abs = [](const at::Tensor& t) { return t.to(at::kDouble).abs(); };
     const at::Tensor ref = forward(c, fp64(x), fp64(w), fp64(b), true);
@@ -187,7 +176,7 @@ TEST_CASE("one-pixel convolutions: the GEMM path against LibTorch's kernel and f
     const auto lib_grads = backward(c, g, x, w, mask, true);
     const auto got_grads = backward(c, g, x, w, mask, false);
     // The first layer's weight gradient may take the register loop instead: counted the same.
-    CHECK(plugin_calls(*rt, kBackward) == ++backward_calls);
+    CHECK(test::required_kernel_calls(*rt, kBackward) == ++backward_calls);
     const auto ref_grads = backward(c, fp64(g), fp64(x), fp64(w), mask, true);
     const auto magnitudes = backward(c, fp64_abs(g), fp64_abs(x), fp64_abs(w), mask, true);
     // What the mask leaves out is not read (LibTorch's kernel computes some of it anyway).
@@ -202,9 +191,9 @@ TEST_CASE("one-pixel convolutions: the GEMM path against LibTorch's kernel and f
 
 TEST_CASE("one-pixel convolutions: the others, other dtypes and a shut gate stay LibTorch's") {
   auto rt = test::start_cpu_runtime();
-  if (!lists(*rt, kForward)) return;  // said in the first case
+  if (!test::plan_lists_kernel(*rt, kForward)) return;  // said in the first case
   at::manual_seed(test_seed());
-  const std::uint64_t forward_calls = plugin_calls(*rt, kForward), backward_calls = plugin_calls(*rt, kBackward);
+  const std::uint64_t forward_calls = test::required_kernel_calls(*rt, kForward), backward_calls = test::required_kernel_calls(*rt, kBackward);
   auto same = [](const at::Tensor& a, const at::Tensor& b) {
     REQUIRE(a.sizes() == b.sizes());
     CHECK(at::equal(a, b));
@@ -237,27 +226,27 @@ TEST_CASE("one-pixel convolutions: the others, other dtypes and a shut gate stay
     same(at::convolution(x2, w2, c10::nullopt, {1, 1}, {0, 0}, {1, 1}, false, {0, 0}, 2),
          at::compositeexplicitautograd::convolution(x2, w2, c10::nullopt, {1, 1}, {0, 0}, {1, 1}, false, {0, 0}, 2));
   }
-  CHECK(plugin_calls(*rt, kForward) == forward_calls);
-  CHECK(plugin_calls(*rt, kBackward) == backward_calls);
+  CHECK(test::required_kernel_calls(*rt, kForward) == forward_calls);
+  CHECK(test::required_kernel_calls(*rt, kBackward) == backward_calls);
   {
     INFO("arguments LibTorch refuses get its error: the weight's channels are not the input's");
     const at::Tensor x = at::randn({2, 1, 3, 3}), w = at::randn({4, 2, 3, 3});
     CHECK_THROWS(forward(narrow, x, w, at::Tensor(), false));
-    CHECK(plugin_calls(*rt, kForward) == forward_calls);
+    CHECK(test::required_kernel_calls(*rt, kForward) == forward_calls);
   }
   // A plain plan on this thread shuts the gate: LibTorch's kernel.
   const at::Tensor x = at::randn(narrow.input), w = at::randn(narrow.weight);
   rt->apply_precision(PrecisionPlan{});
   same(forward(narrow, x, w, at::Tensor(), false), forward(narrow, x, w, at::Tensor(), true));
-  CHECK(plugin_calls(*rt, kForward) == forward_calls);
+  CHECK(test::required_kernel_calls(*rt, kForward) == forward_calls);
   rt->apply_precision(rt->precision());
   (void)forward(narrow, x, w, at::Tensor(), false);
-  CHECK(plugin_calls(*rt, kForward) == forward_calls + 1);
+  CHECK(test::required_kernel_calls(*rt, kForward) == forward_calls + 1);
 }
 
 TEST_CASE("one-pixel convolutions: a DCGAN's layers through autograd, as a training step reaches them") {
   auto rt = test::start_cpu_runtime();
-  if (!lists(*rt, kForward)) return;  // said in the first case
+  if (!test::plan_lists_kernel(*rt, kForward)) return;  // said in the first case
   at::manual_seed(test_seed());
   // Layers like pytorch/examples' DCGAN's: the generator's first (noise 100 -> 256 at 4x4: the
   // GEMM path) and last (64 -> 1 image), the discriminator's first (1 image -> 64) and last
@@ -285,14 +274,14 @@ TEST_CASE("one-pixel convolutions: a DCGAN's layers through autograd, as a train
   // kinks then carry into every gradient.
   (void)step(at::kFloat);
   (void)step(at::kDouble);
-  const std::uint64_t calls = plugin_calls(*rt, kForward);
+  const std::uint64_t calls = test::required_kernel_calls(*rt, kForward);
   const auto got = step(at::kFloat);
-  CHECK(plugin_calls(*rt, kForward) == calls + 2);
+  CHECK(test::required_kernel_calls(*rt, kForward) == calls + 2);
   const auto ref = step(at::kDouble);  // fp64: LibTorch's kernels
   rt->apply_precision(PrecisionPlan{});
   const auto lib = step(at::kFloat);  // the gate shut: LibTorch's kernels
   rt->apply_precision(rt->precision());
-  CHECK(plugin_calls(*rt, kForward) == calls + 2);
+  CHECK(test::required_kernel_calls(*rt, kForward) == calls + 2);
   for (size_t i = 0; i < got.size(); ++i) {
     INFO("gradient " << i);
     const double e = error(got[i], ref[i]), e_lib = error(lib[i], ref[i]);
