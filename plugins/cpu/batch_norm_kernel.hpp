@@ -27,16 +27,12 @@ void bn_grad_stats_rows_avx2(const float* dy, const float* x, int64_t rows, int6
 void bn_grad_input_rows_avx2(const float* dy, const float* x, float* dx, int64_t rows, int64_t C, const float* a,
                              const float* k, const float* mean, const float* d);
 
-// The same over planes [p0, p1) of n elements (plane p: channel p % C, at x + p * n); the sums
-// of plane p go to sum[p] and sq[p] (not added to).
+// The forward's two over planes [p0, p1) of n elements (plane p: channel p % C, at x + p * n);
+// the sums of plane p go to sum[p] and sq[p] (not added to). The NCHW gradient is LibTorch's.
 void bn_stats_planes_avx2(const float* x, int64_t p0, int64_t p1, int64_t n, int64_t C, const float* shift,
                           double* sum, double* sq);
 void bn_apply_planes_avx2(const float* x, float* y, int64_t p0, int64_t p1, int64_t n, int64_t C, const float* shift,
                           const float* scale, const float* offset);
-void bn_grad_stats_planes_avx2(const float* dy, const float* x, int64_t p0, int64_t p1, int64_t n, int64_t C,
-                               const float* mean, double* sum_dy, double* dot);
-void bn_grad_input_planes_avx2(const float* dy, const float* x, float* dx, int64_t p0, int64_t p1, int64_t n,
-                               int64_t C, const float* a, const float* k, const float* mean, const float* d);
 #endif
 
 }  // namespace accelkit::cpu::detail

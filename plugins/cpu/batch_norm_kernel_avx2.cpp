@@ -111,10 +111,10 @@ void sums_rows_generic(const float* x, const float* b, int64_t rows, int64_t C, 
 }
 
 template <int64_t W>
-void apply_rows_fixed(const float* x, float* y, int64_t rows, const float* mean, const float* scale,
+void apply_rows_fixed(const float* x, float* y, int64_t rows, const float* shift, const float* scale,
                       const float* offset) {
   float m[W], s[W], o[W];
-  for (int64_t c = 0; c < W; ++c) m[c] = mean[c], s[c] = scale[c], o[c] = offset[c];
+  for (int64_t c = 0; c < W; ++c) m[c] = shift[c], s[c] = scale[c], o[c] = offset[c];
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * W;
     float* yr = y + r * W;
@@ -144,19 +144,19 @@ void bn_stats_rows_avx2(const float* x, int64_t rows, int64_t C, const float* sh
   sums_rows_generic<false>(x, nullptr, rows, C, shift, sum, sq);
 }
 
-void bn_apply_rows_avx2(const float* x, float* y, int64_t rows, int64_t C, const float* mean, const float* scale,
+void bn_apply_rows_avx2(const float* x, float* y, int64_t rows, int64_t C, const float* shift, const float* scale,
                         const float* offset) {
   switch (C) {
-    case 8: return apply_rows_fixed<8>(x, y, rows, mean, scale, offset);
-    case 16: return apply_rows_fixed<16>(x, y, rows, mean, scale, offset);
-    case 32: return apply_rows_fixed<32>(x, y, rows, mean, scale, offset);
+    case 8: return apply_rows_fixed<8>(x, y, rows, shift, scale, offset);
+    case 16: return apply_rows_fixed<16>(x, y, rows, shift, scale, offset);
+    case 32: return apply_rows_fixed<32>(x, y, rows, shift, scale, offset);
     default: break;
   }
   for (int64_t r = 0; r < rows; ++r) {
     const float* __restrict xr = x + r * C;
     float* __restrict yr = y + r * C;
 #pragma omp simd
-    for (int64_t c = 0; c < C; ++c) yr[c] = (xr[c] - mean[c]) * scale[c] + offset[c];
+    for (int64_t c = 0; c < C; ++c) yr[c] = (xr[c] - shift[c]) * scale[c] + offset[c];
   }
 }
 
@@ -206,50 +206,14 @@ void bn_stats_planes_avx2(const float* x, int64_t p0, int64_t p1, int64_t n, int
   }
 }
 
-void bn_apply_planes_avx2(const float* x, float* y, int64_t p0, int64_t p1, int64_t n, int64_t C, const float* mean,
+void bn_apply_planes_avx2(const float* x, float* y, int64_t p0, int64_t p1, int64_t n, int64_t C, const float* shift,
                           const float* scale, const float* offset) {
   for (int64_t p = p0; p < p1; ++p) {
     const float* __restrict xp = x + p * n;
     float* __restrict yp = y + p * n;
-    const float m = mean[p % C], s = scale[p % C], o = offset[p % C];
+    const float m = shift[p % C], s = scale[p % C], o = offset[p % C];
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) yp[i] = (xp[i] - m) * s + o;
-  }
-}
-
-void bn_grad_stats_planes_avx2(const float* dy, const float* x, int64_t p0, int64_t p1, int64_t n, int64_t C,
-                               const float* mean, double* sum_dy, double* dot) {
-  for (int64_t p = p0; p < p1; ++p) {
-    const float* gp = dy + p * n;
-    const float* xp = x + p * n;
-    const float m = mean[p % C];
-    double s = 0.0, t = 0.0;
-    for (int64_t i0 = 0; i0 < n; i0 += kPlaneRun) {
-      const int64_t i1 = i0 + kPlaneRun < n ? i0 + kPlaneRun : n;
-      float bs = 0.0f, bd = 0.0f;
-#pragma omp simd reduction(+ : bs, bd)
-      for (int64_t i = i0; i < i1; ++i) {
-        bs += gp[i];
-        bd += gp[i] * (xp[i] - m);
-      }
-      s += static_cast<double>(bs);
-      t += static_cast<double>(bd);
-    }
-    sum_dy[p] = s;
-    dot[p] = t;
-  }
-}
-
-void bn_grad_input_planes_avx2(const float* dy, const float* x, float* dx, int64_t p0, int64_t p1, int64_t n,
-                               int64_t C, const float* a, const float* k, const float* mean, const float* d) {
-  for (int64_t p = p0; p < p1; ++p) {
-    const float* __restrict gp = dy + p * n;
-    const float* __restrict xp = x + p * n;
-    float* __restrict o = dx + p * n;
-    const int64_t c = p % C;
-    const float av = a[c], kv = k[c], mv = mean[c], dv = d[c];
-#pragma omp simd
-    for (int64_t i = 0; i < n; ++i) o[i] = gp[i] * av + (xp[i] - mv) * kv + dv;
   }
 }
 

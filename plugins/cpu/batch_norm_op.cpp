@@ -59,35 +59,38 @@ int64_t chunk_count(int64_t units, int64_t unit_elements) {
   return std::min<int64_t>(64, (units + per_chunk_units - 1) / per_chunk_units);
 }
 
-// Per-channel sums over the tensor, chunk by chunk, added in chunk order: rows_fn(first row,
-// rows, a, b) adds a chunk's part into a[C] and b[C]; plane_fn(first plane, end, a, b) writes each
-// plane's sums to a[p] and b[p].
-template <class RowsFn, class PlaneFn>
-void channel_sums(const Layout& l, std::vector<double>& a, std::vector<double>& b, RowsFn rows_fn, PlaneFn plane_fn) {
-  const int64_t C = l.C;
+// Per-channel sums over rows of C, chunk by chunk, added in chunk order: fn(first row, rows, a, b)
+// adds a chunk's part into a[C] and b[C].
+template <class Fn>
+void row_sums(const Layout& l, std::vector<double>& a, std::vector<double>& b, Fn fn) {
+  const int64_t C = l.C, rows = l.N * l.plane;
+  const int64_t chunks = chunk_count(rows, C);
+  std::vector<double> pa(chunks * C, 0.0), pb(chunks * C, 0.0);
+  at::parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k) {
+      const int64_t r0 = rows * k / chunks, r1 = rows * (k + 1) / chunks;
+      fn(r0, r1 - r0, pa.data() + k * C, pb.data() + k * C);
+    }
+  });
   a.assign(C, 0.0);
   b.assign(C, 0.0);
-  if (l.rows) {
-    const int64_t rows = l.N * l.plane;
-    const int64_t chunks = chunk_count(rows, C);
-    std::vector<double> pa(chunks * C, 0.0), pb(chunks * C, 0.0);
-    at::parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t k = begin; k < end; ++k) {
-        const int64_t r0 = rows * k / chunks, r1 = rows * (k + 1) / chunks;
-        rows_fn(r0, r1 - r0, pa.data() + k * C, pb.data() + k * C);
-      }
-    });
-    for (int64_t k = 0; k < chunks; ++k)
-      for (int64_t c = 0; c < C; ++c) {
-        a[c] += pa[k * C + c];
-        b[c] += pb[k * C + c];
-      }
-    return;
-  }
-  const int64_t planes = l.N * C;
+  for (int64_t k = 0; k < chunks; ++k)
+    for (int64_t c = 0; c < C; ++c) {
+      a[c] += pa[k * C + c];
+      b[c] += pb[k * C + c];
+    }
+}
+
+// The same over planes: fn(first plane, end, a, b) writes each plane's sums to a[p] and b[p],
+// added per channel in plane order.
+template <class Fn>
+void plane_sums(const Layout& l, std::vector<double>& a, std::vector<double>& b, Fn fn) {
+  const int64_t C = l.C, planes = l.N * C;
   std::vector<double> pa(planes, 0.0), pb(planes, 0.0);
   const int64_t grain = std::max<int64_t>(1, 16384 / l.plane);
-  at::parallel_for(0, planes, grain, [&](int64_t begin, int64_t end) { plane_fn(begin, end, pa.data(), pb.data()); });
+  at::parallel_for(0, planes, grain, [&](int64_t begin, int64_t end) { fn(begin, end, pa.data(), pb.data()); });
+  a.assign(C, 0.0);
+  b.assign(C, 0.0);
   for (int64_t n = 0; n < l.N; ++n)
     for (int64_t c = 0; c < C; ++c) {
       a[c] += pa[n * C + c];
@@ -95,16 +98,14 @@ void channel_sums(const Layout& l, std::vector<double>& a, std::vector<double>& 
     }
 }
 
-// The elementwise passes (output, gradient), parallel over rows or planes.
-template <class RowsFn, class PlaneFn>
-void channel_pass(const Layout& l, RowsFn rows_fn, PlaneFn plane_fn) {
-  if (l.rows) {
-    const int64_t rows = l.N * l.plane;
-    at::parallel_for(0, rows, std::max<int64_t>(1, 16384 / l.C), [&](int64_t b, int64_t e) { rows_fn(b, e - b); });
-    return;
-  }
-  at::parallel_for(0, l.N * l.C, std::max<int64_t>(1, 16384 / l.plane),
-                   [&](int64_t b, int64_t e) { plane_fn(b, e); });
+// An elementwise pass over rows (fn(first row, rows)) or planes (fn(first plane, end)).
+template <class Fn>
+void row_pass(const Layout& l, Fn fn) {
+  at::parallel_for(0, l.N * l.plane, std::max<int64_t>(1, 16384 / l.C), [&](int64_t b, int64_t e) { fn(b, e - b); });
+}
+template <class Fn>
+void plane_pass(const Layout& l, Fn fn) {
+  at::parallel_for(0, l.N * l.C, std::max<int64_t>(1, 16384 / l.plane), [&](int64_t b, int64_t e) { fn(b, e); });
 }
 
 const float* maybe_data(const c10::optional<at::Tensor>& t) { return present(t) ? t->data_ptr<float>() : nullptr; }
@@ -126,14 +127,14 @@ std::optional<Result3> forward(const at::Tensor& input, const c10::optional<at::
   std::vector<float> shift(C);
   for (int64_t c = 0; c < C; ++c) shift[c] = l->rows ? x[c] : x[c * l->plane];
   std::vector<double> sum, sq;
-  channel_sums(
-      *l, sum, sq,
-      [&](int64_t r0, int64_t n, double* a, double* b) {
-        detail::bn_stats_rows_avx2(x + r0 * C, n, C, shift.data(), a, b);
-      },
-      [&](int64_t p0, int64_t p1, double* a, double* b) {
-        detail::bn_stats_planes_avx2(x, p0, p1, l->plane, C, shift.data(), a, b);
-      });
+  if (l->rows)
+    row_sums(*l, sum, sq, [&](int64_t r0, int64_t n, double* a, double* b) {
+      detail::bn_stats_rows_avx2(x + r0 * C, n, C, shift.data(), a, b);
+    });
+  else
+    plane_sums(*l, sum, sq, [&](int64_t p0, int64_t p1, double* a, double* b) {
+      detail::bn_stats_planes_avx2(x, p0, p1, l->plane, C, shift.data(), a, b);
+    });
   const double M = static_cast<double>(l->per_channel());
   at::Tensor save_mean = at::empty({C}, input.options());
   at::Tensor save_invstd = at::empty({C}, input.options());
@@ -164,14 +165,14 @@ std::optional<Result3> forward(const at::Tensor& input, const c10::optional<at::
   }
   at::Tensor out = at::empty_like(input);
   float* y = out.data_ptr<float>();
-  channel_pass(
-      *l,
-      [&](int64_t r0, int64_t n) {
-        detail::bn_apply_rows_avx2(x + r0 * C, y + r0 * C, n, C, shift.data(), scale.data(), offset.data());
-      },
-      [&](int64_t p0, int64_t p1) {
-        detail::bn_apply_planes_avx2(x, y, p0, p1, l->plane, C, shift.data(), scale.data(), offset.data());
-      });
+  if (l->rows)
+    row_pass(*l, [&](int64_t r0, int64_t n) {
+      detail::bn_apply_rows_avx2(x + r0 * C, y + r0 * C, n, C, shift.data(), scale.data(), offset.data());
+    });
+  else
+    plane_pass(*l, [&](int64_t p0, int64_t p1) {
+      detail::bn_apply_planes_avx2(x, y, p0, p1, l->plane, C, shift.data(), scale.data(), offset.data());
+    });
   return Result3{out, save_mean, save_invstd};
 #else
   (void)input, (void)weight, (void)bias, (void)running_mean, (void)running_var, (void)momentum, (void)eps;
@@ -199,14 +200,9 @@ std::optional<Result3> backward(const at::Tensor& grad_out, const at::Tensor& in
   const float* invstd = save_invstd->data_ptr<float>();
   const float* w = maybe_data(weight);
   std::vector<double> sum_dy, dot;
-  channel_sums(
-      *l, sum_dy, dot,
-      [&](int64_t r0, int64_t n, double* a, double* b) {
-        detail::bn_grad_stats_rows_avx2(g + r0 * C, x + r0 * C, n, C, mean, a, b);
-      },
-      [&](int64_t p0, int64_t p1, double* a, double* b) {
-        detail::bn_grad_stats_planes_avx2(g, x, p0, p1, l->plane, C, mean, a, b);
-      });
+  row_sums(*l, sum_dy, dot, [&](int64_t r0, int64_t n, double* a, double* b) {
+    detail::bn_grad_stats_rows_avx2(g + r0 * C, x + r0 * C, n, C, mean, a, b);
+  });
   at::Tensor grad_input, grad_weight, grad_bias;
   if (output_mask[0]) {
     const double M = static_cast<double>(l->per_channel());
@@ -220,15 +216,9 @@ std::optional<Result3> backward(const at::Tensor& grad_out, const at::Tensor& in
     }
     grad_input = at::empty_like(input);
     float* dx = grad_input.data_ptr<float>();
-    channel_pass(
-        *l,
-        [&](int64_t r0, int64_t n) {
-          detail::bn_grad_input_rows_avx2(g + r0 * C, x + r0 * C, dx + r0 * C, n, C, a.data(), k.data(), mean,
-                                          d.data());
-        },
-        [&](int64_t p0, int64_t p1) {
-          detail::bn_grad_input_planes_avx2(g, x, dx, p0, p1, l->plane, C, a.data(), k.data(), mean, d.data());
-        });
+    row_pass(*l, [&](int64_t r0, int64_t n) {
+      detail::bn_grad_input_rows_avx2(g + r0 * C, x + r0 * C, dx + r0 * C, n, C, a.data(), k.data(), mean, d.data());
+    });
   }
   if (output_mask[1]) {
     grad_weight = at::empty({C}, input.options());
