@@ -63,6 +63,7 @@ Result<std::vector<AppliedValue>> CpuPrecision::read_back() noexcept {
         {"kernel_calls.convolution", std::to_string(operator_kernel_calls("convolution"))},
         {"kernel_calls.native_batch_norm", std::to_string(operator_kernel_calls("native_batch_norm"))},
         {"kernel_calls.native_batch_norm_backward", std::to_string(operator_kernel_calls("native_batch_norm_backward"))},
+        {"kernel_calls.bernoulli_.float", std::to_string(operator_kernel_calls("bernoulli_.float"))},
     };
   });
 }

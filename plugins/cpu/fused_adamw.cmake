@@ -30,7 +30,8 @@ add_library(accelkit_cpu_adamw STATIC
   "${_accelkit_adamw_dir}/fused_sgd_kernel_scalar.cpp"
   "${_accelkit_adamw_dir}/operator_kernels.cpp"
   "${_accelkit_adamw_dir}/conv_gemm.cpp"
-  "${_accelkit_adamw_dir}/batch_norm_op.cpp")
+  "${_accelkit_adamw_dir}/batch_norm_op.cpp"
+  "${_accelkit_adamw_dir}/bernoulli_op.cpp")
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
   target_sources(accelkit_cpu_adamw PRIVATE
     "${_accelkit_adamw_dir}/fused_adamw_kernel_avx2.cpp"
@@ -38,12 +39,14 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
     "${_accelkit_adamw_dir}/fused_sgd_kernel_avx2.cpp"
     "${_accelkit_adamw_dir}/max_pool_kernel_avx2.cpp"
     "${_accelkit_adamw_dir}/conv_kernel_avx2.cpp"
-    "${_accelkit_adamw_dir}/batch_norm_kernel_avx2.cpp")
+    "${_accelkit_adamw_dir}/batch_norm_kernel_avx2.cpp"
+    "${_accelkit_adamw_dir}/bernoulli_kernel_avx2.cpp")
   set_source_files_properties("${_accelkit_adamw_dir}/max_pool_kernel_avx2.cpp" PROPERTIES COMPILE_OPTIONS "-mavx2")
   set_source_files_properties("${_accelkit_adamw_dir}/fused_adamw_kernel_avx2.cpp"
     "${_accelkit_adamw_dir}/fused_sgd_kernel_avx2.cpp"
     "${_accelkit_adamw_dir}/conv_kernel_avx2.cpp"
     "${_accelkit_adamw_dir}/batch_norm_kernel_avx2.cpp"
+    "${_accelkit_adamw_dir}/bernoulli_kernel_avx2.cpp"
     PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma")
   set_source_files_properties("${_accelkit_adamw_dir}/fused_adamw_kernel_avx512.cpp"
     PROPERTIES COMPILE_OPTIONS "-mavx512f;-mavx512bw")

@@ -11,6 +11,8 @@
 // Convolutions with one pixel on their small side (a discriminator's 1x1-output head, a
 // generator's first layer from a 1x1 noise input) are matrix products, which oneDNN's
 // convolution kernels run at a fraction of a GEMM's rate: here one GEMM each (conv_gemm.hpp).
+// Dropout's masks (bernoulli_ with a scalar p) come from a counter-based generator on every
+// thread (bernoulli_op.hpp) instead of one Mersenne Twister element by element.
 // Every other input - and every call while the host's gate is shut - goes to LibTorch's own
 // kernel, called directly (at::cpu:: or at::compositeexplicitautograd::), so the dispatcher
 // never finds this one again.
@@ -18,6 +20,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <ATen/ops/bernoulli_cpu_dispatch.h>
 #include <ATen/ops/convolution_backward_compositeexplicitautograd_dispatch.h>
 #include <ATen/ops/convolution_compositeexplicitautograd_dispatch.h>
 #include <ATen/ops/max_pool2d_with_indices_backward_cpu_dispatch.h>
@@ -32,6 +35,7 @@
 #include <tuple>
 
 #include "batch_norm_op.hpp"
+#include "bernoulli_op.hpp"
 #include "conv_gemm.hpp"
 #include "conv_kernel.hpp"
 #include "max_pool_kernel.hpp"
@@ -46,6 +50,7 @@ constexpr const char* kConvBackward = "convolution_backward";
 constexpr const char* kConv = "convolution";
 constexpr const char* kBatchNorm = "native_batch_norm";
 constexpr const char* kBatchNormBackward = "native_batch_norm_backward";
+constexpr const char* kBernoulli = "bernoulli_.float";
 
 std::atomic<KernelGate> kernel_gate{nullptr};
 std::atomic<std::uint64_t> max_pool_calls{0};
@@ -54,6 +59,7 @@ std::atomic<std::uint64_t> conv_backward_calls{0};
 std::atomic<std::uint64_t> conv_calls{0};
 std::atomic<std::uint64_t> batch_norm_calls{0};
 std::atomic<std::uint64_t> batch_norm_backward_calls{0};
+std::atomic<std::uint64_t> bernoulli_calls{0};
 
 bool gate_open() {
   const KernelGate gate = kernel_gate.load(std::memory_order_relaxed);
@@ -298,6 +304,16 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_backward(
                                              save_invstd, train, eps, output_mask);
 }
 
+// aten::bernoulli_.float: floating-point, integer and boolean tensors by the plugin (bernoulli_op.hpp),
+// LibTorch's for the rest.
+at::Tensor& bernoulli_float(at::Tensor& self, double p, c10::optional<at::Generator> generator) {
+  if (gate_open() && bernoulli::fill(self, p, generator)) {
+    bernoulli_calls.fetch_add(1, std::memory_order_relaxed);
+    return self;
+  }
+  return at::cpu::bernoulli_(self, p, generator);
+}
+
 }  // namespace
 
 std::vector<OperatorKernel> operator_kernels(const IsaFlags& isa) {
@@ -346,6 +362,13 @@ std::vector<OperatorKernel> operator_kernels(const IsaFlags& isa) {
                     kernel_gate.store(gate, std::memory_order_relaxed);
                     library.impl(kBatchNormBackward, TORCH_FN(native_batch_norm_backward));
                   }});
+    ks.push_back({kBernoulli,
+                  "dropout's masks: draws of Bernoulli(p) into floating-point, integer or boolean tensors from "
+                  "Philox4x32-10 on every thread, keyed by one draw from the generator; LibTorch's kernel for the rest",
+                  [](torch::Library& library, KernelGate gate) {
+                    kernel_gate.store(gate, std::memory_order_relaxed);
+                    library.impl(kBernoulli, TORCH_FN(bernoulli_float));
+                  }});
   }
   return ks;
 }
@@ -374,6 +397,8 @@ Result<std::vector<std::string>> plan_operator_kernels(Toggle request, const Isa
               "runs them at a fraction of its GEMM rate)";
   reason += "; native_batch_norm and its backward for training-mode fp32 batch normalisation (LibTorch's makes "
             "three passes over the input for its statistics and output)";
+  reason += "; bernoulli_ with a scalar p (dropout's masks) from a counter-based generator on every thread "
+            "(LibTorch's draws one element at a time from one generator)";
   reason += "; LibTorch's for every other input";
   return ops;
 }
@@ -385,6 +410,7 @@ std::uint64_t operator_kernel_calls(const std::string& op) noexcept {
   if (op == kConv) return conv_calls.load(std::memory_order_relaxed);
   if (op == kBatchNorm) return batch_norm_calls.load(std::memory_order_relaxed);
   if (op == kBatchNormBackward) return batch_norm_backward_calls.load(std::memory_order_relaxed);
+  if (op == kBernoulli) return bernoulli_calls.load(std::memory_order_relaxed);
   return 0;
 }
 

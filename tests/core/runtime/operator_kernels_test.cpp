@@ -92,13 +92,14 @@ TEST_CASE("operator kernels: the plan lists the plugin's max_pool2d where the CP
     MESSAGE("skipped the kernel checks: this CPU has no AVX2, so the plan lists none of the plugin's kernels");
     return;
   }
-  REQUIRE(rt->operator_kernels().size() == 6);
+  REQUIRE(rt->operator_kernels().size() == 7);
   CHECK(rt->operator_kernels()[0].rfind(std::string(kOp) + ": 2x2", 0) == 0);
   CHECK(rt->operator_kernels()[1].rfind(std::string(kBackward) + ": ", 0) == 0);
   CHECK(rt->operator_kernels()[2].rfind("convolution: ", 0) == 0);
   CHECK(rt->operator_kernels()[3].rfind(std::string(kConv) + ": ", 0) == 0);
   CHECK(rt->operator_kernels()[4].rfind("native_batch_norm: training-mode", 0) == 0);
   CHECK(rt->operator_kernels()[5].rfind("native_batch_norm_backward: ", 0) == 0);
+  CHECK(rt->operator_kernels()[6].rfind("bernoulli_.float: dropout's masks", 0) == 0);
 
   auto off = test::start_cpu_runtime({{"kernels", "off"}});
   CHECK(off->precision().kernels.empty());
@@ -134,7 +135,8 @@ TEST_CASE("operator kernels: the CPU plugin's plan without AVX2 - automatic list
   REQUIRE(with.ok());
 #if defined(__x86_64__)
   CHECK(with.value() ==
-        std::vector<std::string>{kOp, kBackward, "convolution", kConv, "native_batch_norm", "native_batch_norm_backward"});
+        std::vector<std::string>{kOp, kBackward, "convolution", kConv, "native_batch_norm", "native_batch_norm_backward",
+                                 "bernoulli_.float"});
   // The reason names the one-channel weight gradient's loop exactly where it runs: FMA, no AVX-512.
   CHECK((why.find("one-input-channel") != std::string::npos) ==
         (__builtin_cpu_supports("fma") != 0 && __builtin_cpu_supports("avx512f") == 0));
@@ -142,6 +144,7 @@ TEST_CASE("operator kernels: the CPU plugin's plan without AVX2 - automatic list
   CHECK(why.find("max_pool2d_with_indices") != std::string::npos);
   CHECK(why.find("convolution_backward") != std::string::npos);
   CHECK(why.find("native_batch_norm and its backward") != std::string::npos);
+  CHECK(why.find("bernoulli_ with a scalar p (dropout's masks)") != std::string::npos);
   auto off = cpu::plan_operator_kernels(Toggle::off, avx2, why);
   REQUIRE(off.ok());
   CHECK(off.value().empty());
