@@ -83,6 +83,23 @@ def forward(self, x):
   return m;
 }
 
+// An MLP with dropout at p = 0.5 after each hidden layer (training mode): its training steps draw
+// random numbers.
+inline torch::jit::Module script_dropout_mlp(std::uint64_t seed) {
+  at::manual_seed(seed);
+  torch::jit::Module m("DropoutMlp");
+  m.register_parameter("w1", at::randn({64, 32}).mul_(0.2), false);
+  m.register_parameter("b1", at::randn({64}).mul_(0.1), false);
+  m.register_parameter("w2", at::randn({10, 64}).mul_(0.2), false);
+  m.register_parameter("b2", at::randn({10}).mul_(0.1), false);
+  m.define(R"(
+def forward(self, x):
+    x = torch.dropout(torch.relu(torch.linear(x, self.w1, self.b1)), 0.5, True)
+    return torch.linear(x, self.w2, self.b2)
+)");
+  return m;
+}
+
 // Two inputs, two outputs: (relu(x W1^T + b1) + y W2^T, y.sum(1)).
 inline torch::jit::Module script_two_inputs(std::uint64_t seed) {
   at::manual_seed(seed);

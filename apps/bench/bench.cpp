@@ -13,9 +13,11 @@
 #include <sstream>
 #include <thread>
 
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <torch/nn/module.h>
 #include <torch/optim/adamw.h>
+#include <torch/utils.h>
 
 #include <spdlog/spdlog.h>
 
@@ -398,8 +400,13 @@ void confirm_floor(BenchFloor& f, c10::Device device, double fastest_step_ms) {
 constexpr double kOwnKernelsTolerance = 1e-2;
 
 std::string tolerance_why(const BenchOptions& o, const ModelSpec& spec, const Runner& accel,
-                          std::uint64_t own_kernel_calls) {
+                          std::uint64_t own_kernel_calls, bool kernels_shut_for_random) {
   if (o.tolerance > 0) return "set by the caller";
+  if (accel.dtype == at::kFloat && !accel.plan.tf32 && kernels_shut_for_random)
+    return "both fp32: only summation order differs. The model draws random numbers (dropout), so every variant's "
+           "check steps start from the same seed, and accelkit's ran LibTorch's own kernels: the plugin draws "
+           "dropout's masks from its own generator, so they differ from LibTorch's by design (its draws are checked "
+           "in its tests)";
   if (spec.model == "optimizer")
     return "both fp32 with the same update rule: only float rounding differs (~1e-7 relative per step), so 1e-5 "
            "catches any wrong scalar or skipped element";
@@ -782,17 +789,45 @@ class TrainBench {
     else runners[1].capture(rt, x, target);
   }
 
+  // The state of the device's default generator ("" where it has none to read).
+  std::string generator_state() const {
+    try {
+      const at::Tensor state = at::globalContext().defaultGenerator(device).get_state();
+      return std::string(static_cast<const char*>(state.data_ptr()), static_cast<std::size_t>(state.nbytes()));
+    } catch (const std::exception&) {
+      return {};
+    }
+  }
+
   // Accuracy check: a few steps from identical weights and data, before anything is timed.
+  // Each variant's steps start from the same seed, so a model that draws random numbers
+  // (dropout) draws the same ones in each; where the baseline's steps drew any, accelkit's run
+  // LibTorch's own kernels, since a plugin's (the CPU plugin's bernoulli_) may draw them from
+  // another generator.
   void run_check_steps() {
+    bool draws_random = false;
     for (std::size_t i = 0; i < runners.size(); ++i) {
       report(progress, label, "check", static_cast<int>(i), static_cast<int>(runners.size()));
       Runner& run = runners[i];
+      torch::manual_seed(o.seed + 3);
+      const std::string generator_before = i == 0 ? generator_state() : std::string();
+      std::vector<std::string> own_kernels;
+      if (i == 1 && draws_random && !run.plan.kernels.empty()) {
+        own_kernels.swap(run.plan.kernels);
+        accel_kernels_shut_for_random = true;
+        run.plans->forget();
+      }
       const std::uint64_t calls_before = i == 1 ? plugin_kernel_calls(rt) : 0;
       for (int s = 0; s < o.check_steps; ++s) {
         at::Tensor l = run.step(x, target);
         if (!optimizer_only) run.info.check.push_back(l.item<double>());
       }
       run.info.check.push_back(run.final_value(x, target));
+      if (i == 0) draws_random = generator_state() != generator_before;
+      if (!own_kernels.empty()) {
+        run.plan.kernels.swap(own_kernels);
+        run.plans->forget();
+      }
       if (i == 1) accel_kernel_calls = plugin_kernel_calls(rt) - calls_before;
       run.info.blas = applied_value(rt, PlanField::blas_kernels);
       run.info.matmuls = matmul_library(rt, run.dtype);
@@ -824,7 +859,7 @@ class TrainBench {
                     : own_kernels    ? kOwnKernelsTolerance
                     : accel.dtype == at::kFloat ? 1e-4
                                                 : 2e-2;
-    acc.why = tolerance_why(o, spec, accel, accel_kernel_calls);
+    acc.why = tolerance_why(o, spec, accel, accel_kernel_calls, accel_kernels_shut_for_random);
     acc.rel_diff = diff_to_baseline(accel);
     if (o.vs_tuned) acc.tuned_rel_diff = diff_to_baseline(runners[tuned_i]);
     acc.ok = acc.rel_diff <= acc.tolerance;
@@ -1010,6 +1045,7 @@ class TrainBench {
   std::vector<Runner> runners;  // baseline, accelkit, then tuned and eager as asked
   std::size_t tuned_i = 0;
   std::uint64_t accel_kernel_calls = 0;  // the device's own operator kernels run by accelkit's check steps
+  bool accel_kernels_shut_for_random = false;  // accelkit's check steps ran LibTorch's kernels (random draws)
   std::size_t eager_i = 0;
   std::vector<std::optional<std::uint64_t>> step_peaks;
   std::vector<std::vector<double>> samples;

@@ -83,6 +83,9 @@ class PlanSwitch {
   PlanSwitch(const PlanSwitch&) = delete;
   PlanSwitch& operator=(const PlanSwitch&) = delete;
 
+  // The next to() applies its plan whoever ran last (a variant's plan was changed in between).
+  void forget() { current_.clear(); }
+
   // Whether LibTorch's thread count changed (settle_threads_after).
   bool to(const std::string& who, const PrecisionPlan& plan) {
     if (who == current_) return false;

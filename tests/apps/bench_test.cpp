@@ -70,6 +70,15 @@ BenchOptions tiny(const std::string& model) {
   return o;
 }
 
+// tiny() for a model file trained on one input of `shape`.
+BenchOptions tiny_training(const std::string& file, const std::string& shape) {
+  BenchOptions o = tiny(file);
+  o.width = 0;
+  o.inputs = {shape};
+  o.mode = "train";
+  return o;
+}
+
 void check_stats(const accelkit::BenchVariant& v, int steps) {
   INFO(v.name);
   CHECK(v.time.samples_ms.size() == static_cast<std::size_t>(steps));
@@ -467,11 +476,7 @@ TEST_CASE("a model file training with BatchNorm: the device's own kernels widen 
   accelkit::test::TempDir tmp("accelkit-bench-bn");
   const std::string bn = (tmp.path() / "bn.pt").string();
   accelkit::test::script_bn_cnn(4).save(bn);
-  BenchOptions o = tiny("mlp");
-  o.model = bn;
-  o.width = 0;
-  o.inputs = {"8x3x16x16"};
-  o.mode = "train";
+  const BenchOptions o = tiny_training(bn, "8x3x16x16");
   const BenchResult r = accelkit::run_bench(runtime(), o);
   CHECK(r.accuracy.ok);
   CHECK(r.accuracy.rel_diff <= r.accuracy.tolerance);
@@ -492,6 +497,25 @@ TEST_CASE("a model file training with BatchNorm: the device's own kernels widen 
   const BenchResult m = accelkit::run_bench(runtime(), mlp);
   if (m.accelkit.dtype == "fp32" && m.accuracy.why.find("TF32") == std::string::npos)
     CHECK(m.accuracy.tolerance == doctest::Approx(1e-4));
+}
+
+TEST_CASE("a model file training with dropout: every variant's check steps draw the same masks") {
+  accelkit::test::TempDir tmp("accelkit-bench-dropout");
+  const std::string path = (tmp.path() / "dropout.pt").string();
+  accelkit::test::script_dropout_mlp(6).save(path);
+  const BenchOptions o = tiny_training(path, "16x32");
+  const BenchResult r = accelkit::run_bench(runtime(), o);
+  CAPTURE(r.accuracy.why);
+  CAPTURE(r.accuracy.rel_diff);
+  // Different masks at p = 0.5 move this loss by far more than 1e-4: the same seed for each.
+  CHECK(r.accuracy.ok);
+  if (r.accelkit.dtype == "fp32" && r.accuracy.why.find("TF32") == std::string::npos) {
+    CHECK(r.accuracy.tolerance == doctest::Approx(1e-4));
+    bool own = false;
+    for (const auto& k : runtime().precision().kernels) own = own || k == "bernoulli_.float";
+    // With the plugin's bernoulli_ in the plan, accelkit's check steps ran LibTorch's kernels.
+    CHECK((r.accuracy.why.find("draws random numbers (dropout)") != std::string::npos) == own);
+  }
 }
 
 TEST_CASE("--quantize int8-static: a CNN file's convolutions and Linear layers in int8, calibrated on the bench's inputs") {
