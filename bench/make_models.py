@@ -6,6 +6,8 @@ torchvision), random weights from a fixed seed:
   linear4096.pt   4 x (Linear(4096, 4096) + ReLU)                      --input 16x4096
   resnet18.pt     ResNet-18 (BasicBlock [2, 2, 2, 2], 1000 classes)    --input 16x3x224x224
   mnist_cnn.pt    pytorch/examples' C++ MNIST network, eval            --input 64x1x28x28
+  transformer_encoder.pt  PyTorch's own nn.TransformerEncoder (d 128, 4 heads, feed-forward
+                  512, dropout 0.1, 3 layers, batch first)  --input 64x64x128 --mode train
 
     .venv/bin/python bench/make_models.py OUT_DIR
 
@@ -95,7 +97,10 @@ def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     torch.manual_seed(20240901)
-    for name, model in [("linear4096", LinearStack()), ("resnet18", ResNet18()), ("mnist_cnn", MnistNet())]:
+    encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(128, 4, 512, dropout=0.1, batch_first=True), 3,
+                                    enable_nested_tensor=False)
+    for name, model in [("linear4096", LinearStack()), ("resnet18", ResNet18()), ("mnist_cnn", MnistNet()),
+                        ("transformer_encoder", encoder)]:
         model.eval()
         if name == "resnet18":  # running statistics as a trained network has them, not 0/1
             for m in model.modules():
