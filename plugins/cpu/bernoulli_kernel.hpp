@@ -1,4 +1,5 @@
-// Internal to the CPU plugin's bernoulli_ kernel (bernoulli_op.cpp): the element loops, per ISA.
+// Internal to the CPU plugin's bernoulli_ kernel (bernoulli_op.cpp): the element loops, per ISA
+// (AVX2; AVX-512F where the CPU has it).
 // Plain data only, like max_pool_kernel.hpp: the ISA translation unit includes nothing else.
 //
 // The numbers: Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3",
@@ -46,11 +47,15 @@ inline uint32_t philox_element(uint64_t seed, uint64_t i) {
 }
 
 #if defined(__x86_64__) || defined(_M_X64)
-// Elements [32 * b0, 32 * b1) of the stream into dst (dst[0] is element 0): `one` (the bit
+// Elements [32 * b0, 32 * b1) of the stream into dst (dst[0] is element 32 * b0): `one` (the bit
 // pattern of 1 in an element of `bytes` bytes: 1, 2, 4 or 8) where the number is below threshold,
 // else 0.
 void bernoulli_blocks_avx2(void* dst, int bytes, uint64_t one, uint64_t seed, int64_t b0, int64_t b1,
                            uint32_t threshold);
+// The same with AVX-512F, sixteen blocks at once (the same numbers; a CPU with AVX-512F has AVX2
+// for an odd last block).
+void bernoulli_blocks_avx512(void* dst, int bytes, uint64_t one, uint64_t seed, int64_t b0, int64_t b1,
+                             uint32_t threshold);
 #endif
 
 }  // namespace accelkit::cpu::detail

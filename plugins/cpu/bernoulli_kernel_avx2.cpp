@@ -51,7 +51,7 @@ void bernoulli_blocks_avx2(void* dst, int bytes, uint64_t one, uint64_t seed, in
     // Word w of the eight blocks: elements 32b + 8w .. 32b + 8w + 7.
     const __m256i m[4] = {below(c0, limit), below(c1, limit), below(c2, limit), below(c3, limit)};
     if (bytes == 4) {
-      auto* out = static_cast<uint32_t*>(dst) + b * 32;
+      auto* out = static_cast<uint32_t*>(dst) + (b - b0) * 32;
       for (int w = 0; w < 4; ++w)
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 8 * w), _mm256_and_si256(m[w], one32));
     } else if (bytes == 1) {
@@ -59,10 +59,10 @@ void bernoulli_blocks_avx2(void* dst, int bytes, uint64_t one, uint64_t seed, in
       // the low half, then from the high half; the permute puts each word's eight in order.
       const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(m[0], m[1]), _mm256_packs_epi32(m[2], m[3]));
       const __m256i ordered = _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(static_cast<uint8_t*>(dst) + b * 32),
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(static_cast<uint8_t*>(dst) + (b - b0) * 32),
                           _mm256_and_si256(ordered, _mm256_set1_epi8(static_cast<char>(one))));
     } else if (bytes == 2) {
-      auto* out = static_cast<uint16_t*>(dst) + b * 32;
+      auto* out = static_cast<uint16_t*>(dst) + (b - b0) * 32;
       const __m256i one16 = _mm256_set1_epi16(static_cast<short>(static_cast<uint16_t>(one)));
       for (int w = 0; w < 4; w += 2) {
         // packs works within 128-bit halves; the permute puts words w and w + 1 in order.
@@ -70,7 +70,7 @@ void bernoulli_blocks_avx2(void* dst, int bytes, uint64_t one, uint64_t seed, in
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 8 * w), _mm256_and_si256(packed, one16));
       }
     } else {
-      auto* out = static_cast<uint64_t*>(dst) + b * 32;
+      auto* out = static_cast<uint64_t*>(dst) + (b - b0) * 32;
       for (int w = 0; w < 4; ++w) {
         const __m256i low = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(m[w]));
         const __m256i high = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(m[w], 1));

@@ -71,8 +71,11 @@ bool fill(at::Tensor& self, double p, const c10::optional<at::Generator>& genera
   // a permutation of a contiguous tensor's); each slot takes its own element of the stream.
   auto* base = static_cast<uint8_t*>(self.data_ptr());
   const int64_t blocks = n / 32;
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
   at::parallel_for(0, blocks, 2048, [&](int64_t b0, int64_t b1) {
-    detail::bernoulli_blocks_avx2(base, bytes, one, seed, b0, b1, threshold);
+    uint8_t* dst = base + b0 * 32 * bytes;
+    if (avx512) detail::bernoulli_blocks_avx512(dst, bytes, one, seed, b0, b1, threshold);
+    else detail::bernoulli_blocks_avx2(dst, bytes, one, seed, b0, b1, threshold);
   });
   for (int64_t i = blocks * 32; i < n; ++i)
     store(base, bytes, i, detail::philox_element(seed, static_cast<uint64_t>(i)) < threshold, one);

@@ -4,7 +4,8 @@
 // in turn from one Mersenne Twister under a lock: about 7 ns an element whatever the thread
 // count, which was 92 ms of a 200 ms training step of a small transformer (d 128, 3 layers,
 // batch 64 x 64 tokens) on a 2-core Xeon. Here the numbers come from Philox4x32-10, a
-// counter-based generator, eight blocks at once in AVX2 registers, on every thread
+// counter-based generator, sixteen blocks at once in AVX-512 registers (eight in AVX2 ones), on
+// every thread
 // (bernoulli_kernel.hpp), keyed by one 64-bit draw from the tensor's generator (the default
 // CPU generator unless one is given), so torch::manual_seed still makes a run repeat itself,
 // at any thread count. The masks are not the ones LibTorch's kernel would draw: both are

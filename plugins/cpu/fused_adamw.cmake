@@ -40,7 +40,8 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
     "${_accelkit_adamw_dir}/max_pool_kernel_avx2.cpp"
     "${_accelkit_adamw_dir}/conv_kernel_avx2.cpp"
     "${_accelkit_adamw_dir}/batch_norm_kernel_avx2.cpp"
-    "${_accelkit_adamw_dir}/bernoulli_kernel_avx2.cpp")
+    "${_accelkit_adamw_dir}/bernoulli_kernel_avx2.cpp"
+    "${_accelkit_adamw_dir}/bernoulli_kernel_avx512.cpp")
   set_source_files_properties("${_accelkit_adamw_dir}/max_pool_kernel_avx2.cpp" PROPERTIES COMPILE_OPTIONS "-mavx2")
   set_source_files_properties("${_accelkit_adamw_dir}/fused_adamw_kernel_avx2.cpp"
     "${_accelkit_adamw_dir}/fused_sgd_kernel_avx2.cpp"
@@ -50,6 +51,8 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
     PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma")
   set_source_files_properties("${_accelkit_adamw_dir}/fused_adamw_kernel_avx512.cpp"
     PROPERTIES COMPILE_OPTIONS "-mavx512f;-mavx512bw")
+  set_source_files_properties("${_accelkit_adamw_dir}/bernoulli_kernel_avx512.cpp"
+    PROPERTIES COMPILE_OPTIONS "-mavx512f;-mavx2")
 endif()
 target_include_directories(accelkit_cpu_adamw PUBLIC "${_accelkit_adamw_dir}")
 target_link_libraries(accelkit_cpu_adamw PUBLIC accelkit_torch accelkit::sdk PRIVATE ${_accelkit_openmp})

@@ -364,7 +364,8 @@ std::vector<OperatorKernel> operator_kernels(const IsaFlags& isa) {
                   }});
     ks.push_back({kBernoulli,
                   "dropout's masks: draws of Bernoulli(p) into floating-point, integer or boolean tensors from "
-                  "Philox4x32-10 on every thread, keyed by one draw from the generator; LibTorch's kernel for the rest",
+                  "Philox4x32-10 on every thread (AVX2, or AVX-512), keyed by one draw from the generator; LibTorch's kernel "
+                  "for the rest",
                   [](torch::Library& library, KernelGate gate) {
                     kernel_gate.store(gate, std::memory_order_relaxed);
                     library.impl(kBernoulli, TORCH_FN(bernoulli_float));

@@ -83,10 +83,11 @@ if(TARGET accelkit-plugin-cpu)
   add_dependencies(${batch_norm_kernel_test_target} accelkit-plugin-cpu)
 endif()
 # The CPU plugin's bernoulli_ (plugins/cpu/bernoulli_op.hpp), dropout's mask, through a Runtime,
-# element by element against LibTorch's own Philox engine.
+# element by element against LibTorch's own Philox engine; its AVX2 and AVX-512 loops against the
+# scalar Philox.
 if(TARGET accelkit-plugin-cpu)
   accelkit_add_test(dropout_kernel_test SOURCES core/runtime/dropout_kernel_test.cpp LINK accelkit::core
-    GROUP runtime)
+    accelkit_cpu_adamw GROUP runtime)
   target_compile_definitions(${dropout_kernel_test_target} PRIVATE ACCELKIT_TEST_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}")
   add_dependencies(${dropout_kernel_test_target} accelkit-plugin-cpu)
 endif()

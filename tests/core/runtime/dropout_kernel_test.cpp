@@ -4,7 +4,8 @@
 // generator, in the kernel's element layout - for each dtype, size and p; the frequency of ones
 // and of neighbouring pairs; the same bits at one thread and at two, from the same seed; complex
 // numbers, strides with gaps, p outside [0, 1] and a shut gate left to LibTorch's kernel; dropout
-// through autograd as a training step reaches it.
+// through autograd as a training step reaches it. And each ISA's loop (AVX2, AVX-512) on its
+// own, against the plugin's scalar Philox, where the CPU has it.
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
@@ -15,12 +16,15 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "accelkit/runtime.hpp"
+#include "bernoulli_kernel.hpp"
 #include "cpu_runtime.hpp"
 #include "test_support.hpp"
 
@@ -219,6 +223,53 @@ TEST_CASE("dropout kernel: torch::dropout and Dropout modules through autograd, 
   drop->eval();
   CHECK(at::equal(drop(x), x));
   CHECK(test::required_kernel_calls(*rt, kOp) == calls + 2);
+}
+
+TEST_CASE("dropout kernel: the AVX2 and AVX-512 loops give the scalar Philox's elements, for each element size") {
+#if defined(__x86_64__)
+  using Loop = void (*)(void*, int, uint64_t, uint64_t, int64_t, int64_t, uint32_t);
+  struct IsaLoop {
+    const char* isa;
+    bool present;
+    Loop loop;
+  };
+  const std::vector<IsaLoop> loops = {
+      {"avx2", __builtin_cpu_supports("avx2") != 0, cpu::detail::bernoulli_blocks_avx2},
+      {"avx512f", __builtin_cpu_supports("avx512f") != 0, cpu::detail::bernoulli_blocks_avx512}};
+  std::mt19937_64 rng(test_seed());
+  for (const auto& [isa, present, loop] : loops) {
+    if (!present) {
+      MESSAGE("skipped the " << isa << " loop: this CPU has no " << isa);
+      continue;
+    }
+    INFO(isa);
+    for (int i = 0; i < 40; ++i) {
+      const int bytes = 1 << (i % 4);
+      const uint64_t seed = rng(), one = 0xA5A5A5A5A5A5A5A5u >> (64 - 8 * bytes);
+      // Runs starting at even and odd blocks, one block or many; counters near 2^32 too.
+      const int64_t b0 = static_cast<int64_t>(rng() % 7) + (i % 5 == 0 ? (int64_t{1} << 29) - 3 : 0);
+      const int64_t b1 = b0 + 1 + static_cast<int64_t>(rng() % 9);
+      const auto threshold = static_cast<uint32_t>(rng());
+      CAPTURE(i);
+      CAPTURE(bytes);
+      CAPTURE(b0);
+      CAPTURE(b1);
+      // dst[0] is element 32 * b0.
+      std::vector<uint8_t> window(static_cast<size_t>((b1 - b0) * 32 * bytes), 0x5A);
+      loop(window.data(), bytes, one, seed, b0, b1, threshold);
+      bool all = true;
+      for (int64_t e = b0 * 32; e < b1 * 32; ++e) {
+        const bool set = cpu::detail::philox_element(seed, static_cast<uint64_t>(e)) < threshold;
+        uint64_t got = 0;
+        std::memcpy(&got, window.data() + (e - b0 * 32) * bytes, static_cast<size_t>(bytes));
+        all = all && got == (set ? one : 0);
+      }
+      CHECK(all);
+    }
+  }
+#else
+  MESSAGE("skipped: the loops are built for x86-64 only");
+#endif
 }
 
 }  // namespace dropout_kernel_suite
