@@ -86,7 +86,10 @@ TEST_CASE("dropout kernel: every element as LibTorch's Philox engine gives it, f
     // Sizes below one block of 32, with a tail, and many blocks over the threads.
     const int64_t n = i % 3 == 0 ? 1 + static_cast<int64_t>(rng() % 40)
                                  : (i % 3 == 1 ? 32 * (1 + rng() % 50) + rng() % 32 : 70000 + rng() % 1000);
-    const double p = i < 4 ? std::vector<double>{0.0, 1.0, 0.5, 1e-9}[static_cast<size_t>(i)] : unit(rng);
+    // The edges too: 0, 1, the largest double below 1 (p * 2^32 is exact: 2^32 - 2^-21), one
+    // below 2^-32.
+    const double near_one = std::nextafter(1.0, 0.0);
+    const double p = i < 5 ? std::vector<double>{0.0, 1.0, 0.5, 1e-10, near_one}[static_cast<size_t>(i)] : unit(rng);
     // Now and then a channels-last or transposed tensor (dense, in another order).
     at::Tensor t = at::full({n}, 7.0, at::TensorOptions().dtype(dtype));
     if (n % 2 == 0 && i % 2 == 0) t = at::full({2, n / 2}, 7.0, at::TensorOptions().dtype(dtype)).t();
