@@ -52,7 +52,7 @@ void store(uint8_t* base, int bytes, int64_t i, bool set, uint64_t one) {
 
 }  // namespace
 
-bool fill(at::Tensor& self, double p, const c10::optional<at::Generator>& generator) {
+bool fill(at::Tensor& self, double p, const c10::optional<at::Generator>& generator, bool avx512) {
 #if defined(__x86_64__) || defined(_M_X64)
   const uint64_t one = one_bits(self.scalar_type());
   if (!(p >= 0.0 && p <= 1.0) || one == 0 || !self.device().is_cpu() || self.layout() != at::kStrided ||
@@ -71,7 +71,6 @@ bool fill(at::Tensor& self, double p, const c10::optional<at::Generator>& genera
   // a permutation of a contiguous tensor's); each slot takes its own element of the stream.
   auto* base = static_cast<uint8_t*>(self.data_ptr());
   const int64_t blocks = n / 32;
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
   at::parallel_for(0, blocks, 2048, [&](int64_t b0, int64_t b1) {
     uint8_t* dst = base + b0 * 32 * bytes;
     if (avx512) detail::bernoulli_blocks_avx512(dst, bytes, one, seed, b0, b1, threshold);
@@ -84,6 +83,7 @@ bool fill(at::Tensor& self, double p, const c10::optional<at::Generator>& genera
   (void)self;
   (void)p;
   (void)generator;
+  (void)avx512;
   return false;
 #endif
 }

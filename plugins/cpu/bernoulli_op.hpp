@@ -19,7 +19,8 @@ namespace accelkit::cpu::bernoulli {
 // Fills `self` (on the CPU: fp32, fp64, bf16, fp16, an integer type or bool - TorchScript's
 // dropout draws a bool mask; dense, any strides without overlap) with
 // draws of Bernoulli(p), 0 <= p <= 1; false (nothing done) for anything else, which LibTorch's
-// kernel then takes - and for p outside [0, 1] reports.
-bool fill(at::Tensor& self, double p, const c10::optional<at::Generator>& generator);
+// kernel then takes - and for p outside [0, 1] reports. `avx512`: the CPU has AVX-512F (the
+// wider loop; the same numbers).
+bool fill(at::Tensor& self, double p, const c10::optional<at::Generator>& generator, bool avx512);
 
 }  // namespace accelkit::cpu::bernoulli

@@ -307,7 +307,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_backward(
 // aten::bernoulli_.float: floating-point, integer and boolean tensors by the plugin (bernoulli_op.hpp),
 // LibTorch's for the rest.
 at::Tensor& bernoulli_float(at::Tensor& self, double p, c10::optional<at::Generator> generator) {
-  if (gate_open() && bernoulli::fill(self, p, generator)) {
+  static const bool avx512 = cpu_has_avx512();
+  if (gate_open() && bernoulli::fill(self, p, generator, avx512)) {
     bernoulli_calls.fetch_add(1, std::memory_order_relaxed);
     return self;
   }
