@@ -1,9 +1,9 @@
-// The CPU plugin's GEMM path for convolutions with one pixel on their small side (conv_gemm.hpp).
+// The CPU plugin's GEMM path for convolutions (conv_gemm.hpp).
 //
-// A convolution seen from its output: every output pixel is one row of patch values (C*KH*KW of
-// them, zero where the window leaves the image) times the weights. So
+// A convolution seen from its output: every output pixel is one row of patch values (KH*KW*C of
+// them in (kh, kw, c) order, zero where the window leaves the image) times the weights. So
 //   forward            out_rows [N*OH*OW, O] = patches(input) @ weight^T
-//   grad_weight        weight'  [O, C*KH*KW] = grad_rows^T @ patches(input)
+//   grad_weight        weight'  [O, KH*KW*C] = grad_rows^T @ patches(input)
 //   grad_input         input'                = scatter(grad_rows @ weight)
 // and a transposed convolution is the same with the roles of forward and grad_input swapped.
 // out_rows is the output in channels-last order, so a channels-last program gets it as is and
@@ -86,67 +86,69 @@ at::MemoryFormat result_format(const at::Tensor& input, const at::Tensor& weight
              : at::MemoryFormat::Contiguous;
 }
 
-// The rows [N*OH*OW, C*KH*KW] of patch values of `image` ([N, C, H, W], any strides).
+// `image` ([N, C, H, W], any strides) as a channels-last tensor: itself where it is one already,
+// else one copy. Patch rows then gather runs of C contiguous values.
+at::Tensor pixels_last(const at::Tensor& image) { return image.contiguous(at::MemoryFormat::ChannelsLast); }
+
+// The rows [N*OH*OW, KH*KW*C] of patch values of `image` ([N, C, H, W]), each in (kh, kw, c)
+// order: one run of C values a window position, zeros where it leaves the image.
 at::Tensor patches(const at::Tensor& image, const Geometry& g) {
+  const at::Tensor img = pixels_last(image);
   at::Tensor cols = at::empty({g.rows(), g.patch()}, image.options().memory_format(at::MemoryFormat::Contiguous));
-  const float* src = image.data_ptr<float>();
+  const float* src = img.data_ptr<float>();
   float* dst = cols.data_ptr<float>();
-  const int64_t sn = image.stride(0), sc = image.stride(1), sh = image.stride(2), sw = image.stride(3);
-  const int64_t K = g.patch();
-  at::parallel_for(0, g.N * g.OH, std::max<int64_t>(1, 2048 / std::max<int64_t>(1, g.OW * K)), [&](int64_t b, int64_t e) {
+  const int64_t C = g.C, K = g.patch();
+  const int64_t row_stride = g.W * C, image_stride = g.H * g.W * C;
+  at::parallel_for(0, g.N * g.OH, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, g.OW * K)), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       const int64_t n = r / g.OH, oh = r % g.OH;
       for (int64_t ow = 0; ow < g.OW; ++ow) {
-        float* row = dst + (r * g.OW + ow) * K;
-        for (int64_t c = 0; c < g.C; ++c)
-          for (int64_t kh = 0; kh < g.KH; ++kh) {
-            const int64_t ih = oh * g.stride[0] - g.pad[0] + kh * g.dil[0];
-            float* out = row + (c * g.KH + kh) * g.KW;
-            if (ih < 0 || ih >= g.H) {
-              std::fill(out, out + g.KW, 0.0f);
-              continue;
-            }
-            const float* in = src + n * sn + c * sc + ih * sh;
-            for (int64_t kw = 0; kw < g.KW; ++kw) {
-              const int64_t iw = ow * g.stride[1] - g.pad[1] + kw * g.dil[1];
-              out[kw] = iw >= 0 && iw < g.W ? in[iw * sw] : 0.0f;
-            }
+        float* out = dst + (r * g.OW + ow) * K;
+        for (int64_t kh = 0; kh < g.KH; ++kh) {
+          const int64_t ih = oh * g.stride[0] - g.pad[0] + kh * g.dil[0];
+          const bool row_in = ih >= 0 && ih < g.H;
+          for (int64_t kw = 0; kw < g.KW; ++kw, out += C) {
+            const int64_t iw = ow * g.stride[1] - g.pad[1] + kw * g.dil[1];
+            if (row_in && iw >= 0 && iw < g.W)
+              std::copy_n(src + n * image_stride + ih * row_stride + iw * C, C, out);
+            else
+              std::fill_n(out, C, 0.0f);
           }
+        }
       }
     }
   });
   return cols;
 }
 
-// The inverse: each row's values added to the image pixels its window covers, as an NCHW
-// [N, C, H, W] tensor. Images are independent (one thread each); within one, rows add in
-// order, so the result does not depend on the thread count.
+// The inverse: each row's values added to the image pixels its window covers, as a
+// [N, C, H, W] tensor with channels-last strides. Images are independent (one thread each);
+// within one, rows add in order, so the result does not depend on the thread count.
 at::Tensor scatter(const at::Tensor& cols, const Geometry& g) {
-  at::Tensor image = at::zeros({g.N, g.C, g.H, g.W}, cols.options());
+  at::Tensor image = at::zeros({g.N, g.H, g.W, g.C}, cols.options());
   const float* src = cols.data_ptr<float>();
   float* dst = image.data_ptr<float>();
-  const int64_t K = g.patch();
+  const int64_t C = g.C, K = g.patch();
   at::parallel_for(0, g.N, 1, [&](int64_t b, int64_t e) {
     for (int64_t n = b; n < e; ++n) {
-      float* plane0 = dst + n * g.C * g.H * g.W;
+      float* plane = dst + n * g.H * g.W * C;
       for (int64_t oh = 0; oh < g.OH; ++oh)
         for (int64_t ow = 0; ow < g.OW; ++ow) {
-          const float* row = src + ((n * g.OH + oh) * g.OW + ow) * K;
-          for (int64_t c = 0; c < g.C; ++c)
-            for (int64_t kh = 0; kh < g.KH; ++kh) {
-              const int64_t ih = oh * g.stride[0] - g.pad[0] + kh * g.dil[0];
-              if (ih < 0 || ih >= g.H) continue;
-              float* out = plane0 + (c * g.H + ih) * g.W;
-              const float* in = row + (c * g.KH + kh) * g.KW;
-              for (int64_t kw = 0; kw < g.KW; ++kw) {
-                const int64_t iw = ow * g.stride[1] - g.pad[1] + kw * g.dil[1];
-                if (iw >= 0 && iw < g.W) out[iw] += in[kw];
-              }
+          const float* in = src + ((n * g.OH + oh) * g.OW + ow) * K;
+          for (int64_t kh = 0; kh < g.KH; ++kh) {
+            const int64_t ih = oh * g.stride[0] - g.pad[0] + kh * g.dil[0];
+            const bool row_in = ih >= 0 && ih < g.H;
+            for (int64_t kw = 0; kw < g.KW; ++kw, in += C) {
+              const int64_t iw = ow * g.stride[1] - g.pad[1] + kw * g.dil[1];
+              if (!row_in || iw < 0 || iw >= g.W) continue;
+              float* out = plane + (ih * g.W + iw) * C;
+              for (int64_t c = 0; c < C; ++c) out[c] += in[c];
             }
+          }
         }
     }
   });
-  return image;
+  return image.permute({0, 3, 1, 2});
 }
 
 // A [N, C, H, W] tensor as rows [N*H*W, C] (a view where it is channels-last already).
@@ -158,23 +160,40 @@ at::Tensor from_pixel_rows(const at::Tensor& rows, int64_t N, int64_t H, int64_t
   return format == at::MemoryFormat::ChannelsLast ? t : t.contiguous();
 }
 
-// The weight as the [O, C*KH*KW] matrix of the forward-sense convolution (for a transposed
-// one: [Cin, Ot*KH*KW], its own order).
-at::Tensor weight_matrix(const at::Tensor& weight) { return weight.contiguous().view({weight.size(0), -1}); }
+// The weight [A, B, KH, KW] as the matrix [A, KH*KW*B] whose columns follow the patches' (kh, kw,
+// c) order: for a plain convolution [O, C, ...] the forward-sense weight, for a transposed one
+// [Cin, Ot, ...] its own (a view where the weight is channels-last already).
+at::Tensor weight_matrix(const at::Tensor& weight) {
+  return weight.permute({0, 2, 3, 1}).contiguous().view({weight.size(0), -1});
+}
+
+// That matrix's gradient [A, KH*KW*B] back as the weight's shape, in `format`.
+at::Tensor weight_from_matrix(const at::Tensor& m, const at::Tensor& weight, at::MemoryFormat format) {
+  return m.view({weight.size(0), weight.size(2), weight.size(3), weight.size(1)}).permute({0, 3, 1, 2}).contiguous(format);
+}
+
+// The result's layout from the channels-last one scatter() gives.
+at::Tensor in_format(const at::Tensor& t, at::MemoryFormat format) {
+  return format == at::MemoryFormat::ChannelsLast ? t : t.contiguous();
+}
 
 }  // namespace
 
-std::optional<Geometry> fit(const at::Tensor& input, const at::Tensor& weight, const ConvArgs& a) {
+std::optional<Geometry> fit_any(const at::Tensor& input, const at::Tensor& weight, const ConvArgs& a) {
   if (a.groups != 1 || !plain_fp32(input) || !plain_fp32(weight) || input.numel() == 0 || weight.numel() == 0)
     return std::nullopt;
   Geometry g;
-  if (!geometry(input, weight, a, g)) return std::nullopt;
+  if (!geometry(input, weight, a, g) || g.rows() * g.patch() > kMaxPatchElements) return std::nullopt;
+  return g;
+}
+
+std::optional<Geometry> fit(const at::Tensor& input, const at::Tensor& weight, const ConvArgs& a) {
   // One pixel on the small side: the layer is a matrix product. (One input or output channel
   // with more pixels would go the same way, but was measured slower or no faster than oneDNN in
   // one direction or the other - the patches' copies cost what the GEMM saves - so it stays
   // LibTorch's: bench/results/programs.md.)
-  const bool one_pixel = a.transposed ? input.size(2) * input.size(3) == 1 : g.OH * g.OW == 1;
-  if (!one_pixel || g.rows() * g.patch() > kMaxPatchElements) return std::nullopt;
+  auto g = fit_any(input, weight, a);
+  if (g && !one_pixel(*g)) return std::nullopt;
   return g;
 }
 
@@ -191,7 +210,7 @@ at::Tensor forward(const at::Tensor& input, const at::Tensor& weight, const c10:
   // Transposed: the input's pixels, each times the weight, scattered over the output.
   at::Tensor out = scatter(at::mm(pixel_rows(input), weight_matrix(weight)), g);
   if (with_bias) out.add_(bias->view({1, -1, 1, 1}));
-  return format == at::MemoryFormat::ChannelsLast ? out.contiguous(format) : out;
+  return in_format(out, format);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> backward(const at::Tensor& grad_output, const at::Tensor& input,
@@ -203,17 +222,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward(const at::Tensor& grad_o
   if (output_mask[2]) grad_bias = at::sum(grad_output, {0, 2, 3}, false, at::kDouble).to(at::kFloat);
   if (!g.transposed) {
     const at::Tensor rows = pixel_rows(grad_output);  // [N*OH*OW, O]
-    if (output_mask[1])
-      grad_weight = at::mm(rows.t(), patches(input, g)).view(weight.sizes()).contiguous(format);
-    if (output_mask[0]) {
-      grad_input = scatter(at::mm(rows, weight_matrix(weight)), g);
-      if (format == at::MemoryFormat::ChannelsLast) grad_input = grad_input.contiguous(format);
-    }
+    if (output_mask[1]) grad_weight = weight_from_matrix(at::mm(rows.t(), patches(input, g)), weight, format);
+    if (output_mask[0]) grad_input = in_format(scatter(at::mm(rows, weight_matrix(weight)), g), format);
     return {grad_input, grad_weight, grad_bias};
   }
   // Transposed: grad_output is the forward-sense image; its patches meet the input's pixels.
-  const at::Tensor cols = patches(grad_output, g);  // [N*H*W, Ot*KH*KW]
-  if (output_mask[1]) grad_weight = at::mm(pixel_rows(input).t(), cols).view(weight.sizes()).contiguous(format);
+  const at::Tensor cols = patches(grad_output, g);  // [N*H*W, KH*KW*Ot]
+  if (output_mask[1]) grad_weight = weight_from_matrix(at::mm(pixel_rows(input).t(), cols), weight, format);
   if (output_mask[0]) grad_input = from_pixel_rows(at::mm(cols, weight_matrix(weight).t()), g.N, g.OH, g.OW, format);
   return {grad_input, grad_weight, grad_bias};
 }

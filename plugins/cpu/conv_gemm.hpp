@@ -8,6 +8,11 @@
 // one GEMM (LibTorch's at::mm, the BLAS it was built with) over the layer's patches, one row per
 // output pixel, gathered (im2col) or scattered (col2im) by plain loops.
 //
+// The same path serves any other fp32 convolution of one group whose patch matrix fits
+// (fit_any): operator_kernels.cpp times it against LibTorch's kernel per shape and keeps the
+// faster (conv_choice.hpp). The patches are gathered in (kh, kw, c) order from a channels-last
+// image, runs of C values, so a channels-last program's layers need no copy of their input.
+//
 // Forward and backward, plain and transposed, any stride, padding, dilation and output padding,
 // one group, fp32, NCHW or channels-last (the result has the layout LibTorch's own kernel gives:
 // channels-last where the input or weight suggests it). Equal to LibTorch's up to the order of
@@ -52,6 +57,12 @@ struct Geometry {
 // its output_shape(), backward): one pixel on the small side, fp32 on the CPU, strided 4-d
 // tensors, one group, a patch matrix within kMaxPatchElements. nullopt: LibTorch's.
 std::optional<Geometry> fit(const at::Tensor& input, const at::Tensor& weight, const ConvArgs& a);
+
+// One pixel on the small side: a plain convolution's 1x1 output, a transposed one's 1x1 input.
+inline bool one_pixel(const Geometry& g) { return g.OH * g.OW == 1; }
+
+// The same for any number of pixels: every convolution the path can compute.
+std::optional<Geometry> fit_any(const at::Tensor& input, const at::Tensor& weight, const ConvArgs& a);
 
 // aten::convolution for what fit() took.
 at::Tensor forward(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,

@@ -45,6 +45,18 @@ Status CpuPrecision::apply(const PrecisionPlan& plan) noexcept {
   });
 }
 
+namespace {
+
+// The convolution shapes timed so far: "3 by the GEMM path, 5 by LibTorch's kernel, 1 being timed".
+std::string convolution_shapes_text() {
+  const ConvolutionShapes c = convolution_shapes();
+  std::string s = std::to_string(c.gemm) + " by the GEMM path, " + std::to_string(c.libtorch) + " by LibTorch's kernel";
+  if (c.timing > 0) s += ", " + std::to_string(c.timing) + " being timed";
+  return s;
+}
+
+}  // namespace
+
 Result<std::vector<AppliedValue>> CpuPrecision::read_back() noexcept {
   return guarded("cpu precision read_back", [this] {
     const std::string blas = openblas_current_kernels();
@@ -64,6 +76,7 @@ Result<std::vector<AppliedValue>> CpuPrecision::read_back() noexcept {
         {"kernel_calls.native_batch_norm", std::to_string(operator_kernel_calls("native_batch_norm"))},
         {"kernel_calls.native_batch_norm_backward", std::to_string(operator_kernel_calls("native_batch_norm_backward"))},
         {"kernel_calls.bernoulli_.float", std::to_string(operator_kernel_calls("bernoulli_.float"))},
+        {"convolution_shapes", convolution_shapes_text()},
     };
   });
 }

@@ -30,6 +30,7 @@ add_library(accelkit_cpu_adamw STATIC
   "${_accelkit_adamw_dir}/fused_sgd_kernel_scalar.cpp"
   "${_accelkit_adamw_dir}/operator_kernels.cpp"
   "${_accelkit_adamw_dir}/conv_gemm.cpp"
+  "${_accelkit_adamw_dir}/conv_choice.cpp"
   "${_accelkit_adamw_dir}/batch_norm_op.cpp"
   "${_accelkit_adamw_dir}/bernoulli_op.cpp")
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")

@@ -11,6 +11,8 @@
 // Convolutions with one pixel on their small side (a discriminator's 1x1-output head, a
 // generator's first layer from a 1x1 noise input) are matrix products, which oneDNN's
 // convolution kernels run at a fraction of a GEMM's rate: here one GEMM each (conv_gemm.hpp).
+// Other convolutions go the same way where that is faster for their shape, timed on the shape's
+// first calls against LibTorch's kernel (conv_choice.hpp).
 // Dropout's masks (bernoulli_ with a scalar p) come from a counter-based generator on every
 // thread (bernoulli_op.hpp) instead of one Mersenne Twister element by element.
 // Every other input - and every call while the host's gate is shut - goes to LibTorch's own
@@ -32,10 +34,12 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <tuple>
 
 #include "batch_norm_op.hpp"
 #include "bernoulli_op.hpp"
+#include "conv_choice.hpp"
 #include "conv_gemm.hpp"
 #include "conv_kernel.hpp"
 #include "max_pool_kernel.hpp"
@@ -197,40 +201,98 @@ bool conv_fits(const at::Tensor& grad_output, const at::Tensor& input, const at:
   return grad_output.sizes() == at::IntArrayRef(shape);
 }
 
-// The GEMM path (conv_gemm.hpp) for a one-pixel convolution's gradients: grad_output of the
-// output's shape, a bias of the output's channels; LibTorch's kernel for every other input.
-std::tuple<at::Tensor, at::Tensor, at::Tensor> one_pixel_convolution_backward(
+// The per-shape choice between LibTorch's kernel and the GEMM path for the convolutions that
+// have more than one pixel on their small side (conv_choice.hpp).
+conv_choice::Table& choices() {
+  static conv_choice::Table table;
+  return table;
+}
+
+void add_list(conv_choice::Key& key, at::IntArrayRef v) {
+  key.push_back(static_cast<int64_t>(v.size()));
+  key.insert(key.end(), v.begin(), v.end());
+}
+
+void add_tensor(conv_choice::Key& key, const at::Tensor& t) {
+  if (!t.defined()) return key.push_back(-1);
+  add_list(key, t.sizes());
+  add_list(key, t.strides());
+}
+
+// Everything that can change either path's time: which operator and gradients, the tensors'
+// sizes and strides, the arguments, the thread count.
+conv_choice::Key shape_key(int64_t op, const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
+                           const conv_gemm::ConvArgs& a, std::array<bool, 3> mask, bool bias) {
+  conv_choice::Key key{op, mask[0], mask[1], mask[2], bias, a.transposed, at::get_num_threads()};
+  add_tensor(key, grad_output);
+  add_tensor(key, input);
+  add_tensor(key, weight);
+  for (const at::IntArrayRef v : {a.stride, a.padding, a.dilation, a.output_padding}) add_list(key, v);
+  return key;
+}
+
+// This call by the path the shape's choice gives: a trial is timed and recorded.
+template <class LibTorch, class Gemm>
+auto chosen(const conv_choice::Key& key, LibTorch&& libtorch, Gemm&& gemm) {
+  const conv_choice::Turn turn = choices().next(key);
+  auto run = [&] { return turn.path == conv_choice::Path::gemm ? gemm() : libtorch(); };
+  if (!turn.trial) return run();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto result = run();
+  choices().record(key, turn.path,
+                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  return result;
+}
+
+// The GEMM path (conv_gemm.hpp) for a convolution's gradients: always for one pixel on the
+// small side, by the shape's timed choice for the rest it fits; LibTorch's kernel for every
+// other input (grad_output not of the output's shape, a bias not of its channels).
+std::tuple<at::Tensor, at::Tensor, at::Tensor> gemm_convolution_backward(
     const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::OptionalIntArrayRef bias_sizes,
     at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
     at::IntArrayRef output_padding, int64_t groups, std::array<bool, 3> output_mask) {
-  const auto g = conv_gemm::fit(input, weight, {stride, padding, dilation, output_padding, transposed, groups});
+  const conv_gemm::ConvArgs args{stride, padding, dilation, output_padding, transposed, groups};
+  const auto g = conv_gemm::fit_any(input, weight, args);
+  auto libtorch = [&] {
+    return at::compositeexplicitautograd::convolution_backward(grad_output, input, weight, bias_sizes, stride, padding,
+                                                               dilation, transposed, output_padding, groups,
+                                                               output_mask);
+  };
   const bool fit = g.has_value() && grad_output.scalar_type() == at::kFloat && grad_output.device().is_cpu() &&
                    grad_output.layout() == at::kStrided && grad_output.sizes() == at::IntArrayRef(g->output_shape()) &&
                    (!output_mask[2] ||
                     (bias_sizes.has_value() && bias_sizes->size() == 1 && (*bias_sizes)[0] == g->out_channels));
-  if (!fit)
-    return at::compositeexplicitautograd::convolution_backward(grad_output, input, weight, bias_sizes, stride, padding,
-                                                               dilation, transposed, output_padding, groups,
-                                                               output_mask);
-  conv_backward_calls.fetch_add(1, std::memory_order_relaxed);
-  return conv_gemm::backward(grad_output, input, weight, *g, output_mask);
+  if (!fit) return libtorch();
+  auto gemm = [&] {
+    conv_backward_calls.fetch_add(1, std::memory_order_relaxed);
+    return conv_gemm::backward(grad_output, input, weight, *g, output_mask);
+  };
+  if (conv_gemm::one_pixel(*g)) return gemm();
+  return chosen(shape_key(1, grad_output, input, weight, args, output_mask, output_mask[2]), libtorch, gemm);
 }
 
-// aten::convolution: the GEMM path for one-pixel convolutions, LibTorch's kernel for the rest.
+// aten::convolution: the GEMM path for one-pixel convolutions, by each shape's timed choice for
+// the others it fits, LibTorch's kernel for the rest.
 at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
                        at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
                        at::IntArrayRef output_padding, int64_t groups) {
-  const auto g = gate_open()
-                     ? conv_gemm::fit(input, weight, {stride, padding, dilation, output_padding, transposed, groups})
-                     : std::nullopt;
-  const bool bias_fits = !bias.has_value() || !bias->defined() ||
-                         (g && bias->dim() == 1 && bias->scalar_type() == at::kFloat && bias->device().is_cpu() &&
-                          bias->size(0) == g->out_channels);
-  if (!g || !bias_fits)
+  auto libtorch = [&] {
     return at::compositeexplicitautograd::convolution(input, weight, bias, stride, padding, dilation, transposed,
                                                       output_padding, groups);
-  conv_calls.fetch_add(1, std::memory_order_relaxed);
-  return conv_gemm::forward(input, weight, bias, *g);
+  };
+  if (!gate_open()) return libtorch();
+  const conv_gemm::ConvArgs args{stride, padding, dilation, output_padding, transposed, groups};
+  const auto g = conv_gemm::fit_any(input, weight, args);
+  const bool with_bias = bias.has_value() && bias->defined();
+  const bool bias_fits = !with_bias || (g && bias->dim() == 1 && bias->scalar_type() == at::kFloat &&
+                                        bias->device().is_cpu() && bias->size(0) == g->out_channels);
+  if (!g || !bias_fits) return libtorch();
+  auto gemm = [&] {
+    conv_calls.fetch_add(1, std::memory_order_relaxed);
+    return conv_gemm::forward(input, weight, bias, *g);
+  };
+  if (conv_gemm::one_pixel(*g)) return gemm();
+  return chosen(shape_key(0, at::Tensor(), input, weight, args, {false, false, false}, with_bias), libtorch, gemm);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
@@ -243,8 +305,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
                                                                output_mask);
   if (!conv_fits(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups,
                  output_mask))
-    return one_pixel_convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
-                                       output_padding, groups, output_mask);
+    return gemm_convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
+                                     output_padding, groups, output_mask);
   const int64_t N = input.size(0), H = input.size(2), W = input.size(3);
   const int64_t OC = weight.size(0), KH = weight.size(2), KW = weight.size(3);
   at::Tensor grad_weight = at::empty_like(weight, at::MemoryFormat::Contiguous);
@@ -336,8 +398,9 @@ std::vector<OperatorKernel> operator_kernels(const IsaFlags& isa) {
                     library.impl(kMaxPoolBackward, TORCH_FN(max_pool2d_with_indices_backward));
                   }});
     ks.push_back({kConv,
-                  "fp32 convolutions with one pixel on the small side (1x1 output, or 1x1 input of a transposed "
-                  "one; one group) as one GEMM over their patches; LibTorch's kernel for the rest",
+                  "fp32 convolutions of one group as one GEMM over their patches: always where they have one pixel on "
+                  "the small side (1x1 output, or 1x1 input of a transposed one), by each shape's timing against "
+                  "LibTorch's kernel on its first calls for the others; LibTorch's kernel for the rest",
                   [](torch::Library& library, KernelGate gate) {
                     kernel_gate.store(gate, std::memory_order_relaxed);
                     library.impl(kConv, TORCH_FN(convolution));
@@ -393,7 +456,8 @@ Result<std::vector<std::string>> plan_operator_kernels(Toggle request, const Isa
            "windows (AVX2, branch-free; LibTorch's NCHW kernel branches per element)";
   reason += "; convolution and convolution_backward for fp32 convolutions with one pixel on the small side (1x1 "
             "output, or 1x1 input of a transposed one) as one GEMM (oneDNN runs them at a fraction of its GEMM "
-            "rate)";
+            "rate), and for other fp32 convolutions of one group where that GEMM beat LibTorch's kernel on the "
+            "shape's first calls (each shape timed both ways)";
   if (cpu_has_fma() && !cpu_has_avx512())
     reason += ", and convolution_backward for the weight gradient of one-input-channel fp32 convolutions (LibTorch's "
               "runs them at a fraction of its GEMM rate)";
@@ -414,6 +478,15 @@ std::uint64_t operator_kernel_calls(const std::string& op) noexcept {
   if (op == kBatchNormBackward) return batch_norm_backward_calls.load(std::memory_order_relaxed);
   if (op == kBernoulli) return bernoulli_calls.load(std::memory_order_relaxed);
   return 0;
+}
+
+ConvolutionShapes convolution_shapes() noexcept {
+  try {
+    const auto c = choices().counts();
+    return {c.gemm, c.libtorch, c.trying};
+  } catch (...) {
+    return {};
+  }
 }
 
 }  // namespace accelkit::cpu

@@ -4,6 +4,7 @@
 
 #include <accelkit/sdk/precision.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -21,5 +22,12 @@ Result<std::vector<std::string>> plan_operator_kernels(Toggle request, const Isa
 
 // Calls of `op` that ran the plugin's kernel (not LibTorch's) in this process.
 std::uint64_t operator_kernel_calls(const std::string& op) noexcept;
+
+// The convolution shapes timed in this process (operator_kernels.cpp, conv_choice.hpp): how many
+// kept the GEMM path, how many LibTorch's kernel, how many are still being timed.
+struct ConvolutionShapes {
+  std::size_t gemm = 0, libtorch = 0, timing = 0;
+};
+ConvolutionShapes convolution_shapes() noexcept;
 
 }  // namespace accelkit::cpu

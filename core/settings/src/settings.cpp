@@ -421,9 +421,9 @@ void add_compute(std::vector<SettingSpec>& s) {
                                      store_enum<BlasKernels>(ACCELKIT_FIELD(blas_kernels))));
   s.push_back(enum_spec<Toggle>("kernels", Toggle::automatic, "ACCELKIT_KERNELS",
                                 "the plugin's own operator kernels in place of LibTorch's for the inputs they take "
-                                "(CPU: 2x2 max_pool2d, convolutions with one pixel on a side, a one-channel "
-                                "convolution's weight gradient without AVX-512, training-mode batch_norm, dropout's masks): auto (where it "
-                                "has them; step tuning "
+                                "(CPU: 2x2 max_pool2d, convolutions with one pixel on a side and, timed per shape, "
+                                "others as a GEMM, a one-channel convolution's weight gradient without AVX-512, "
+                                "training-mode batch_norm, dropout's masks): auto (where it has them; step tuning "
                                 "measures them against LibTorch's), on, or off",
                                 store_enum<Toggle>(ACCELKIT_FIELD(kernels))));
   s.push_back(enum_spec<Toggle>("malloc_reuse", Toggle::automatic, "ACCELKIT_MALLOC_REUSE",

@@ -60,10 +60,12 @@ if(TARGET accelkit-plugin-cpu)
   target_compile_definitions(${cache_entry_test_target} PRIVATE ACCELKIT_TEST_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}")
   add_dependencies(${cache_entry_test_target} accelkit-plugin-cpu)
 endif()
-# The CPU plugin's GEMM path for narrow convolutions (plugins/cpu/conv_gemm.hpp) through a
-# Runtime, against LibTorch's own kernel and fp64 on fresh random inputs.
+# The CPU plugin's GEMM path for convolutions (plugins/cpu/conv_gemm.hpp) through a Runtime and
+# called directly, and its per-shape timed choice (conv_choice.hpp), against LibTorch's own
+# kernel and fp64 on fresh random inputs.
 if(TARGET accelkit-plugin-cpu)
-  accelkit_add_test(conv_gemm_test SOURCES core/runtime/conv_gemm_test.cpp LINK accelkit::core GROUP runtime)
+  accelkit_add_test(conv_gemm_test SOURCES core/runtime/conv_gemm_test.cpp LINK accelkit::core accelkit_cpu_adamw
+    GROUP runtime)
   target_compile_definitions(${conv_gemm_test_target} PRIVATE ACCELKIT_TEST_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}")
   add_dependencies(${conv_gemm_test_target} accelkit-plugin-cpu)
 endif()

@@ -3,9 +3,11 @@
 // Runtime on the built CPU plugin, against LibTorch's own kernel (straight to it, as the
 // dispatcher would call it with the plugin gone) and fp64, on fresh random inputs: forward and
 // backward, plain and transposed, strides, padding, dilation, output padding, bias or none,
-// NCHW and channels-last - values, shapes and layouts. Other convolutions (one input or output
-// channel over more pixels included), and arguments LibTorch refuses, stay LibTorch's (its
-// result, its error).
+// NCHW and channels-last - values, shapes and layouts. Other convolutions take the GEMM path or
+// LibTorch's kernel by each shape's timed choice (plugins/cpu/conv_choice.hpp): the path itself
+// is checked here called directly on random convolutions of any shape, the choice's rules on
+// given times, and the choice through the dispatcher on a fresh shape. Other dtypes, groups,
+// arguments LibTorch refuses and a shut gate stay LibTorch's (its result, its error).
 #include <ATen/ATen.h>
 #include <ATen/ops/convolution_backward_compositeexplicitautograd_dispatch.h>
 #include <ATen/ops/convolution_compositeexplicitautograd_dispatch.h>
@@ -17,11 +19,14 @@
 #include <random>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "accelkit/runtime.hpp"
 #include "accelkit/sdk/device.hpp"
 #include "accelkit/sdk/torch_compat.hpp"
+#include "conv_choice.hpp"
+#include "conv_gemm.hpp"
 #include "cpu_runtime.hpp"
 #include "test_support.hpp"
 
@@ -144,6 +149,32 @@ Conv random_one_pixel(std::mt19937& rng) {
   return c;
 }
 
+// A random convolution of any shape the GEMM path takes: many pixels, one or many channels,
+// strides, padding, dilation, output padding.
+Conv random_conv(std::mt19937& rng) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  Conv c;
+  c.transposed = pick(0, 1) == 1;
+  c.bias = pick(0, 1) == 1;
+  c.channels_last = pick(0, 1) == 1;
+  const int64_t cin = pick(1, 20), cout = pick(1, 20), kh = pick(1, 5), kw = pick(1, 5), n = pick(1, 5);
+  c.stride = {pick(1, 3), pick(1, 3)};
+  c.dilation = {pick(1, 2), pick(1, 2)};
+  // As in random_one_pixel: every window reaches the image (LibTorch 2.13's oneDNN crash).
+  c.padding = {std::min<int64_t>(pick(0, 2), (c.dilation[0] * (kh - 1)) / 2),
+               std::min<int64_t>(pick(0, 2), (c.dilation[1] * (kw - 1)) / 2)};
+  if (!c.transposed) {
+    c.output_padding = {0, 0};
+    c.input = {n, cin, c.dilation[0] * (kh - 1) + 1 + pick(0, 12), c.dilation[1] * (kw - 1) + 1 + pick(0, 12)};
+    c.weight = {cout, cin, kh, kw};
+  } else {
+    c.output_padding = {pick(0, static_cast<int>(c.stride[0]) - 1), pick(0, static_cast<int>(c.stride[1]) - 1)};
+    c.input = {n, cin, pick(1, 9), pick(1, 9)};
+    c.weight = {cin, cout, kh, kw};
+  }
+  return c;
+}
+
 }  // namespace
 
 TEST_CASE("one-pixel convolutions: the GEMM path against LibTorch's kernel and fp64, forward and backward") {
@@ -189,7 +220,7 @@ TEST_CASE("one-pixel convolutions: the GEMM path against LibTorch's kernel and f
   }
 }
 
-TEST_CASE("one-pixel convolutions: the others, other dtypes and a shut gate stay LibTorch's") {
+TEST_CASE("one-pixel convolutions: other dtypes, groups and a shut gate stay LibTorch's") {
   auto rt = test::start_cpu_runtime();
   if (!test::plan_lists_kernel(*rt, kForward)) return;  // said in the first case
   at::manual_seed(test_seed());
@@ -198,24 +229,6 @@ TEST_CASE("one-pixel convolutions: the others, other dtypes and a shut gate stay
     REQUIRE(a.sizes() == b.sizes());
     CHECK(at::equal(a, b));
   };
-  Conv wide{{4, 3, 12, 12}, {5, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, true, false};
-  {
-    INFO("three input and five output channels, 12x12 pixels");
-    const at::Tensor x = at::randn(wide.input), w = at::randn(wide.weight), b = at::randn({5});
-    same(forward(wide, x, w, b, false), forward(wide, x, w, b, true));
-    const at::Tensor g = at::randn({4, 5, 12, 12});
-    const auto got = backward(wide, g, x, w, {true, true, true}, false);
-    const auto lib = backward(wide, g, x, w, {true, true, true}, true);
-    same(std::get<0>(got), std::get<0>(lib));
-    same(std::get<1>(got), std::get<1>(lib));
-  }
-  for (const Conv& c : {Conv{{4, 1, 12, 12}, {5, 1, 3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, false, true, false},
-                        Conv{{4, 6, 7, 7}, {6, 1, 4, 4}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, true, true, true}}) {
-    INFO("one channel over more pixels: " << c.label());
-    const at::Tensor x = layout(at::randn(c.input), c.channels_last), w = layout(at::randn(c.weight), c.channels_last);
-    const at::Tensor b = at::randn({c.weight[c.transposed ? 1 : 0]});
-    same(forward(c, x, w, b, false), forward(c, x, w, b, true));
-  }
   Conv narrow{{4, 7, 3, 3}, {5, 7, 3, 3}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, false, false, false};  // 1x1 out
   {
     INFO("fp64 and two groups");
@@ -269,19 +282,27 @@ TEST_CASE("one-pixel convolutions: a DCGAN's layers through autograd, as a train
     for (size_t i = 1; i < p.size(); ++i) grads.push_back(p[i].grad().to(at::kDouble));
     return grads;
   };
-  // A first step of each, not compared: LibTorch 2.13's first at::tanh in a process was seen
-  // up to 5e-5 from its later calls on the same input (1 run in 15), which the leaky ReLU's
-  // kinks then carry into every gradient.
-  (void)step(at::kFloat);
+  // First steps, not compared: the other layers' shapes are timed both ways on their first
+  // 2 * kTrials calls (conv_choice.hpp); and LibTorch 2.13's first at::tanh in a process was
+  // seen up to 5e-5 from its later calls on the same input (1 run in 15), which the leaky
+  // ReLU's kinks then carry into every gradient.
+  for (int i = 0; i < 2 * cpu::conv_choice::Table::kTrials; ++i) (void)step(at::kFloat);
   (void)step(at::kDouble);
-  const std::uint64_t calls = test::required_kernel_calls(*rt, kForward);
+  // Each step now runs the same kernels: the two one-pixel layers by the GEMM path, the others
+  // by their kept path.
+  std::uint64_t calls = test::required_kernel_calls(*rt, kForward);
+  (void)step(at::kFloat);
+  const std::uint64_t per_step = test::required_kernel_calls(*rt, kForward) - calls;
+  CHECK(per_step >= 2);
+  CHECK(per_step <= 4);
+  calls = test::required_kernel_calls(*rt, kForward);
   const auto got = step(at::kFloat);
-  CHECK(test::required_kernel_calls(*rt, kForward) == calls + 2);
+  CHECK(test::required_kernel_calls(*rt, kForward) == calls + per_step);
   const auto ref = step(at::kDouble);  // fp64: LibTorch's kernels
   rt->apply_precision(PrecisionPlan{});
   const auto lib = step(at::kFloat);  // the gate shut: LibTorch's kernels
   rt->apply_precision(rt->precision());
-  CHECK(test::required_kernel_calls(*rt, kForward) == calls + 2);
+  CHECK(test::required_kernel_calls(*rt, kForward) == calls + per_step);
   for (size_t i = 0; i < got.size(); ++i) {
     INFO("gradient " << i);
     const double e = error(got[i], ref[i]), e_lib = error(lib[i], ref[i]);
@@ -289,6 +310,155 @@ TEST_CASE("one-pixel convolutions: a DCGAN's layers through autograd, as a train
     CAPTURE(e_lib);
     CHECK(e <= 4 * e_lib + 2e-6);
   }
+}
+
+TEST_CASE("the GEMM path on convolutions of any shape, called directly, against LibTorch's kernel and fp64") {
+  std::mt19937 rng(test_seed() + 1);
+  at::manual_seed(test_seed() + 1);
+  int taken = 0;
+  for (int i = 0; i < 200; ++i) {
+    const Conv c = random_conv(rng);
+    INFO(c.label());
+    const at::Tensor x = layout(at::randn(c.input), c.channels_last);
+    const at::Tensor w = layout(at::randn(c.weight), c.channels_last && i % 3 != 0);
+    const at::Tensor b = at::randn({c.weight[c.transposed ? 1 : 0]});
+    const auto g = cpu::conv_gemm::fit_any(x, w, {c.stride, c.padding, c.dilation, c.output_padding, c.transposed, 1});
+    const at::Tensor lib = forward(c, x, w, b, true);
+    if (!g) {
+      // Only an output LibTorch's kernel refuses too, or one past the patch limit, is left out.
+      CHECK(lib.numel() * c.weight[2] * c.weight[3] > 0);
+      continue;
+    }
+    ++taken;
+    REQUIRE(at::IntArrayRef(g->output_shape()) == lib.sizes());
+    const at::Tensor got = cpu::conv_gemm::forward(x, w, c.bias ? c10::optional<at::Tensor>(b) : c10::nullopt, *g);
+    auto fp64 = [](const at::Tensor& t) { return t.to(at::kDouble); };
+    auto fp64_abs = [](const at::Tensor& t) { return t.to(at::kDouble).abs(); };
+    check_close(got, lib, forward(c, fp64(x), fp64(w), fp64(b), true),
+                forward(c, fp64_abs(x), fp64_abs(w), fp64_abs(b), true), "output");
+
+    const at::Tensor go = layout(at::randn(lib.sizes()), i % 2 == 0);
+    const std::array<bool, 3> mask{i % 4 != 1, i % 4 != 2, c.bias};
+    CAPTURE(mask[0]);
+    CAPTURE(mask[1]);
+    const auto lib_grads = backward(c, go, x, w, mask, true);
+    const auto got_grads = cpu::conv_gemm::backward(go, x, w, *g, mask);
+    const auto ref_grads = backward(c, fp64(go), fp64(x), fp64(w), mask, true);
+    const auto magnitudes = backward(c, fp64_abs(go), fp64_abs(x), fp64_abs(w), mask, true);
+    if (mask[0]) check_close(std::get<0>(got_grads), std::get<0>(lib_grads), std::get<0>(ref_grads),
+                             std::get<0>(magnitudes), "grad_input");
+    if (mask[1]) check_close(std::get<1>(got_grads), std::get<1>(lib_grads), std::get<1>(ref_grads),
+                             std::get<1>(magnitudes), "grad_weight");
+    if (mask[2]) check_close(std::get<2>(got_grads), std::get<2>(lib_grads), std::get<2>(ref_grads),
+                             std::get<2>(magnitudes), "grad_bias");
+  }
+  CHECK(taken >= 190);
+}
+
+TEST_CASE("the per-shape choice: trials in turn, warm-ups ignored, the GEMM path kept only past the margin") {
+  using cpu::conv_choice::Path;
+  using cpu::conv_choice::Table;
+  constexpr int kTrials = Table::kTrials;
+  static_assert(kTrials == 4, "the times below are four per path");
+  // Runs one shape's trials with the given times (LibTorch's, the GEMM path's, in turn) until it
+  // decides; what it kept, and after how many calls.
+  auto decide = [](Table& t, const cpu::conv_choice::Key& key, const std::vector<double>& lib,
+                   const std::vector<double>& gemm) {
+    for (size_t i = 0;; ++i) {
+      const auto turn = t.next(key);
+      if (!turn.trial) {
+        CHECK((t.next(key).path == turn.path));
+        return std::pair<Path, size_t>{turn.path, i};
+      }
+      REQUIRE(i < 2 * kTrials);
+      REQUIRE((turn.path == (i % 2 == 0 ? Path::libtorch : Path::gemm)));
+      t.record(key, turn.path, (i % 2 == 0 ? lib : gemm)[i / 2]);
+    }
+  };
+  using Kept = std::pair<Path, size_t>;
+  Table t;
+  // The first call of each is a warm-up: a slow first GEMM call does not count, nor a fast
+  // first LibTorch one.
+  CHECK((decide(t, {1}, {5.0, 10.0, 10.2, 10.1}, {40.0, 8.5, 8.8, 8.7}) == Kept{Path::gemm, 8}));
+  CHECK((decide(t, {2}, {1.0, 10.0, 10.2, 10.1}, {9.5, 9.5, 9.4, 9.6}) == Kept{Path::libtorch, 8}));  // 0.92x
+  CHECK((decide(t, {3}, {10.0, 12.0, 10.0, 11.0}, {9.0, 14.0, 8.9, 9.5}) == Kept{Path::gemm, 8}));  // the best of each
+  CHECK((decide(t, {4}, {10.0, 10.0, 10.0, 10.0}, {9.0, 9.0, 9.0, 9.0}) == Kept{Path::libtorch, 8}));  // 0.9x: not below
+  // Far slower after one counted call each (above 1.5x): LibTorch's at once.
+  CHECK((decide(t, {5}, {10.0, 10.0, 1.0, 1.0}, {5.0, 16.0, 1.0, 1.0}) == Kept{Path::libtorch, 4}));
+  CHECK((decide(t, {6}, {10.0, 10.0, 10.0, 10.0}, {5.0, 14.0, 8.0, 8.0}) == Kept{Path::gemm, 8}));  // 1.4x: go on
+  const auto counts = t.counts();
+  CHECK(counts.gemm == 3);
+  CHECK(counts.libtorch == 3);
+  CHECK(counts.trying == 0);
+  // Turns handed out past the trials while some are still being timed (other threads): LibTorch's, untimed.
+  for (int i = 0; i < 2 * kTrials; ++i) (void)t.next({7});
+  const auto late = t.next({7});
+  CHECK_FALSE(late.trial);
+  CHECK((late.path == Path::libtorch));
+  CHECK(t.counts().trying == 1);
+  // A full table: further shapes take LibTorch's kernel, untimed, and nothing is added.
+  Table full;
+  for (std::size_t i = 0; i < Table::kMaxShapes; ++i) (void)full.next({static_cast<std::int64_t>(i), 7});
+  const auto past = full.next({-1});
+  CHECK_FALSE(past.trial);
+  CHECK((past.path == Path::libtorch));
+  CHECK(full.counts().trying == Table::kMaxShapes);
+  // Keys differ in any number, and in length.
+  CHECK(cpu::conv_choice::KeyHash{}({1, 2}) != cpu::conv_choice::KeyHash{}({2, 1}));
+  CHECK(t.next({1, 0}).trial);
+}
+
+TEST_CASE("the per-shape choice through the dispatcher: every call within LibTorch's error, the kept path for good") {
+  auto rt = test::start_cpu_runtime();
+  if (!test::plan_lists_kernel(*rt, kForward)) return;  // said in the first case
+  at::manual_seed(test_seed() + 2);
+  constexpr int kTrials = cpu::conv_choice::Table::kTrials;
+  // A shape no other case uses: a discriminator's middle layer, 4x4 stride 2 from 9x9 to 4x4.
+  const Conv c{{3, 11, 9, 9}, {13, 11, 4, 4}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, false, true, true};
+  const at::Tensor x = layout(at::randn(c.input), true), w = layout(at::randn(c.weight), true), b = at::randn({13});
+  auto fp64 = [](const at::Tensor& t) { return t.to(at::kDouble); };
+  auto fp64_abs = [](const at::Tensor& t) { return t.to(at::kDouble).abs(); };
+  const at::Tensor lib = forward(c, x, w, b, true);
+  const at::Tensor ref = forward(c, fp64(x), fp64(w), fp64(b), true);
+  const at::Tensor magnitude = forward(c, fp64_abs(x), fp64_abs(w), fp64_abs(b), true);
+  const at::Tensor go = layout(at::randn(lib.sizes()), true);
+  const std::array<bool, 3> mask{true, true, true};
+  const auto lib_grads = backward(c, go, x, w, mask, true);
+  const auto ref_grads = backward(c, fp64(go), fp64(x), fp64(w), mask, true);
+  const auto magnitudes = backward(c, fp64_abs(go), fp64_abs(x), fp64_abs(w), mask, true);
+  std::vector<std::uint64_t> fwd_gemm, bwd_gemm;  // whether each call took the GEMM path
+  for (int i = 0; i < 2 * kTrials + 4; ++i) {
+    CAPTURE(i);
+    const std::uint64_t f0 = test::required_kernel_calls(*rt, kForward), b0 = test::required_kernel_calls(*rt, kBackward);
+    check_close(forward(c, x, w, b, false), lib, ref, magnitude, "output");
+    const auto got = backward(c, go, x, w, mask, false);
+    fwd_gemm.push_back(test::required_kernel_calls(*rt, kForward) - f0);
+    bwd_gemm.push_back(test::required_kernel_calls(*rt, kBackward) - b0);
+    check_close(std::get<0>(got), std::get<0>(lib_grads), std::get<0>(ref_grads), std::get<0>(magnitudes), "grad_input");
+    check_close(std::get<1>(got), std::get<1>(lib_grads), std::get<1>(ref_grads), std::get<1>(magnitudes), "grad_weight");
+    check_close(std::get<2>(got), std::get<2>(lib_grads), std::get<2>(ref_grads), std::get<2>(magnitudes), "grad_bias");
+  }
+  for (const auto* calls : {&fwd_gemm, &bwd_gemm}) {
+    // The trials: LibTorch's kernel, then the GEMM path, in turn - four calls where the GEMM
+    // path was far slower, 2 * kTrials otherwise; then one path for good.
+    const auto& seq = *calls;
+    bool constant_after_four = true;
+    for (size_t i = 5; i < seq.size(); ++i) constant_after_four = constant_after_four && seq[i] == seq[4];
+    const size_t trials = constant_after_four && seq[4] == 0 ? 4 : 2 * kTrials;
+    CAPTURE(trials);
+    for (size_t i = 0; i < trials; ++i) CHECK(seq[i] == i % 2);
+    for (size_t i = trials + 1; i < seq.size(); ++i) CHECK(seq[i] == seq[trials]);
+  }
+  // The read-back says how the shapes timed so far went.
+  auto precision = rt->device_handle()->precision();
+  REQUIRE(precision.ok());
+  const auto values = precision.value()->read_back();
+  REQUIRE(values.ok());
+  std::string said;
+  for (const auto& v : values.value())
+    if (v.key == "convolution_shapes") said = v.value;
+  CHECK(said.find(" by the GEMM path, ") != std::string::npos);
+  CHECK(said.find(" by LibTorch's kernel") != std::string::npos);
 }
 
 }  // namespace conv_gemm_suite

@@ -1,0 +1,74 @@
+// Internal to the CPU plugin's operator kernels (operator_kernels.cpp): which of two ways to
+// compute a convolution - LibTorch's own kernel (oneDNN) or the plugin's GEMM over its patches
+// (conv_gemm.hpp) - is the faster for one shape, found by timing both on the program's own calls.
+//
+// Neither wins everywhere. On an AVX-512 Xeon at 2 threads the GEMM path ran pytorch/examples'
+// DCGAN discriminator's 128 -> 256 4x4 stride-2 layer (7x7 -> 3x3) about 1.4x as fast as oneDNN,
+// forward and backward, and its 64 -> 128 layer (14x14 -> 7x7) no faster, while a ResNet's
+// 3x3 layers over 32x32 pixels are oneDNN's. So each shape (sizes, strides, arguments, which
+// gradients, thread count) takes its first calls through the two in turn, each call doing the
+// program's real work, and keeps the GEMM path only where its best time beats LibTorch's by the
+// margin (a path far slower after one counted call each is dropped at once); the rest of the
+// run takes the kept one. Like cuDNN's benchmark mode, but without the
+// extra calls: nothing is computed twice.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace accelkit::cpu::conv_choice {
+
+enum class Path : std::uint8_t { libtorch, gemm };
+
+// What one call of a shape does: the path kept, or a trial of one (to be timed and recorded).
+struct Turn {
+  Path path = Path::libtorch;
+  bool trial = false;
+};
+
+// A shape: every number that can change either path's time (built by the caller).
+using Key = std::vector<std::int64_t>;
+
+struct KeyHash {
+  std::size_t operator()(const Key& k) const noexcept;
+};
+
+class Table {
+ public:
+  // Calls of each path before the choice; the first of each is a warm-up (fresh memory, cold
+  // caches, oneDNN's primitive made) and not counted.
+  static constexpr int kTrials = 4;
+  // The GEMM path is kept where its best time is below this fraction of LibTorch's best.
+  static constexpr double kMargin = 0.9;
+  // Where the GEMM path's first counted call took more than this times LibTorch's, the choice is
+  // LibTorch's at once: no more slow trials (a ResNet's 3x3 layers: 2-3x).
+  static constexpr double kEarlyOut = 1.5;
+  // Shapes the table holds; calls of further shapes take LibTorch's kernel untimed.
+  static constexpr std::size_t kMaxShapes = 4096;
+
+  // The next call of this shape: trials alternate LibTorch's kernel and the GEMM path
+  // (LibTorch's first), then the kept path.
+  Turn next(const Key& key);
+  // A trial's time in milliseconds.
+  void record(const Key& key, Path path, double ms);
+
+  struct Counts {
+    std::size_t gemm = 0, libtorch = 0, trying = 0;  // shapes decided each way, and undecided
+  };
+  Counts counts() const;
+
+ private:
+  struct Entry {
+    int issued = 0;  // trial turns handed out
+    std::vector<double> times[2];
+    bool decided = false;
+    Path kept = Path::libtorch;
+  };
+  mutable std::mutex mu_;
+  std::unordered_map<Key, Entry, KeyHash> entries_;
+};
+
+}  // namespace accelkit::cpu::conv_choice
