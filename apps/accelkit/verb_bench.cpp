@@ -61,6 +61,7 @@ void render_check(std::ostream& out, const BenchResult& r) {
         << "baseline: " << sci(a.rel_diff) << " relative (tolerance " << sci(a.tolerance) << ": "
         << (a.ok ? "ok" : "FAILED") << ")";
   if (a.tuned_rel_diff) out << "; tuned vs baseline " << sci(*a.tuned_rel_diff);
+  if (a.rounding_spread) out << "; the baseline's own loss under rounding noise " << sci(*a.rounding_spread);
   out << "\n  why this tolerance: " << a.why << '\n';
 }
 

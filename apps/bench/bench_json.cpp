@@ -354,6 +354,7 @@ std::string bench_json(const BenchResult& r, int indent) {
       .field("tolerance", r.accuracy.tolerance)
       .field("ok", r.accuracy.ok)
       .field_if("tuned_rel_diff", r.accuracy.tuned_rel_diff)
+      .field_if("rounding_spread", r.accuracy.rounding_spread)
       .field_if("cosine", r.accuracy.cosine)
       .field("why", r.accuracy.why)
       .close();

@@ -150,6 +150,18 @@ TEST_CASE("every model gives finite positive timings, speedup = baseline / accel
     CHECK(r.accuracy.rel_diff <= r.accuracy.tolerance);
     CHECK(r.accuracy.compared == (std::string(model) == "optimizer" ? "parameters" : "loss"));
     CHECK(!r.accuracy.why.empty());
+    // fp32 training: the baseline's own sensitivity to rounding measured beside the check; these
+    // small models stay far below the fp32 tolerance, which it then leaves as it is.
+    if (std::string(model) != "optimizer" && r.accelkit.dtype == "fp32") {
+      REQUIRE(r.accuracy.rounding_spread);
+      CHECK(*r.accuracy.rounding_spread >= 0);
+      CHECK(*r.accuracy.rounding_spread < 1e-5);
+      CHECK(r.accuracy.why.find("Rounding alone") == std::string::npos);
+      const auto j = nlohmann::json::parse(accelkit::bench_json(r));
+      CHECK(j["accuracy"]["rounding_spread"].get<double>() == doctest::Approx(*r.accuracy.rounding_spread));
+    } else {
+      CHECK_FALSE(r.accuracy.rounding_spread);
+    }
     REQUIRE(r.floor.measured);
     CHECK(r.floor.copy_gbps > 0);
     CHECK(r.floor.inplace_gbps > 0);

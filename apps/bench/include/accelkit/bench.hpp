@@ -182,6 +182,9 @@ struct BenchAccuracy {
   double tolerance = 0;
   double rel_diff = 0;    // accelkit vs baseline, max over the check steps
   std::optional<double> tuned_rel_diff;
+  // Training in fp32: how far the baseline's own check values moved when its weights were each
+  // moved by up to an ulp at random (the model's sensitivity to rounding alone).
+  std::optional<double> rounding_spread;
   std::optional<double> cosine;  // inference: cosine similarity of accelkit's outputs to the baseline's
   bool ok = false;
   std::string why;        // why this tolerance
