@@ -111,6 +111,22 @@ void check_close(const at::Tensor& got, const at::Tensor& lib, const at::Tensor&
   CHECK(e <= 4 * e_lib + 2e-6);
 }
 
+// A convolution's gradients `got` against LibTorch's kernel and fp64, for what `mask` asks (what
+// it leaves out is not read: LibTorch's kernel computes some of it anyway).
+void check_grads(const Conv& c, const at::Tensor& g, const at::Tensor& x, const at::Tensor& w, std::array<bool, 3> mask,
+                 const std::tuple<at::Tensor, at::Tensor, at::Tensor>& got) {
+  auto fp64 = [](const at::Tensor& t) { return t.to(at::kDouble); };
+  auto fp64_abs = [](const at::Tensor& t) { return t.to(at::kDouble).abs(); };
+  const auto lib = backward(c, g, x, w, mask, true);
+  const auto ref = backward(c, fp64(g), fp64(x), fp64(w), mask, true);
+  const auto magnitudes = backward(c, fp64_abs(g), fp64_abs(x), fp64_abs(w), mask, true);
+  if (mask[0])
+    check_close(std::get<0>(got), std::get<0>(lib), std::get<0>(ref), std::get<0>(magnitudes), "grad_input");
+  if (mask[1])
+    check_close(std::get<1>(got), std::get<1>(lib), std::get<1>(ref), std::get<1>(magnitudes), "grad_weight");
+  if (mask[2]) check_close(std::get<2>(got), std::get<2>(lib), std::get<2>(ref), std::get<2>(magnitudes), "grad_bias");
+}
+
 // A random convolution with one pixel on the small side (1x1 output of a plain one, 1x1 input
 // of a transposed one), sometimes with one input or output channel too.
 Conv random_one_pixel(std::mt19937& rng) {
@@ -204,19 +220,10 @@ TEST_CASE("one-pixel convolutions: the GEMM path against LibTorch's kernel and f
     const std::array<bool, 3> mask{i % 4 != 1, i % 4 != 2, c.bias};
     CAPTURE(mask[0]);
     CAPTURE(mask[1]);
-    const auto lib_grads = backward(c, g, x, w, mask, true);
     const auto got_grads = backward(c, g, x, w, mask, false);
     // The first layer's weight gradient may take the register loop instead: counted the same.
     CHECK(test::required_kernel_calls(*rt, kBackward) == ++backward_calls);
-    const auto ref_grads = backward(c, fp64(g), fp64(x), fp64(w), mask, true);
-    const auto magnitudes = backward(c, fp64_abs(g), fp64_abs(x), fp64_abs(w), mask, true);
-    // What the mask leaves out is not read (LibTorch's kernel computes some of it anyway).
-    if (mask[0]) check_close(std::get<0>(got_grads), std::get<0>(lib_grads), std::get<0>(ref_grads),
-                             std::get<0>(magnitudes), "grad_input");
-    if (mask[1]) check_close(std::get<1>(got_grads), std::get<1>(lib_grads), std::get<1>(ref_grads),
-                             std::get<1>(magnitudes), "grad_weight");
-    if (mask[2]) check_close(std::get<2>(got_grads), std::get<2>(lib_grads), std::get<2>(ref_grads),
-                             std::get<2>(magnitudes), "grad_bias");
+    check_grads(c, g, x, w, mask, got_grads);
   }
 }
 
@@ -341,16 +348,7 @@ TEST_CASE("the GEMM path on convolutions of any shape, called directly, against 
     const std::array<bool, 3> mask{i % 4 != 1, i % 4 != 2, c.bias};
     CAPTURE(mask[0]);
     CAPTURE(mask[1]);
-    const auto lib_grads = backward(c, go, x, w, mask, true);
-    const auto got_grads = cpu::conv_gemm::backward(go, x, w, *g, mask);
-    const auto ref_grads = backward(c, fp64(go), fp64(x), fp64(w), mask, true);
-    const auto magnitudes = backward(c, fp64_abs(go), fp64_abs(x), fp64_abs(w), mask, true);
-    if (mask[0]) check_close(std::get<0>(got_grads), std::get<0>(lib_grads), std::get<0>(ref_grads),
-                             std::get<0>(magnitudes), "grad_input");
-    if (mask[1]) check_close(std::get<1>(got_grads), std::get<1>(lib_grads), std::get<1>(ref_grads),
-                             std::get<1>(magnitudes), "grad_weight");
-    if (mask[2]) check_close(std::get<2>(got_grads), std::get<2>(lib_grads), std::get<2>(ref_grads),
-                             std::get<2>(magnitudes), "grad_bias");
+    check_grads(c, go, x, w, mask, cpu::conv_gemm::backward(go, x, w, *g, mask));
   }
   CHECK(taken >= 190);
 }
@@ -423,9 +421,6 @@ TEST_CASE("the per-shape choice through the dispatcher: every call within LibTor
   const at::Tensor magnitude = forward(c, fp64_abs(x), fp64_abs(w), fp64_abs(b), true);
   const at::Tensor go = layout(at::randn(lib.sizes()), true);
   const std::array<bool, 3> mask{true, true, true};
-  const auto lib_grads = backward(c, go, x, w, mask, true);
-  const auto ref_grads = backward(c, fp64(go), fp64(x), fp64(w), mask, true);
-  const auto magnitudes = backward(c, fp64_abs(go), fp64_abs(x), fp64_abs(w), mask, true);
   std::vector<std::uint64_t> fwd_gemm, bwd_gemm;  // whether each call took the GEMM path
   for (int i = 0; i < 2 * kTrials + 4; ++i) {
     CAPTURE(i);
@@ -434,9 +429,7 @@ TEST_CASE("the per-shape choice through the dispatcher: every call within LibTor
     const auto got = backward(c, go, x, w, mask, false);
     fwd_gemm.push_back(test::required_kernel_calls(*rt, kForward) - f0);
     bwd_gemm.push_back(test::required_kernel_calls(*rt, kBackward) - b0);
-    check_close(std::get<0>(got), std::get<0>(lib_grads), std::get<0>(ref_grads), std::get<0>(magnitudes), "grad_input");
-    check_close(std::get<1>(got), std::get<1>(lib_grads), std::get<1>(ref_grads), std::get<1>(magnitudes), "grad_weight");
-    check_close(std::get<2>(got), std::get<2>(lib_grads), std::get<2>(ref_grads), std::get<2>(magnitudes), "grad_bias");
+    check_grads(c, go, x, w, mask, got);
   }
   for (const auto* calls : {&fwd_gemm, &bwd_gemm}) {
     // The trials: LibTorch's kernel, then the GEMM path, in turn - four calls where the GEMM
