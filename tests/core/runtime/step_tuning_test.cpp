@@ -373,6 +373,33 @@ TEST_CASE("step tuning revisits a decision: 1 thread under a burst, 2 once the m
   for (int i = 0; i < 200; ++i) CHECK(m.step() == kSingle);
 }
 
+TEST_CASE("step tuning revisits a decision taken under half a core's load once that load stops") {
+  // Another process busy over part of the observation: 0.48 cores on average, short of
+  // load_change, yet enough to make 1 thread win. Once it stops (0.02 cores) the fall to under
+  // half the decision's load counts: 2 threads again.
+  Machine m;
+  m.busy = true;
+  m.load = [] { return 0.48; };
+  REQUIRE(m.run_until([&] { return m.tuner.decided(); }, 1000));
+  const StepTuningStatus& st = m.tuner.status();
+  REQUIRE(st.chosen == 1);
+  CHECK(m.tuner.decision_load() == doctest::Approx(0.48));
+  m.busy = false;
+  m.load = [] { return 0.02; };
+  REQUIRE(m.run_until([&] { return st.redecisions > 0; }, 60));
+  INFO(st.why);
+  CHECK(st.chosen == 0);
+  CHECK(st.why.find("other processes kept 0.02 cores busy (0.48 when it was decided)") != std::string::npos);
+  // A decision under 0.3 cores with the load staying between 0.2 and 0.4: no fall to half by
+  // 0.25 cores, so nothing in 20,000 steps.
+  Machine n;
+  std::mt19937 rng(5);
+  n.load = [&rng] { return std::uniform_real_distribution<double>(0.2, 0.4)(rng); };
+  for (int i = 0; i < 20000; ++i) n.step();
+  REQUIRE(n.tuner.decided());
+  CHECK(n.tuner.status().redecisions == 0);
+}
+
 TEST_CASE("step tuning revisits nothing under steady noise, bursts shorter than the sustain, or when told not to") {
   {  // Steps +-15% apart, other processes at 0-0.4 cores: no re-observation in 20,000 steps.
     Machine m;

@@ -20,8 +20,9 @@
 // program's own step time: the median interval times the intervals, so work the program does
 // between its steps does not stretch a window), the median interval between the training steps
 // and how many cores other processes keep busy; where either moves away from what it was when
-// the decision was taken (load_change cores, time_change of the step) for sustain_windows
-// windows in a row, it re-times on the program's next steps (revisit_rounds each) the standing
+// the decision was taken (load_change cores, time_change of the step; a load that falls to half
+// what it was by at least load_fall_min cores counts too: a choice made while others kept half a
+// core busy is not trusted once they stop) for sustain_windows windows in a row, it re-times on the program's next steps (revisit_rounds each) the standing
 // choice and the candidates the change can favour, and switches where one beats the standing
 // one by revisit_margin:
 //   - other processes' load fell: the candidates with more threads than the standing choice;
@@ -143,6 +144,7 @@ class StepTuner {
     double watch_ms = 500;         // a watch window holds at least this much of the steps' own time...
     int watch_steps = 5;           // ...and this many intervals between training steps
     double load_change = 0.5;      // cores of other processes' load away from the decision's
+    double load_fall_min = 0.25;   // ...or a fall to half the decision's load, by at least this
     double time_change = 0.25;     // the window's median step away from the reference, a fraction
     int sustain_windows = 3;       // windows in a row a change must last
     int gap_windows = 10;          // windows after a re-observation before the next may begin
@@ -216,6 +218,8 @@ class StepTuner {
   // The candidates a change of other processes' load in `direction` (< 0 fell, > 0 rose, 0:
   // unknown) can favour, the standing choice among them.
   std::vector<bool> favoured(int direction) const;
+  // How other processes' load moved from the decision's: 1 rose, -1 fell, 0 not far enough.
+  int load_moved(double load) const;
   // A sustained change that leaves nothing to re-time: its figures become the references.
   void retake_reference(double load, double ms, const std::string& reason, int direction);
   void begin_reobservation(const std::string& reason, std::vector<bool> which);

@@ -47,10 +47,10 @@ void check_step_options(const StepTuner::Options& o) {
         "step tuning: rounds >= 1, warmup_rounds >= 0, steps_per_turn >= 1, settle_steps >= 0 and give_up_factor >= 1");
   if (o.revisit && (o.watch_ms < 0 || o.watch_steps < 1 || o.sustain_windows < 1 || o.gap_windows < 0 ||
                     o.max_gap_windows < o.gap_windows || o.revisit_rounds < 1 || o.load_change <= 0 ||
-                    o.time_change <= 0))
+                    o.load_fall_min <= 0 || o.time_change <= 0))
     throw std::invalid_argument(
         "step tuning: watch_ms >= 0, watch_steps, sustain_windows and revisit_rounds >= 1, 0 <= gap_windows <= "
-        "max_gap_windows, load_change and time_change > 0");
+        "max_gap_windows, load_change, load_fall_min and time_change > 0");
 }
 
 }  // namespace
