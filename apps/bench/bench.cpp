@@ -824,11 +824,7 @@ class TrainBench {
         run.plans->forget();
       }
       const std::uint64_t calls_before = i == 1 ? plugin_kernel_calls(rt) : 0;
-      for (int s = 0; s < o.check_steps; ++s) {
-        at::Tensor l = run.step(x, target);
-        if (!optimizer_only) run.info.check.push_back(l.item<double>());
-      }
-      run.info.check.push_back(run.final_value(x, target));
+      take_check_steps(run);
       if (i == 0) draws_random = generator_state() != generator_before;
       if (!own_kernels.empty()) {
         run.plan.kernels.swap(own_kernels);
@@ -841,8 +837,9 @@ class TrainBench {
   }
 
   // How far the baseline's check values move when only rounding changes: its check steps again,
-  // from its weights each moved by up to an ulp at random (its own seed for dropout, as before). A model that amplifies that beyond the fp32 tolerance (BatchNorm over a small batch,
-  // and Adam's first steps, which move every weight by about lr whatever its gradient's size:
+  // from its weights each moved by up to an ulp at random (its own seed for dropout, as before).
+  // A model that amplifies that beyond the fp32 tolerance (BatchNorm over a small batch, and
+  // Adam's first steps, which move every weight by about lr whatever its gradient's size:
   // torchvision's MobileNetV2 at batch 16 moved 4e-4 relative after 3 AdamW steps with every
   // kernel LibTorch's) gets a tolerance of 10x that (judge_accuracy). fp32 training only, where
   // the caller set no tolerance.
@@ -862,9 +859,18 @@ class TrainBench {
       }
     }
     torch::manual_seed(o.seed + 3);
-    for (int s = 0; s < o.check_steps; ++s) again.info.check.push_back(again.step(x, target).item<double>());
-    again.info.check.push_back(again.final_value(x, target));
+    take_check_steps(again);
     r.accuracy.rounding_spread = diff_to_baseline(again);
+  }
+
+  // A variant's check steps: the loss of each (none for the optimizer model), then the final
+  // loss or the parameters' norm, into its check values.
+  void take_check_steps(Runner& run) {
+    for (int s = 0; s < o.check_steps; ++s) {
+      at::Tensor l = run.step(x, target);
+      if (!optimizer_only) run.info.check.push_back(l.item<double>());
+    }
+    run.info.check.push_back(run.final_value(x, target));
   }
 
   // The worst relative difference of a variant's check values (or parameters) from the

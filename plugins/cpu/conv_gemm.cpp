@@ -36,7 +36,7 @@ bool read_pair(at::IntArrayRef v, int64_t empty, int64_t out[2]) {
   return true;
 }
 
-// The geometry of this convolution, or false where the arguments are not the ones fit() takes
+// The geometry of this convolution, or false where the arguments are not the ones fit_any() takes
 // (LibTorch's kernel then says what is wrong with them, if anything).
 bool geometry(const at::Tensor& input, const at::Tensor& weight, const ConvArgs& a, Geometry& g) {
   if (!read_pair(a.stride, 1, g.stride) || !read_pair(a.padding, 0, g.pad) || !read_pair(a.dilation, 1, g.dil) ||
@@ -184,16 +184,6 @@ std::optional<Geometry> fit_any(const at::Tensor& input, const at::Tensor& weigh
     return std::nullopt;
   Geometry g;
   if (!geometry(input, weight, a, g) || g.rows() * g.patch() > kMaxPatchElements) return std::nullopt;
-  return g;
-}
-
-std::optional<Geometry> fit(const at::Tensor& input, const at::Tensor& weight, const ConvArgs& a) {
-  // One pixel on the small side: the layer is a matrix product. (One input or output channel
-  // with more pixels would go the same way, but was measured slower or no faster than oneDNN in
-  // one direction or the other - the patches' copies cost what the GEMM saves - so it stays
-  // LibTorch's: bench/results/programs.md.)
-  auto g = fit_any(input, weight, a);
-  if (g && !one_pixel(*g)) return std::nullopt;
   return g;
 }
 

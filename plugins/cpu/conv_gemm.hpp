@@ -53,22 +53,20 @@ struct Geometry {
   }
 };
 
-// The geometry of this convolution where the path takes it (forward and, with a grad_output of
-// its output_shape(), backward): one pixel on the small side, fp32 on the CPU, strided 4-d
-// tensors, one group, a patch matrix within kMaxPatchElements. nullopt: LibTorch's.
-std::optional<Geometry> fit(const at::Tensor& input, const at::Tensor& weight, const ConvArgs& a);
+// The geometry of this convolution where the path can compute it (forward and, with a
+// grad_output of its output_shape(), backward): fp32 on the CPU, strided 4-d tensors, one group,
+// a patch matrix within kMaxPatchElements. nullopt: LibTorch's.
+std::optional<Geometry> fit_any(const at::Tensor& input, const at::Tensor& weight, const ConvArgs& a);
 
 // One pixel on the small side: a plain convolution's 1x1 output, a transposed one's 1x1 input.
 inline bool one_pixel(const Geometry& g) { return g.OH * g.OW == 1; }
 
-// The same for any number of pixels: every convolution the path can compute.
-std::optional<Geometry> fit_any(const at::Tensor& input, const at::Tensor& weight, const ConvArgs& a);
 
-// aten::convolution for what fit() took.
+// aten::convolution for what fit_any() took.
 at::Tensor forward(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
                    const Geometry& g);
 
-// aten::convolution_backward for what fit() took: {grad_input, grad_weight, grad_bias}, each
+// aten::convolution_backward for what fit_any() took: {grad_input, grad_weight, grad_bias}, each
 // undefined where output_mask leaves it out.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> backward(const at::Tensor& grad_output, const at::Tensor& input,
                                                         const at::Tensor& weight, const Geometry& g,

@@ -49,9 +49,9 @@ namespace {
 
 // The convolution shapes timed so far: "3 by the GEMM path, 5 by LibTorch's kernel, 1 being timed".
 std::string convolution_shapes_text() {
-  const ConvolutionShapes c = convolution_shapes();
+  const conv_choice::Table::Counts c = convolution_shapes();
   std::string s = std::to_string(c.gemm) + " by the GEMM path, " + std::to_string(c.libtorch) + " by LibTorch's kernel";
-  if (c.timing > 0) s += ", " + std::to_string(c.timing) + " being timed";
+  if (c.trying > 0) s += ", " + std::to_string(c.trying) + " being timed";
   return s;
 }
 

@@ -480,10 +480,9 @@ std::uint64_t operator_kernel_calls(const std::string& op) noexcept {
   return 0;
 }
 
-ConvolutionShapes convolution_shapes() noexcept {
+conv_choice::Table::Counts convolution_shapes() noexcept {
   try {
-    const auto c = choices().counts();
-    return {c.gemm, c.libtorch, c.trying};
+    return choices().counts();
   } catch (...) {
     return {};
   }

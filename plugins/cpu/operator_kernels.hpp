@@ -4,11 +4,11 @@
 
 #include <accelkit/sdk/precision.hpp>
 
-#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "conv_choice.hpp"
 #include "isa.hpp"
 
 namespace accelkit::cpu {
@@ -25,9 +25,6 @@ std::uint64_t operator_kernel_calls(const std::string& op) noexcept;
 
 // The convolution shapes timed in this process (operator_kernels.cpp, conv_choice.hpp): how many
 // kept the GEMM path, how many LibTorch's kernel, how many are still being timed.
-struct ConvolutionShapes {
-  std::size_t gemm = 0, libtorch = 0, timing = 0;
-};
-ConvolutionShapes convolution_shapes() noexcept;
+conv_choice::Table::Counts convolution_shapes() noexcept;
 
 }  // namespace accelkit::cpu
