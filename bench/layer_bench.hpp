@@ -1,5 +1,5 @@
 // What the layer-by-layer benches of the CPU plugin's kernels share (accelkit_bench_narrow_conv,
-// accelkit_bench_batch_norm): their command line, and LibTorch's side of the comparison - the
+// accelkit_bench_batch_norm, accelkit_bench_max_pool): their command line, and LibTorch's side of the comparison - the
 // runtime's own plan without the plugin's kernels.
 #pragma once
 

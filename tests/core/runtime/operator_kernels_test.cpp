@@ -159,6 +159,8 @@ TEST_CASE("operator kernels: max_pool2d_with_indices equals LibTorch's kernel on
       {64, 20, 8, 8},    // and its second
       {3, 5, 7, 9},      // odd: the last row and column belong to no window
       {1, 1, 2, 2},      {2, 3, 2, 41}, {8, 16, 64, 64},  // one window; one row; several threads' worth
+      {2, 3, 6, 14},     {2, 2, 5, 10}, {1, 2, 4, 13},    // rows ending in 3, 1 and 2 of the loop's 4 windows
+      {4, 8, 15, 15},                                     // DCGAN-like odd planes: 7 windows a row
   };
   const std::vector<int64_t> k2{2, 2};
   std::uint64_t calls = plugin_calls(*rt);
