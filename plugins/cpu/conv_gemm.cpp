@@ -90,30 +90,53 @@ at::MemoryFormat result_format(const at::Tensor& input, const at::Tensor& weight
 // else one copy. Patch rows then gather runs of C contiguous values.
 at::Tensor pixels_last(const at::Tensor& image) { return image.contiguous(at::MemoryFormat::ChannelsLast); }
 
+// The window positions kw in [lo, hi) of a window row starting at image column iw0 that fall
+// inside the image (lo == hi where none do).
+struct Span {
+  int64_t lo = 0, hi = 0;
+};
+Span inside(int64_t iw0, const Geometry& g) {
+  Span s;
+  const int64_t d = g.dil[1];
+  s.lo = iw0 >= 0 ? 0 : std::min<int64_t>(g.KW, (-iw0 + d - 1) / d);
+  s.hi = iw0 >= g.W ? 0 : std::min<int64_t>(g.KW, (g.W - 1 - iw0) / d + 1);
+  s.hi = std::max(s.hi, s.lo);
+  return s;
+}
+
 // The rows [N*OH*OW, KH*KW*C] of patch values of `image` ([N, C, H, W]), each in (kh, kw, c)
-// order: one run of C values a window position, zeros where it leaves the image.
+// order: one run of C values a window position, zeros where it leaves the image. Without
+// dilation a window row's positions are neighbours in a channels-last image, so the part of the
+// row inside the image is one copy of up to KW*C values.
 at::Tensor patches(const at::Tensor& image, const Geometry& g) {
   const at::Tensor img = pixels_last(image);
   at::Tensor cols = at::empty({g.rows(), g.patch()}, image.options().memory_format(at::MemoryFormat::Contiguous));
   const float* src = img.data_ptr<float>();
   float* dst = cols.data_ptr<float>();
-  const int64_t C = g.C, K = g.patch();
+  const int64_t C = g.C, K = g.patch(), KWC = g.KW * C;
   const int64_t row_stride = g.W * C, image_stride = g.H * g.W * C;
   at::parallel_for(0, g.N * g.OH, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, g.OW * K)), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       const int64_t n = r / g.OH, oh = r % g.OH;
       for (int64_t ow = 0; ow < g.OW; ++ow) {
+        const int64_t iw0 = ow * g.stride[1] - g.pad[1];
+        const Span span = inside(iw0, g);
         float* out = dst + (r * g.OW + ow) * K;
-        for (int64_t kh = 0; kh < g.KH; ++kh) {
+        for (int64_t kh = 0; kh < g.KH; ++kh, out += KWC) {
           const int64_t ih = oh * g.stride[0] - g.pad[0] + kh * g.dil[0];
-          const bool row_in = ih >= 0 && ih < g.H;
-          for (int64_t kw = 0; kw < g.KW; ++kw, out += C) {
-            const int64_t iw = ow * g.stride[1] - g.pad[1] + kw * g.dil[1];
-            if (row_in && iw >= 0 && iw < g.W)
-              std::copy_n(src + n * image_stride + ih * row_stride + iw * C, C, out);
-            else
-              std::fill_n(out, C, 0.0f);
+          if (ih < 0 || ih >= g.H || span.lo == span.hi) {
+            std::fill_n(out, KWC, 0.0f);
+            continue;
           }
+          const float* row = src + n * image_stride + ih * row_stride;
+          std::fill_n(out, span.lo * C, 0.0f);
+          if (g.dil[1] == 1) {
+            std::copy_n(row + (iw0 + span.lo) * C, (span.hi - span.lo) * C, out + span.lo * C);
+          } else {
+            for (int64_t kw = span.lo; kw < span.hi; ++kw)
+              std::copy_n(row + (iw0 + kw * g.dil[1]) * C, C, out + kw * C);
+          }
+          std::fill_n(out + span.hi * C, (g.KW - span.hi) * C, 0.0f);
         }
       }
     }
@@ -123,26 +146,35 @@ at::Tensor patches(const at::Tensor& image, const Geometry& g) {
 
 // The inverse: each row's values added to the image pixels its window covers, as a
 // [N, C, H, W] tensor with channels-last strides. Images are independent (one thread each);
-// within one, rows add in order, so the result does not depend on the thread count.
+// within one, rows add in order, so the result does not depend on the thread count. Without
+// dilation a window row's part inside the image is one run of up to KW*C values, as in patches().
 at::Tensor scatter(const at::Tensor& cols, const Geometry& g) {
   at::Tensor image = at::zeros({g.N, g.H, g.W, g.C}, cols.options());
   const float* src = cols.data_ptr<float>();
   float* dst = image.data_ptr<float>();
-  const int64_t C = g.C, K = g.patch();
+  const int64_t C = g.C, K = g.patch(), KWC = g.KW * C;
   at::parallel_for(0, g.N, 1, [&](int64_t b, int64_t e) {
     for (int64_t n = b; n < e; ++n) {
       float* plane = dst + n * g.H * g.W * C;
       for (int64_t oh = 0; oh < g.OH; ++oh)
         for (int64_t ow = 0; ow < g.OW; ++ow) {
+          const int64_t iw0 = ow * g.stride[1] - g.pad[1];
+          const Span span = inside(iw0, g);
           const float* in = src + ((n * g.OH + oh) * g.OW + ow) * K;
-          for (int64_t kh = 0; kh < g.KH; ++kh) {
+          for (int64_t kh = 0; kh < g.KH; ++kh, in += KWC) {
             const int64_t ih = oh * g.stride[0] - g.pad[0] + kh * g.dil[0];
-            const bool row_in = ih >= 0 && ih < g.H;
-            for (int64_t kw = 0; kw < g.KW; ++kw, in += C) {
-              const int64_t iw = ow * g.stride[1] - g.pad[1] + kw * g.dil[1];
-              if (!row_in || iw < 0 || iw >= g.W) continue;
-              float* out = plane + (ih * g.W + iw) * C;
-              for (int64_t c = 0; c < C; ++c) out[c] += in[c];
+            if (ih < 0 || ih >= g.H) continue;
+            float* row = plane + ih * g.W * C;
+            if (g.dil[1] == 1) {
+              float* out = row + (iw0 + span.lo) * C;
+              const float* add = in + span.lo * C;
+              const int64_t count = (span.hi - span.lo) * C;
+              for (int64_t i = 0; i < count; ++i) out[i] += add[i];
+            } else {
+              for (int64_t kw = span.lo; kw < span.hi; ++kw) {
+                float* out = row + (iw0 + kw * g.dil[1]) * C;
+                for (int64_t c = 0; c < C; ++c) out[c] += in[kw * C + c];
+              }
             }
           }
         }
