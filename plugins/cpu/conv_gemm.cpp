@@ -169,10 +169,12 @@ at::Tensor scatter(const at::Tensor& cols, const Geometry& g) {
               float* out = row + (iw0 + span.lo) * C;
               const float* add = in + span.lo * C;
               const int64_t count = (span.hi - span.lo) * C;
+#pragma omp simd
               for (int64_t i = 0; i < count; ++i) out[i] += add[i];
             } else {
               for (int64_t kw = span.lo; kw < span.hi; ++kw) {
                 float* out = row + (iw0 + kw * g.dil[1]) * C;
+#pragma omp simd
                 for (int64_t c = 0; c < C; ++c) out[c] += in[kw * C + c];
               }
             }
