@@ -39,8 +39,7 @@ double rel_diff(const at::Tensor& a, const at::Tensor& b) {
   return (a - b).abs().max().item<double>() / std::max(1e-30, b.abs().max().item<double>());
 }
 
-void time_layer(accelkit::Runtime& rt, const accelkit::PrecisionPlan& libtorch_plan, int threads, int rounds,
-                at::MemoryFormat fmt, const Layer& l) {
+void time_layer(const accelkit::bench_layers::Session& s, int rounds, at::MemoryFormat fmt, const Layer& l) {
   const int64_t C = l.input[1];
   const at::Tensor x = at::randn(l.input).contiguous(fmt), g = at::randn(l.input).contiguous(fmt);
   const at::Tensor w = at::rand({C}) + 0.5, b = at::randn({C});
@@ -49,47 +48,21 @@ void time_layer(accelkit::Runtime& rt, const accelkit::PrecisionPlan& libtorch_p
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return at::native_batch_norm(x, w, b, rm, rv, true, 0.1, 1e-5);
   };
-  auto bwd = [&](const std::tuple<at::Tensor, at::Tensor, at::Tensor>& f) {
+  using Out = std::tuple<at::Tensor, at::Tensor, at::Tensor>;
+  auto bwd = [&](const Out& f) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return at::native_batch_norm_backward(g, x, w, rm, rv, std::get<1>(f), std::get<2>(f), true, 1e-5,
                                           {true, true, true});
   };
-  auto use = [&](bool plugin) {
-    rt.apply_precision(plugin ? rt.precision() : libtorch_plan);
-    at::set_num_threads(threads);
-  };
-  std::array<std::vector<double>, 5> t;  // plugin fwd, LibTorch fwd, plugin bwd, LibTorch bwd, copy
   double diff = 0;
-  for (int r = -3; r < rounds; ++r) {
-    for (int v = 0; v < 2; ++v) {
-      const bool plugin = (v == 0) == (r % 2 == 0);
-      use(plugin);
-      auto t0 = Clock::now();
-      const auto out = fwd();
-      const double f = ms_since(t0);
-      t0 = Clock::now();
-      const auto grads = bwd(out);
-      const double bw = ms_since(t0);
-      if (r >= 0) {
-        t[plugin ? 0 : 1].push_back(f);
-        t[plugin ? 2 : 3].push_back(bw);
-      }
-      if (r == -1 && plugin) {
-        use(false);
-        const auto lib = fwd();
-        const auto lib_grads = bwd(lib);
+  const auto t = accelkit::bench_layers::alternate(
+      s, rounds, x, fwd, bwd, [&](const Out& out, const Out& grads, const Out& lib, const Out& lib_grads) {
         diff = std::max({rel_diff(std::get<0>(out), std::get<0>(lib)), rel_diff(std::get<0>(grads), std::get<0>(lib_grads)),
                          rel_diff(std::get<1>(grads), std::get<1>(lib_grads)),
                          rel_diff(std::get<2>(grads), std::get<2>(lib_grads))});
-      }
-    }
-    const auto t0 = Clock::now();
-    const at::Tensor copy = x.clone();
-    if (r >= 0) t[4].push_back(ms_since(t0));
-  }
-  const double pf = median(t[0]), lf = median(t[1]), pb = median(t[2]), lb = median(t[3]);
-  std::printf("  %-30s %9.3f %9.3f %7.2fx %9.3f %9.3f %7.2fx %9.3f %9.1e\n", l.name, pf, lf, lf / pf, pb, lb, lb / pb,
-              median(t[4]), diff);
+      });
+  std::printf("  %-30s %9.3f %9.3f %7.2fx %9.3f %9.3f %7.2fx %9.3f %9.1e\n", l.name, t.plugin_fwd, t.libtorch_fwd,
+              t.libtorch_fwd / t.plugin_fwd, t.plugin_bwd, t.libtorch_bwd, t.libtorch_bwd / t.plugin_bwd, t.copy, diff);
 }
 
 }  // namespace
@@ -99,11 +72,8 @@ int main(int argc, char** argv) {
   if (!args) return 2;
   const int rounds = args->rounds;
   const bool channels_last = args->channels_last;
-  auto rt = accelkit::Runtime::start({});
-  // LibTorch's kernels: the same plan (threads, BLAS kernels) without the plugin's kernels.
-  const auto libtorch_plan = accelkit::bench_layers::libtorch_plan(*rt, "native_batch_norm", "accelkit_bench_batch_norm");
-  if (!libtorch_plan) return 1;
-  const int threads = at::get_num_threads();
+  const auto session = accelkit::bench_layers::start("native_batch_norm", "accelkit_bench_batch_norm");
+  if (!session) return 1;
   const std::vector<Layer> layers{
       {"ResNet-20 stage 1 128x16x32x32", {128, 16, 32, 32}},
       {"ResNet-20 stage 2 128x32x16x16", {128, 32, 16, 16}},
@@ -115,11 +85,11 @@ int main(int argc, char** argv) {
   };
   std::printf("training-mode batch_norm, %s, %d threads, fp32 %s, medians of %d rounds (plugin / LibTorch "
               "alternating)\n",
-              rt->device().str().c_str(), threads, channels_last ? "channels-last" : "NCHW", rounds);
+              session->rt->device().str().c_str(), session->threads, channels_last ? "channels-last" : "NCHW", rounds);
   std::printf("  %-30s %9s %9s %8s %9s %9s %8s %9s %9s\n", "layer", "fwd ms", "LibTorch", "speedup", "bwd ms",
               "LibTorch", "speedup", "copy ms", "max diff");
   const auto fmt = channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
-  for (const auto& l : layers) time_layer(*rt, *libtorch_plan, threads, rounds, fmt, l);
-  rt->apply_precision(rt->precision());
+  for (const auto& l : layers) time_layer(*session, rounds, fmt, l);
+  session->use(true);
   return 0;
 }

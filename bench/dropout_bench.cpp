@@ -33,20 +33,15 @@ struct Layer {
   double p;
 };
 
-void time_layer(accelkit::Runtime& rt, const accelkit::PrecisionPlan& libtorch_plan, int threads, int rounds,
-                at::ScalarType dtype, const Layer& l) {
+void time_layer(const accelkit::bench_layers::Session& bench, int rounds, at::ScalarType dtype, const Layer& l) {
   const at::Tensor x = at::randn(l.shape).to(dtype);
   at::Tensor mask = at::empty_like(x);
-  auto use = [&](bool plugin) {
-    rt.apply_precision(plugin ? rt.precision() : libtorch_plan);
-    at::set_num_threads(threads);
-  };
   std::array<std::vector<double>, 5> t;  // plugin dropout, LibTorch dropout, plugin mask, LibTorch mask, copy
   std::array<double, 2> kept{0, 0};
   for (int r = -3; r < rounds; ++r) {
     for (int v = 0; v < 2; ++v) {
       const bool plugin = (v == 0) == (r % 2 == 0);
-      use(plugin);
+      bench.use(plugin);
       auto t0 = Clock::now();
       const at::Tensor y = torch::dropout(x, l.p, /*train=*/true);
       const double d = ms_since(t0);
@@ -77,10 +72,8 @@ int main(int argc, char** argv) {
     if (args) std::fprintf(stderr, "accelkit_bench_dropout: --channels-last does not apply\n");
     return 2;
   }
-  auto rt = accelkit::Runtime::start({});
-  const auto libtorch_plan = accelkit::bench_layers::libtorch_plan(*rt, "bernoulli_.float", "accelkit_bench_dropout");
-  if (!libtorch_plan) return 1;
-  const int threads = at::get_num_threads();
+  const auto session = accelkit::bench_layers::start("bernoulli_.float", "accelkit_bench_dropout");
+  if (!session) return 1;
   const std::vector<Layer> layers{
       {"attention weights 256x64x64, p 0.1", {256, 64, 64}, 0.1},
       {"attention output 4096x128, p 0.1", {4096, 128}, 0.1},
@@ -88,11 +81,11 @@ int main(int argc, char** argv) {
       {"MLP hidden 256x4096, p 0.5", {256, 4096}, 0.5},
   };
   std::printf("training-mode dropout, %s, %d threads, medians of %d rounds (plugin / LibTorch alternating)\n",
-              rt->device().str().c_str(), threads, args->rounds);
+              session->rt->device().str().c_str(), session->threads, args->rounds);
   std::printf("  %-34s %-5s %9s %9s %8s %9s %9s %8s %8s %7s %7s %6s\n", "layer", "dtype", "drop ms", "LibTorch",
               "speedup", "mask ms", "LibTorch", "speedup", "copy ms", "kept", "LibT", "1-p");
   for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16})
-    for (const auto& l : layers) time_layer(*rt, *libtorch_plan, threads, args->rounds, dtype, l);
-  rt->apply_precision(rt->precision());
+    for (const auto& l : layers) time_layer(*session, args->rounds, dtype, l);
+  session->use(true);
   return 0;
 }

@@ -9,30 +9,21 @@
 // kernels), medians of R rounds after warm-up; "same" says whether both kernels' outputs and
 // gradients were equal bit for bit.
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 
-#include <array>
 #include <cstdio>
-#include <string>
+#include <tuple>
 #include <vector>
 
-#include "accelkit/runtime.hpp"
-#include "bench_timing.hpp"
 #include "layer_bench.hpp"
 
 namespace {
-
-using accelkit::bench_timing::Clock;
-using accelkit::bench_timing::median;
-using accelkit::bench_timing::ms_since;
 
 struct Layer {
   const char* name;
   std::vector<int64_t> input;
 };
 
-void time_layer(accelkit::Runtime& rt, const accelkit::PrecisionPlan& libtorch_plan, int threads, int rounds,
-                const Layer& l) {
+void time_layer(const accelkit::bench_layers::Session& s, int rounds, const Layer& l) {
   const std::vector<int64_t> k2{2, 2};
   const at::Tensor x = at::randn(l.input);
   auto fwd = [&] {
@@ -40,44 +31,19 @@ void time_layer(accelkit::Runtime& rt, const accelkit::PrecisionPlan& libtorch_p
     return at::max_pool2d_with_indices(x, k2, k2, {0, 0}, {1, 1}, false);
   };
   const at::Tensor g = at::randn(std::get<0>(fwd()).sizes());
-  auto bwd = [&](const at::Tensor& indices) {
+  auto bwd = [&](const std::tuple<at::Tensor, at::Tensor>& out) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
-    return at::max_pool2d_with_indices_backward(g, x, k2, k2, {0, 0}, {1, 1}, false, indices);
+    return at::max_pool2d_with_indices_backward(g, x, k2, k2, {0, 0}, {1, 1}, false, std::get<1>(out));
   };
-  auto use = [&](bool plugin) {
-    rt.apply_precision(plugin ? rt.precision() : libtorch_plan);
-    at::set_num_threads(threads);
-  };
-  std::array<std::vector<double>, 5> t;  // plugin fwd, LibTorch fwd, plugin bwd, LibTorch bwd, copy
   bool same = true;
-  for (int r = -3; r < rounds; ++r) {
-    for (int v = 0; v < 2; ++v) {
-      const bool plugin = (v == 0) == (r % 2 == 0);
-      use(plugin);
-      auto t0 = Clock::now();
-      const auto out = fwd();
-      const double f = ms_since(t0);
-      t0 = Clock::now();
-      const at::Tensor grad = bwd(std::get<1>(out));
-      const double bw = ms_since(t0);
-      if (r >= 0) {
-        t[plugin ? 0 : 1].push_back(f);
-        t[plugin ? 2 : 3].push_back(bw);
-      }
-      if (r == -1 && plugin) {
-        use(false);
-        const auto lib = fwd();
+  const auto t = accelkit::bench_layers::alternate(
+      s, rounds, x, fwd, bwd, [&](const auto& out, const at::Tensor& grad, const auto& lib, const at::Tensor& lib_grad) {
         same = at::equal(std::get<0>(out), std::get<0>(lib)) && at::equal(std::get<1>(out), std::get<1>(lib)) &&
-               at::equal(grad, bwd(std::get<1>(lib)));
-      }
-    }
-    const auto t0 = Clock::now();
-    const at::Tensor copy = x.clone();
-    if (r >= 0) t[4].push_back(ms_since(t0));
-  }
-  const double pf = median(t[0]), lf = median(t[1]), pb = median(t[2]), lb = median(t[3]);
-  std::printf("  %-34s %9.4f %9.4f %7.2fx %9.4f %9.4f %7.2fx %9.4f %5s\n", l.name, pf, lf, lf / pf, pb, lb, lb / pb,
-              median(t[4]), same ? "yes" : "NO");
+               at::equal(grad, lib_grad);
+      });
+  std::printf("  %-34s %9.4f %9.4f %7.2fx %9.4f %9.4f %7.2fx %9.4f %5s\n", l.name, t.plugin_fwd, t.libtorch_fwd,
+              t.libtorch_fwd / t.plugin_fwd, t.plugin_bwd, t.libtorch_bwd, t.libtorch_bwd / t.plugin_bwd, t.copy,
+              same ? "yes" : "NO");
 }
 
 }  // namespace
@@ -89,12 +55,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "accelkit_bench_max_pool: the plugin's pooling takes NCHW inputs only\n");
     return 2;
   }
-  auto rt = accelkit::Runtime::start({});
-  // LibTorch's kernels: the same plan (threads, BLAS kernels) without the plugin's kernels.
-  const auto libtorch_plan =
-      accelkit::bench_layers::libtorch_plan(*rt, "max_pool2d_with_indices", "accelkit_bench_max_pool");
-  if (!libtorch_plan) return 1;
-  const int threads = at::get_num_threads();
+  const auto session = accelkit::bench_layers::start("max_pool2d_with_indices", "accelkit_bench_max_pool");
+  if (!session) return 1;
   const std::vector<Layer> layers{
       {"MNIST example, first 64x10x24x24", {64, 10, 24, 24}},
       {"MNIST example, second 64x20x8x8", {64, 20, 8, 8}},
@@ -105,10 +67,10 @@ int main(int argc, char** argv) {
   };
   std::printf("max_pool2d 2x2 stride 2, %s, %d threads, fp32 NCHW, medians of %d rounds (plugin / LibTorch "
               "alternating)\n",
-              rt->device().str().c_str(), threads, args->rounds);
+              session->rt->device().str().c_str(), session->threads, args->rounds);
   std::printf("  %-34s %9s %9s %8s %9s %9s %8s %9s %5s\n", "layer", "fwd ms", "LibTorch", "speedup", "bwd ms",
               "LibTorch", "speedup", "copy ms", "same");
-  for (const auto& l : layers) time_layer(*rt, *libtorch_plan, threads, args->rounds, l);
-  rt->apply_precision(rt->precision());
+  for (const auto& l : layers) time_layer(*session, args->rounds, l);
+  session->use(true);
   return 0;
 }

@@ -49,8 +49,7 @@ double rel_diff(const at::Tensor& a, const at::Tensor& b) {
 // One layer's forward and backward by the plugin's kernel, LibTorch's and the GEMM path directly,
 // in turn (the order rotated every round), after warm-up rounds that cover the choice's trials;
 // one line of medians and the largest difference of the plugin's results from LibTorch's.
-void time_layer(accelkit::Runtime& rt, const accelkit::PrecisionPlan& libtorch_plan, int threads, int rounds,
-                at::MemoryFormat fmt, const Layer& l) {
+void time_layer(const accelkit::bench_layers::Session& bench, int rounds, at::MemoryFormat fmt, const Layer& l) {
   namespace conv_gemm = accelkit::cpu::conv_gemm;
   const at::Tensor x = at::randn(l.input).contiguous(fmt), w = at::randn(l.weight).contiguous(fmt);
   const std::vector<int64_t> s{l.stride, l.stride}, p{l.padding, l.padding}, d{1, 1}, op{0, 0};
@@ -67,17 +66,13 @@ void time_layer(accelkit::Runtime& rt, const accelkit::PrecisionPlan& libtorch_p
     return at::convolution_backward(g, x, w, bias_sizes, s, p, d, l.transposed, op, 1, mask);
   };
   const int variants = geometry ? 3 : 2;  // 0: the plugin's, 1: LibTorch's, 2: the GEMM path
-  auto use = [&](int v) {
-    rt.apply_precision(v == 1 ? libtorch_plan : rt.precision());
-    at::set_num_threads(threads);
-  };
   std::array<std::vector<double>, 6> t;  // forward then backward, by variant
   double diff = 0;
   const int warm_up = 2 * accelkit::cpu::conv_choice::Table::kTrials + 2;
   for (int r = -warm_up; r < rounds; ++r) {
     for (int i = 0; i < variants; ++i) {
       const int v = (i + (r + warm_up)) % variants;
-      use(v);
+      bench.use(v != 1);
       auto t0 = Clock::now();
       const at::Tensor out = fwd(v);
       const double f = ms_since(t0);
@@ -89,7 +84,7 @@ void time_layer(accelkit::Runtime& rt, const accelkit::PrecisionPlan& libtorch_p
         t[static_cast<size_t>(3 + v)].push_back(b);
       }
       if (r == rounds - 1 && v == 0) {
-        use(1);
+        bench.use(false);
         diff = std::max({rel_diff(out, fwd(1)), rel_diff(std::get<0>(grads), std::get<0>(bwd(1))),
                          rel_diff(std::get<1>(grads), std::get<1>(bwd(1)))});
       }
@@ -108,11 +103,8 @@ int main(int argc, char** argv) {
   if (!args) return 2;
   const int rounds = args->rounds;
   const bool channels_last = args->channels_last;
-  auto rt = accelkit::Runtime::start({});
-  // LibTorch's kernels: the same plan (threads, BLAS kernels) without the plugin's kernels.
-  const auto libtorch_plan = accelkit::bench_layers::libtorch_plan(*rt, "convolution", "accelkit_bench_narrow_conv");
-  if (!libtorch_plan) return 1;
-  const int threads = at::get_num_threads();
+  const auto session = accelkit::bench_layers::start("convolution", "accelkit_bench_narrow_conv");
+  if (!session) return 1;
   const std::vector<Layer> layers{
       {"MNIST conv1 1->10 5x5", {64, 1, 28, 28}, {10, 1, 5, 5}, 1, 0, false, false},
       {"DCGAN G1 100->256 4x4, 1x1 in (T)", {64, 100, 1, 1}, {100, 256, 4, 4}, 1, 0, true, false},
@@ -131,11 +123,11 @@ int main(int argc, char** argv) {
       {"ResNet-20 64->64 3x3, 8x8", {128, 64, 8, 8}, {64, 64, 3, 3}, 1, 1, false, true},
   };
   std::printf("convolutions, %s, %d threads, fp32 %s, medians of %d rounds (plugin / LibTorch / GEMM path in turn)\n",
-              rt->device().str().c_str(), threads, channels_last ? "channels-last" : "NCHW", rounds);
+              session->rt->device().str().c_str(), session->threads, channels_last ? "channels-last" : "NCHW", rounds);
   std::printf("  %-38s %8s %8s %7s %8s | %8s %8s %7s %8s | %8s\n", "layer", "fwd ms", "LibTorch", "speedup", "GEMM",
               "bwd ms", "LibTorch", "speedup", "GEMM", "max diff");
   const auto fmt = channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
-  for (const auto& l : layers) time_layer(*rt, *libtorch_plan, threads, rounds, fmt, l);
-  rt->apply_precision(rt->precision());
+  for (const auto& l : layers) time_layer(*session, rounds, fmt, l);
+  session->use(true);
   return 0;
 }
