@@ -244,9 +244,21 @@ auto chosen(const conv_choice::Key& key, LibTorch&& libtorch, Gemm&& gemm) {
   return result;
 }
 
+// LibTorch's oneDNN writes past its buffers computing the weight gradient of a channels-last 1x1
+// convolution with a stride above 1 for some channel counts: the 2.13 wheel and Debian's 1.13,
+// on an AVX-512 Xeon, corrupt the heap for 4, 5 or 8 input channels over 12x12 pixels at stride 2
+// ("corrupted size vs. prev_size", "free(): invalid pointer") - not for 3, 16 or 32, nor with an
+// NCHW input. Step tuning makes a program's activations channels-last where that is faster, so
+// the GEMM path computes every such gradient, whatever the shape's timing says.
+bool libtorch_strided_1x1_hazard(const at::Tensor& input, const conv_gemm::Geometry& g, std::array<bool, 3> mask) {
+  return mask[1] && !g.transposed && g.KH == 1 && g.KW == 1 && (g.stride[0] > 1 || g.stride[1] > 1) &&
+         input.suggest_memory_format() == at::MemoryFormat::ChannelsLast;
+}
+
 // The GEMM path (conv_gemm.hpp) for a convolution's gradients: always for one pixel on the
-// small side, by the shape's timed choice for the rest it fits; LibTorch's kernel for every
-// other input (grad_output not of the output's shape, a bias not of its channels).
+// small side and for LibTorch's hazard above, by the shape's timed choice for the rest it
+// fits; LibTorch's kernel for every other input (grad_output not of the output's shape, a bias
+// not of its channels).
 std::tuple<at::Tensor, at::Tensor, at::Tensor> gemm_convolution_backward(
     const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::OptionalIntArrayRef bias_sizes,
     at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
@@ -267,7 +279,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> gemm_convolution_backward(
     conv_backward_calls.fetch_add(1, std::memory_order_relaxed);
     return conv_gemm::backward(grad_output, input, weight, *g, output_mask);
   };
-  if (conv_gemm::one_pixel(*g)) return gemm();
+  if (conv_gemm::one_pixel(*g) || libtorch_strided_1x1_hazard(input, *g, output_mask)) return gemm();
   return chosen(shape_key(1, grad_output, input, weight, args, output_mask, output_mask[2]), libtorch, gemm);
 }
 

@@ -63,6 +63,15 @@ at::Tensor layout(const at::Tensor& t, bool channels_last) {
   return channels_last ? t.contiguous(at::MemoryFormat::ChannelsLast) : t.contiguous();
 }
 
+// LibTorch's own kernel, the reference here, writes past its buffers computing the weight
+// gradient of a channels-last 1x1 convolution with a stride above 1 for some channel counts
+// (operator_kernels.cpp in the CPU plugin, which takes those on its GEMM path: the last case
+// below): random convolutions of that kind are drawn NCHW.
+void avoid_libtorch_hazard(Conv& c) {
+  if (!c.transposed && c.weight[2] == 1 && c.weight[3] == 1 && (c.stride[0] > 1 || c.stride[1] > 1))
+    c.channels_last = false;
+}
+
 // The convolution through the dispatcher (the plugin's kernel while the gate is open), or
 // straight to LibTorch's kernel, below autograd as the dispatcher calls it.
 at::Tensor forward(const Conv& c, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, bool libtorch) {
@@ -162,6 +171,7 @@ Conv random_one_pixel(std::mt19937& rng) {
     c.input = {n, cin, h, w};
     c.weight = {cin, cout, kh, kw};
   }
+  avoid_libtorch_hazard(c);
   return c;
 }
 
@@ -188,6 +198,7 @@ Conv random_conv(std::mt19937& rng) {
     c.input = {n, cin, pick(1, 9), pick(1, 9)};
     c.weight = {cin, cout, kh, kw};
   }
+  avoid_libtorch_hazard(c);
   return c;
 }
 
@@ -452,6 +463,30 @@ TEST_CASE("the per-shape choice through the dispatcher: every call within LibTor
     if (v.key == "convolution_shapes") said = v.value;
   CHECK(said.find(" by the GEMM path, ") != std::string::npos);
   CHECK(said.find(" by LibTorch's kernel") != std::string::npos);
+}
+
+TEST_CASE("a channels-last 1x1 convolution's strided weight gradient: LibTorch's hazard goes to the GEMM path") {
+  auto rt = test::start_cpu_runtime();
+  if (!test::plan_lists_kernel(*rt, kForward)) return;  // said in the first case
+  at::manual_seed(test_seed() + 3);
+  // 8 input channels over 12x12 at stride 2: LibTorch's own kernel (the 2.13 wheel's and
+  // Debian's 1.13) corrupted the heap here within a few calls ("corrupted size vs. prev_size").
+  const Conv c{{3, 8, 12, 12}, {16, 8, 1, 1}, {2, 2}, {0, 0}, {1, 1}, {0, 0}, false, true, true};
+  const at::Tensor x = layout(at::randn(c.input), true), w = at::randn(c.weight), b = at::randn({16});
+  auto fp64 = [](const at::Tensor& t) { return t.to(at::kDouble); };
+  const at::Tensor go = layout(at::randn({3, 16, 6, 6}), true);
+  for (const std::array<bool, 3> mask : {std::array<bool, 3>{true, true, true}, std::array<bool, 3>{false, true, false}}) {
+    const auto ref = backward(c, fp64(go), fp64(x), fp64(w), mask, true);
+    for (int i = 0; i < 20; ++i) {
+      CAPTURE(i);
+      const std::uint64_t before = test::required_kernel_calls(*rt, kBackward);
+      const auto got = backward(c, go, x, w, mask, false);
+      CHECK(test::required_kernel_calls(*rt, kBackward) == before + 1);  // every call by the GEMM path
+      CHECK(error(std::get<1>(got), std::get<1>(ref)) < 1e-5);
+      if (mask[0]) CHECK(error(std::get<0>(got), std::get<0>(ref)) < 1e-5);
+      if (mask[2]) CHECK(error(std::get<2>(got), std::get<2>(ref)) < 1e-5);
+    }
+  }
 }
 
 }  // namespace conv_gemm_suite
