@@ -245,13 +245,15 @@ auto chosen(const conv_choice::Key& key, LibTorch&& libtorch, Gemm&& gemm) {
 }
 
 // LibTorch's oneDNN writes past its buffers computing the weight gradient of a channels-last 1x1
-// convolution with a stride above 1 for some channel counts: the 2.13 wheel and Debian's 1.13,
-// on an AVX-512 Xeon, corrupt the heap for 4, 5 or 8 input channels over 12x12 pixels at stride 2
-// ("corrupted size vs. prev_size", "free(): invalid pointer") - not for 3, 16 or 32, nor with an
-// NCHW input. Step tuning makes a program's activations channels-last where that is faster, so
-// the GEMM path computes every such gradient, whatever the shape's timing says.
+// convolution with a stride above 1 and few input channels: the 2.13 wheel and Debian's 1.13, on
+// an AVX-512 Xeon, corrupt the heap for 2, 4, 5, 6, 8, 12 or 15 input channels over 12x12 pixels
+// at stride 2 ("corrupted size vs. prev_size", "free(): invalid pointer") - not for 16 to 48,
+// nor with an NCHW input. Step tuning makes a program's activations channels-last where that is
+// faster, so the GEMM path computes every such gradient with under 16 input channels, whatever
+// the shape's timing says. (Above that LibTorch's kernel stays: on 1.13 it ran a ResNet's 16- and
+// 32-channel shortcuts 3-4x as fast as the GEMM path.)
 bool libtorch_strided_1x1_hazard(const at::Tensor& input, const conv_gemm::Geometry& g, std::array<bool, 3> mask) {
-  return mask[1] && !g.transposed && g.KH == 1 && g.KW == 1 && (g.stride[0] > 1 || g.stride[1] > 1) &&
+  return mask[1] && !g.transposed && g.KH == 1 && g.KW == 1 && (g.stride[0] > 1 || g.stride[1] > 1) && g.C < 16 &&
          input.suggest_memory_format() == at::MemoryFormat::ChannelsLast;
 }
 

@@ -64,9 +64,9 @@ at::Tensor layout(const at::Tensor& t, bool channels_last) {
 }
 
 // LibTorch's own kernel, the reference here, writes past its buffers computing the weight
-// gradient of a channels-last 1x1 convolution with a stride above 1 for some channel counts
+// gradient of a channels-last 1x1 convolution with a stride above 1 and under 16 input channels
 // (operator_kernels.cpp in the CPU plugin, which takes those on its GEMM path: the last case
-// below): random convolutions of that kind are drawn NCHW.
+// below): random convolutions of that kind (any channel count) are drawn NCHW.
 void avoid_libtorch_hazard(Conv& c) {
   if (!c.transposed && c.weight[2] == 1 && c.weight[3] == 1 && (c.stride[0] > 1 || c.stride[1] > 1))
     c.channels_last = false;
