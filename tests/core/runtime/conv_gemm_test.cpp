@@ -472,7 +472,7 @@ TEST_CASE("a channels-last 1x1 convolution's strided weight gradient: LibTorch's
   // 8 input channels over 12x12 at stride 2: LibTorch's own kernel (the 2.13 wheel's and
   // Debian's 1.13) corrupted the heap here within a few calls ("corrupted size vs. prev_size").
   const Conv c{{3, 8, 12, 12}, {16, 8, 1, 1}, {2, 2}, {0, 0}, {1, 1}, {0, 0}, false, true, true};
-  const at::Tensor x = layout(at::randn(c.input), true), w = at::randn(c.weight), b = at::randn({16});
+  const at::Tensor x = layout(at::randn(c.input), true), w = at::randn(c.weight);
   auto fp64 = [](const at::Tensor& t) { return t.to(at::kDouble); };
   const at::Tensor go = layout(at::randn({3, 16, 6, 6}), true);
   for (const std::array<bool, 3> mask : {std::array<bool, 3>{true, true, true}, std::array<bool, 3>{false, true, false}}) {
