@@ -288,6 +288,32 @@ TEST_CASE("with Runtime::step, a training step for step tuning is one optimizer 
   CHECK(rt->step_tuning().steps_seen == iterations);
 }
 
+TEST_CASE("a loop whose autocast() guard is held over Runtime::step: each optimizer step still ends a step") {
+  auto rt = accelkit::test::start_cpu_runtime({{"autotune_cache", "false"}});
+  if (rt->step_tuning().state != StepTuningStatus::State::observing) {
+    MESSAGE("skipped: step tuning has nothing to choose here (" << rt->step_tuning().why << ")");
+    return;
+  }
+  auto net = make_net(test_seed());
+  torch::optim::Adam opt(net->parameters(), torch::optim::AdamOptions(1e-3));
+  rt->prepare(*net, opt);
+  const int iterations = 12;
+  for (int i = 0; i < iterations; ++i) {
+    auto ac = rt->autocast();  // the guard at the top of the loop's body, alive until its end
+    const auto threads = at::get_num_threads();
+    const bool autocast = compat::autocast_enabled(c10::DeviceType::CPU);
+    opt.zero_grad();
+    at::mse_loss(net->forward(at::randn({8, 48})).to(at::kFloat), at::randn({8, 5})).backward();
+    rt->step(opt);
+    CHECK(at::get_num_threads() == threads);  // nothing changed under the open scope
+    CHECK(compat::autocast_enabled(c10::DeviceType::CPU) == autocast);
+  }
+  // As with the step outside the scope: the first scope began the first step, the second
+  // optimizer step (the order seen) ended it, and each later one its own; the last step's end
+  // is taken when the next scope opens. Not "each scope is a step" after 64 scopes.
+  CHECK(rt->step_tuning().steps_seen == iterations - 1);
+}
+
 TEST_CASE("two optimizers stepped in turn (a GAN's D, then G): a tensor made before D's step meets G's forward") {
   auto rt = accelkit::test::start_cpu_runtime({{"autotune_cache", "false"}});
   if (rt->step_tuning().state != StepTuningStatus::State::observing) {

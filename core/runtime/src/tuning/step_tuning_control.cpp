@@ -301,6 +301,11 @@ StepConfig StepTuning::config() {
   if (!tuner_) return plan;
   if (AutocastScope::depth() > 0) return current_;  // inside a step: as the step began
   const bool training = at::GradMode::is_enabled();
+  if (mark_pending_) {  // the marking step was taken inside the last scope: this one begins the next
+    mark_pending_ = false;
+    const StepConfig c = advance(true);
+    if (training) return c;
+  }
   if (step_marker_ != nullptr && training) return current_;  // the optimizer's steps mark the steps
   if (marks_expected_ && training && scopes_unmarked_++ > 0) {
     if (scopes_unmarked_ <= kScopesBeforeMarks) return current_;  // the first step, until its mark
@@ -312,7 +317,7 @@ StepConfig StepTuning::config() {
 }
 
 void StepTuning::optimizer_stepped(const void* optimizer) {
-  if (!tuner_ || AutocastScope::depth() > 0) return;
+  if (!tuner_) return;
   if (step_marker_ == nullptr) {
     // The mark is the optimizer that steps last in a step: the one stepped just before the first
     // one steps again (a GAN steps D, then G: G's steps end its steps; tensors made before D's
@@ -321,7 +326,11 @@ void StepTuning::optimizer_stepped(const void* optimizer) {
     else if (optimizer == first_stepped_) step_marker_ = last_stepped_;
     last_stepped_ = optimizer;
   }
-  if (step_marker_ != nullptr && optimizer == step_marker_) advance(true);
+  if (step_marker_ == nullptr || optimizer != step_marker_) return;
+  // A loop whose autocast() guard is held over its optimizer's step (declared at the top of the
+  // loop's body): the step ends there, and the next scope begins the next one.
+  if (AutocastScope::depth() > 0) mark_pending_ = true;
+  else advance(true);
 }
 
 StepConfig StepTuning::advance(bool training) {

@@ -59,7 +59,8 @@ class StepTuning {
   // The program stepped `optimizer` through Runtime::step. Once the optimizers' order is seen
   // (the one stepped just before the first steps again ends each step), a step is the interval
   // between two steps of that optimizer, however many autocast() scopes it holds (a GAN's has
-  // four forwards), and each scope in it runs with the configuration the step began with.
+  // four forwards), and each scope in it runs with the configuration the step began with. A step
+  // taken inside a scope ends its step there; the next top-level scope begins the next.
   void optimizer_stepped(const void* optimizer);
   // The program gave its optimizer to Runtime::prepare: its steps will mark the training steps, so
   // from the first training scope on, scopes keep the configuration until the optimizer steps
@@ -112,6 +113,7 @@ class StepTuning {
   const void* last_stepped_ = nullptr;   // the last one, until the mark is known
   bool marks_expected_ = false;          // expect_step_marks()
   int scopes_unmarked_ = 0;              // training scopes begun while expecting the first mark
+  bool mark_pending_ = false;            // the marking step came inside a scope: the next scope begins a step
 };
 
 }  // namespace detail
