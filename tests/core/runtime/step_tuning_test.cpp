@@ -160,8 +160,9 @@ struct ThreadsRestore {
 }  // namespace
 
 TEST_CASE("step tuning: every candidate each round, grouped by thread count, the fastest kept") {
-  Script s({{kPlan.label(), 10.0}, {kFp32.label(), 6.0}, {kOne.label(), 12.0}});
-  const StepTuner::Options o;
+  StepTuner::Options o;
+  o.race_factor = 0;  // every round for every candidate (the next case races)
+  Script s({{kPlan.label(), 10.0}, {kFp32.label(), 6.0}, {kOne.label(), 12.0}}, o);
   std::vector<std::string> seq;
   while (!s.tuner.decided() && seq.size() < 1000) seq.push_back(s.step().label());
   REQUIRE(s.tuner.decided());
@@ -188,6 +189,70 @@ TEST_CASE("step tuning: every candidate each round, grouped by thread count, the
   CHECK(st.why.find("fp32, 2 threads took 6.00 ms") != std::string::npos);
   // From then on, training or not, the choice.
   for (int i = 0; i < 5; ++i) CHECK(s.step(i % 2 == 0).label() == kFp32.label());
+}
+
+TEST_CASE("step tuning: a candidate that cannot win is timed no more once its fastest step is race_factor slower") {
+  const StepTuner::Options o;
+  REQUIRE(o.race_factor > 1);
+  // 1 thread at twice the fastest candidate's step: left once it has race_after timed steps
+  // (a turn's interval is taken at the next step, so that can be a round later), so the
+  // observation ends sooner and the program runs fewer of its slow steps.
+  const std::map<std::string, double> costs{{kPlan.label(), 10.0}, {kFp32.label(), 6.0}, {kOne.label(), 12.0}};
+  struct Run {
+    int steps = 0, one_thread = 0;
+  };
+  auto observe = [](Script& s) {
+    Run r;
+    while (!s.tuner.decided() && r.steps < 1000) {
+      r.one_thread += s.step().threads == 1;
+      ++r.steps;
+    }
+    return r;
+  };
+  Script s(costs);
+  const Run raced = observe(s);
+  REQUIRE(s.tuner.decided());
+  const auto& st = s.tuner.status();
+  INFO(st.why);
+  CHECK(st.chosen == 1);
+  CHECK(static_cast<int>(st.samples[2].size()) >= o.race_after);
+  CHECK(static_cast<int>(st.samples[2].size()) < o.rounds);
+  CHECK(static_cast<int>(st.samples[0].size()) == o.rounds);  // the plan and the rest: every round
+  CHECK(static_cast<int>(st.samples[1].size()) == o.rounds);
+  CHECK(st.median_ms[2] == doctest::Approx(12.0));
+  CHECK(st.why.find("timed no more once their fastest step was 1.5x the fastest candidate's median or slower: "
+                    "bf16 autocast, 1 thread 12.0 ms (median of ") != std::string::npos);
+  CHECK(st.why.find("not timed") == std::string::npos);
+  // Against the full schedule (race_factor = 0): fewer steps, fewer of them at 1 thread.
+  StepTuner::Options off;
+  off.race_factor = 0;
+  Script f(costs, off);
+  const Run full = observe(f);
+  REQUIRE(f.tuner.decided());
+  CHECK(f.tuner.status().chosen == 1);
+  CHECK(f.tuner.status().why.find("timed no more") == std::string::npos);
+  CHECK(raced.steps < full.steps);
+  // The 1-thread turns of r rounds: a turn each, and the thread change's settle steps in every
+  // other round (the groups alternate their order: [2 threads, 1 thread], then [1, 2]).
+  auto one_thread_steps = [&](int r) { return r * o.steps_per_turn + (r + 1) / 2 * o.settle_steps; };
+  CHECK(raced.one_thread == one_thread_steps(o.warmup_rounds + o.race_after));
+  CHECK(full.one_thread == one_thread_steps(o.warmup_rounds + o.rounds));
+
+  // 1.3x the fastest: within the race factor, timed every round.
+  Script t({{kPlan.label(), 10.0}, {kFp32.label(), 9.0}, {kOne.label(), 11.7}});
+  for (int i = 0; i < 1000 && !t.tuner.decided(); ++i) t.step();
+  REQUIRE(t.tuner.decided());
+  for (const auto& samples : t.tuner.status().samples) CHECK(static_cast<int>(samples.size()) == o.rounds);
+  // The plan itself is never left out, however slow: the decision is taken against it.
+  Script u({{kPlan.label(), 30.0}, {kFp32.label(), 6.0}, {kOne.label(), 7.0}});
+  for (int i = 0; i < 1000 && !u.tuner.decided(); ++i) u.step();
+  REQUIRE(u.tuner.decided());
+  CHECK(static_cast<int>(u.tuner.status().samples[0].size()) == o.rounds);
+  CHECK(u.tuner.status().chosen == 1);
+  // Bad options: loud.
+  StepTuner::Options bad;
+  bad.race_factor = 0.9;
+  CHECK_THROWS_AS(StepTuner({kPlan, kFp32}, bad), std::invalid_argument);
 }
 
 TEST_CASE("step tuning: the steps after a thread-count change are not timed") {
@@ -585,8 +650,9 @@ TEST_CASE("step tuning says what it does while it observes") {
   CHECK(t.status().why.find("): step 12 of about 60") != std::string::npos);
   t.note("master weights");
   CHECK(t.status().why.find("1 thread; master weights): step 12") != std::string::npos);
-  // "About" is what a full observation takes: the first test counts its steps exactly.
-  Script s({{kPlan.label(), 10.0}, {kFp32.label(), 6.0}, {kOne.label(), 12.0}});
+  // "About" is what a full observation takes: the first test counts its steps exactly (here no
+  // candidate is slow enough to be left early).
+  Script s({{kPlan.label(), 10.0}, {kFp32.label(), 6.0}, {kOne.label(), 8.0}});
   int steps = 0;
   while (!s.tuner.decided()) {
     s.step();

@@ -138,6 +138,12 @@ class StepTuner {
     // it once.
     int settle_steps = 4;
     double margin = 0.03;    // another candidate must beat the plan's median by this fraction
+    // In the first observation (not a data-parallel run's, whose ranks keep one schedule), a
+    // candidate other than the plan whose fastest timed step, after at least race_after, is
+    // race_factor times the fastest candidate's median or slower is timed no more: a program does
+    // not pay all its rounds for a candidate that cannot win (0: off).
+    double race_factor = 1.5;
+    int race_after = 2;
     int give_up_factor = 4;  // decide for the plan after (warmup + rounds) * this many rounds
     // Revisiting the decision (above).
     bool revisit = true;
@@ -197,6 +203,9 @@ class StepTuner {
  private:
   void start_round();
   void end_turn();
+  // As a round of the first observation begins: leaves out the candidates that cannot win
+  // (race_factor); true where it left any.
+  bool race();
   void decide();
   // Decides on every rank's observation (the agreement's payloads).
   void decide_together(const std::vector<std::string>& payloads);
@@ -252,6 +261,8 @@ class StepTuner {
   std::string standing_why_;       // the standing decision's why, while it re-observes
   std::string reason_;             // why the re-observation under way began
   std::vector<bool> active_;       // the candidates the observation under way times
+  std::vector<bool> raced_;        // left out of the first observation by race()
+  std::string raced_why_;          // which, and their figures
   bool watch_note_new_ = false;    // last_watch not yet taken by take_watch_note
   StepAgreement agreement_;
   int generation_ = 0;

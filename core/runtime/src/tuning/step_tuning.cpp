@@ -45,6 +45,8 @@ void check_step_options(const StepTuner::Options& o) {
   if (o.rounds < 1 || o.warmup_rounds < 0 || o.give_up_factor < 1 || o.steps_per_turn < 1 || o.settle_steps < 0)
     throw std::invalid_argument(
         "step tuning: rounds >= 1, warmup_rounds >= 0, steps_per_turn >= 1, settle_steps >= 0 and give_up_factor >= 1");
+  if (o.race_factor != 0 && (o.race_factor <= 1 || o.race_after < 1))
+    throw std::invalid_argument("step tuning: race_factor is 0 (off) or above 1, with race_after >= 1");
   if (o.revisit && (o.watch_ms < 0 || o.watch_steps < 1 || o.sustain_windows < 1 || o.gap_windows < 0 ||
                     o.max_gap_windows < o.gap_windows || o.revisit_rounds < 1 || o.load_change <= 0 ||
                     o.load_fall_min <= 0 || o.time_change <= 0))
@@ -66,6 +68,7 @@ StepTuner::StepTuner(std::vector<StepConfig> candidates, Options options, Clock 
   status_.candidates = std::move(candidates);
   status_.samples.assign(status_.candidates.size(), {});
   active_.assign(status_.candidates.size(), true);
+  raced_.assign(status_.candidates.size(), false);
   status_.state = StepTuningStatus::State::observing;
   if (!options_.revisit) status_.no_revisit = "revisiting is off";
   last_threads_ = status_.candidates.front().threads;  // the plan's, applied at start
@@ -147,6 +150,8 @@ const StepConfig& StepTuner::enter(bool training) {
   }
   const double now = clock_();
   if (pending_ && pending_timed_) status_.samples[pending_index_].push_back(now - pending_start_);
+  // A round begins (its last turn's interval just taken): the candidates that cannot win leave.
+  if (pos_ == 0 && turn_step_ == 0 && race()) start_round();
   if (!status_.reobserving && ++status_.steps_seen == 1 && load_) load_();  // the observation's load from here
   status_.why = observing_why();
 
@@ -203,6 +208,35 @@ void StepTuner::end_turn() {
     ++round_;
     start_round();
   }
+}
+
+bool StepTuner::race() {
+  if (options_.race_factor == 0 || status_.reobserving || agreement_) return false;
+  const std::size_t n = status_.candidates.size();
+  const auto ready = [&](std::size_t i) {
+    return active_[i] && static_cast<int>(status_.samples[i].size()) >= options_.race_after;
+  };
+  double fastest = -1;
+  for (std::size_t i = 0; i < n; ++i)
+    if (ready(i)) {
+      const double m = stats::median(status_.samples[i]);
+      if (fastest < 0 || m < fastest) fastest = m;
+    }
+  if (fastest <= 0) return false;
+  bool left = false;
+  for (std::size_t i = 1; i < n; ++i) {  // never the plan: the decision is taken against it
+    if (!ready(i)) continue;
+    const double best = *std::min_element(status_.samples[i].begin(), status_.samples[i].end());
+    if (best < fastest * options_.race_factor) continue;
+    active_[i] = false;
+    raced_[i] = left = true;
+    std::ostringstream w;
+    w << (raced_why_.empty() ? "" : "; ") << status_.candidates[i].label() << " "
+      << text::ms_text(stats::median(status_.samples[i])) << " (median of " << status_.samples[i].size()
+      << " timed steps)";
+    raced_why_ += w.str();
+  }
+  return left;
 }
 
 void StepTuner::decide() {
@@ -272,7 +306,7 @@ void StepTuner::decide_on(const std::vector<double>& medians, const std::vector<
   status_.median_ms = medians;
   std::vector<std::string> untimed;
   for (std::size_t i = 0; i < n; ++i)
-    if (!timed[i]) untimed.push_back(status_.candidates[i].label());
+    if (!timed[i] && !raced_[i]) untimed.push_back(status_.candidates[i].label());
   std::ostringstream why;
   if (!timed[0]) {
     why << "kept the plan: after " << observed_steps_
@@ -302,6 +336,9 @@ void StepTuner::decide_on(const std::vector<double>& medians, const std::vector<
   for (std::size_t i = 0; i < n; ++i)
     if (timed[i]) why << (i ? "; " : ": ") << status_.candidates[i].label() << " " << text::ms_text(status_.median_ms[i]);
   why << ")";
+  if (!raced_why_.empty())
+    why << "; timed no more once their fastest step was " << std::setprecision(2) << options_.race_factor
+        << "x the fastest candidate's median or slower: " << raced_why_;
   if (!untimed.empty())
     why << "; not timed (their turns were interrupted every time): " << text::join(untimed, ", ");
   settle(chosen, why.str(), !pooled.empty());
