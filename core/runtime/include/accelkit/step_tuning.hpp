@@ -139,9 +139,10 @@ class StepTuner {
     int settle_steps = 4;
     double margin = 0.03;    // another candidate must beat the plan's median by this fraction
     // In the first observation (not a data-parallel run's, whose ranks keep one schedule), a
-    // candidate other than the plan whose fastest timed step, after at least race_after, is
-    // race_factor times the fastest candidate's median or slower is timed no more: a program does
-    // not pay all its rounds for a candidate that cannot win (0: off).
+    // candidate other than the plan, with fewer threads than the fastest candidate, whose fastest
+    // timed step, after at least race_after, is race_factor times the fastest candidate's median
+    // or slower is timed no more: a program does not pay all its rounds for a candidate that
+    // cannot win (0: off). A revisit re-times it when other processes' load rises.
     double race_factor = 1.5;
     int race_after = 2;
     int give_up_factor = 4;  // decide for the plan after (warmup + rounds) * this many rounds

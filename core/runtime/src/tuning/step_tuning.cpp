@@ -217,15 +217,20 @@ bool StepTuner::race() {
     return active_[i] && static_cast<int>(status_.samples[i].size()) >= options_.race_after;
   };
   double fastest = -1;
+  int threads = 0;
   for (std::size_t i = 0; i < n; ++i)
     if (ready(i)) {
       const double m = stats::median(status_.samples[i]);
-      if (fastest < 0 || m < fastest) fastest = m;
+      if (fastest < 0 || m < fastest) fastest = m, threads = status_.candidates[i].threads;
     }
   if (fastest <= 0) return false;
   bool left = false;
-  for (std::size_t i = 1; i < n; ++i) {  // never the plan: the decision is taken against it
-    if (!ready(i)) continue;
+  // Never the plan: the decision is taken against it. Only candidates with fewer threads than the
+  // fastest: other processes' load makes those look faster, never slower, so a burst of it
+  // cannot leave them out wrongly (one at the same count, timed during a burst, could be).
+  for (std::size_t i = 1; i < n; ++i) {
+    if (!ready(i) || status_.candidates[i].threads >= threads) continue;
+    if (static_cast<int>(status_.samples[i].size()) >= obs_rounds_) continue;  // timed in full already
     const double best = *std::min_element(status_.samples[i].begin(), status_.samples[i].end());
     if (best < fastest * options_.race_factor) continue;
     active_[i] = false;
