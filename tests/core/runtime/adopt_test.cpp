@@ -94,6 +94,16 @@ double run_both(Runtime& rt, torch::nn::Sequential& a, Opt& mine, torch::nn::Seq
   return max_rel(a, b);
 }
 
+// A CPU runtime with step tuning observing (the defaults: the plan's and fewer threads at
+// least, on a 2-core machine); null, after saying why the case is skipped, where it has nothing
+// to choose.
+std::unique_ptr<accelkit::Runtime> observing_runtime() {
+  auto rt = accelkit::test::start_cpu_runtime({{"autotune_cache", "false"}});
+  if (rt->step_tuning().state == StepTuningStatus::State::observing) return rt;
+  MESSAGE("skipped: step tuning has nothing to choose here (" << rt->step_tuning().why << ")");
+  return nullptr;
+}
+
 }  // namespace
 
 TEST_CASE("Adam with L2 decay, amsgrad and two param groups: the fused step follows torch::optim::Adam") {
@@ -254,12 +264,8 @@ TEST_CASE("what steps as it is: RMSprop, a subclass, fused_optimizer = off; what
 }
 
 TEST_CASE("with Runtime::step, a training step for step tuning is one optimizer step, whatever scopes it holds") {
-  // Step tuning on (the defaults): the plan's and fewer threads at least, on a 2-core machine.
-  auto rt = accelkit::test::start_cpu_runtime({{"autotune_cache", "false"}});
-  if (rt->step_tuning().state != StepTuningStatus::State::observing) {
-    MESSAGE("skipped: step tuning has nothing to choose here (" << rt->step_tuning().why << ")");
-    return;
-  }
+  auto rt = observing_runtime();
+  if (!rt) return;  // said why
   auto net = make_net(test_seed());
   torch::optim::Adam opt(net->parameters(), torch::optim::AdamOptions(1e-3));
   rt->prepare(*net, opt);
@@ -289,11 +295,8 @@ TEST_CASE("with Runtime::step, a training step for step tuning is one optimizer 
 }
 
 TEST_CASE("a loop whose autocast() guard is held over Runtime::step: each optimizer step still ends a step") {
-  auto rt = accelkit::test::start_cpu_runtime({{"autotune_cache", "false"}});
-  if (rt->step_tuning().state != StepTuningStatus::State::observing) {
-    MESSAGE("skipped: step tuning has nothing to choose here (" << rt->step_tuning().why << ")");
-    return;
-  }
+  auto rt = observing_runtime();
+  if (!rt) return;  // said why
   auto net = make_net(test_seed());
   torch::optim::Adam opt(net->parameters(), torch::optim::AdamOptions(1e-3));
   rt->prepare(*net, opt);
@@ -315,11 +318,8 @@ TEST_CASE("a loop whose autocast() guard is held over Runtime::step: each optimi
 }
 
 TEST_CASE("two optimizers stepped in turn (a GAN's D, then G): a tensor made before D's step meets G's forward") {
-  auto rt = accelkit::test::start_cpu_runtime({{"autotune_cache", "false"}});
-  if (rt->step_tuning().state != StepTuningStatus::State::observing) {
-    MESSAGE("skipped: step tuning has nothing to choose here (" << rt->step_tuning().why << ")");
-    return;
-  }
+  auto rt = observing_runtime();
+  if (!rt) return;  // said why
   torch::manual_seed(static_cast<std::uint64_t>(test_seed()));
   torch::nn::Linear gen(16, 48);
   auto dis = make_net(test_seed() + 1);
