@@ -98,6 +98,7 @@ std::string StepTuner::observing_why() const {
   for (std::size_t i = 0; i < status_.candidates.size(); ++i)
     if (active_[i]) cs += (cs.empty() ? "" : "; ") + status_.candidates[i].label();
   if (!note_.empty()) cs += "; " + note_;
+  if (!raced_why_.empty() && !status_.reobserving) cs += "; timed no more: " + raced_why_;
   if (!status_.reobserving)
     return "observing the program's first training steps (" + cs + "): step " + std::to_string(status_.steps_seen) +
            " of about " + std::to_string(expected_steps(obs_warmup_, obs_rounds_));
