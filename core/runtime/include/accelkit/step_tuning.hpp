@@ -262,8 +262,7 @@ class StepTuner {
   std::string standing_why_;       // the standing decision's why, while it re-observes
   std::string reason_;             // why the re-observation under way began
   std::vector<bool> active_;       // the candidates the observation under way times
-  std::vector<bool> raced_;        // left out of the first observation by race()
-  std::string raced_why_;          // which, and their figures
+  std::string raced_why_;          // the candidates race() left out of the first observation, with their figures
   bool watch_note_new_ = false;    // last_watch not yet taken by take_watch_note
   StepAgreement agreement_;
   int generation_ = 0;

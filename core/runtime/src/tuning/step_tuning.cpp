@@ -68,7 +68,6 @@ StepTuner::StepTuner(std::vector<StepConfig> candidates, Options options, Clock 
   status_.candidates = std::move(candidates);
   status_.samples.assign(status_.candidates.size(), {});
   active_.assign(status_.candidates.size(), true);
-  raced_.assign(status_.candidates.size(), false);
   status_.state = StepTuningStatus::State::observing;
   if (!options_.revisit) status_.no_revisit = "revisiting is off";
   last_threads_ = status_.candidates.front().threads;  // the plan's, applied at start
@@ -235,7 +234,7 @@ bool StepTuner::race() {
     const double best = *std::min_element(status_.samples[i].begin(), status_.samples[i].end());
     if (best < fastest * options_.race_factor) continue;
     active_[i] = false;
-    raced_[i] = left = true;
+    left = true;
     std::ostringstream w;
     w << (raced_why_.empty() ? "" : "; ") << status_.candidates[i].label() << " "
       << text::ms_text(stats::median(status_.samples[i])) << " (median of " << status_.samples[i].size()
@@ -312,7 +311,7 @@ void StepTuner::decide_on(const std::vector<double>& medians, const std::vector<
   status_.median_ms = medians;
   std::vector<std::string> untimed;
   for (std::size_t i = 0; i < n; ++i)
-    if (!timed[i] && !raced_[i]) untimed.push_back(status_.candidates[i].label());
+    if (!timed[i] && active_[i]) untimed.push_back(status_.candidates[i].label());  // inactive: raced
   std::ostringstream why;
   if (!timed[0]) {
     why << "kept the plan: after " << observed_steps_
