@@ -13,6 +13,7 @@
 
 #include "accelkit/runtime.hpp"
 #include "accelkit/sdk/device.hpp"
+#include "accelkit/sdk/torch_compat.hpp"
 
 namespace accelkit::test {
 
@@ -26,6 +27,13 @@ inline std::unique_ptr<Runtime> start_cpu_runtime(std::vector<std::pair<std::str
   o.loader.include_default_dirs = false;
   return Runtime::start(o);
 }
+
+// The calling thread in fp32 for the holder's life: the CPU plan turns the thread's bf16 autocast
+// on where bf16 arithmetic is fast (AMX, Zen 4), and a suite that checks fp32 kernels against
+// LibTorch's holds it off (restored at the end; a Runtime leaves the thread as its plan set it).
+struct Fp32Thread {
+  compat::AutocastGuard guard{c10::DeviceType::CPU, false, compat::autocast_dtype(c10::DeviceType::CPU)};
+};
 
 // The CPU plugin's own count of the calls its operator kernel for `op` ran in this process (its
 // read-back "kernel_calls.<op>"); nullopt where it reads back none.

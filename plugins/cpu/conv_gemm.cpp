@@ -11,6 +11,7 @@
 #include "conv_gemm.hpp"
 
 #include <ATen/Parallel.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 
 #include <algorithm>
 
@@ -211,6 +212,14 @@ at::Tensor in_format(const at::Tensor& t, at::MemoryFormat format) {
   return format == at::MemoryFormat::ChannelsLast ? t : t.contiguous();
 }
 
+// The GEMMs below run in fp32 whatever the thread's autocast says: the path takes fp32 tensors
+// only, and a backward pass reaches it with autocast still on where the forward ran outside
+// it (an fp32 step whose backward is called after its autocast() scope closed) - without this,
+// autocast would hand back a bf16 product of fp32 operands.
+struct NoAutocast {
+  c10::impl::ExcludeDispatchKeyGuard guard{c10::DispatchKeySet(c10::DispatchKey::AutocastCPU)};
+};
+
 }  // namespace
 
 std::optional<Geometry> fit_any(const at::Tensor& input, const at::Tensor& weight, const ConvArgs& a) {
@@ -223,6 +232,7 @@ std::optional<Geometry> fit_any(const at::Tensor& input, const at::Tensor& weigh
 
 at::Tensor forward(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
                    const Geometry& g) {
+  const NoAutocast fp32;
   const at::MemoryFormat format = result_format(input, weight, g.transposed);
   const bool with_bias = bias.has_value() && bias->defined();
   if (!g.transposed) {
@@ -240,6 +250,7 @@ at::Tensor forward(const at::Tensor& input, const at::Tensor& weight, const c10:
 std::tuple<at::Tensor, at::Tensor, at::Tensor> backward(const at::Tensor& grad_output, const at::Tensor& input,
                                                         const at::Tensor& weight, const Geometry& g,
                                                         std::array<bool, 3> output_mask) {
+  const NoAutocast fp32;
   const at::MemoryFormat format = result_format(input, weight, g.transposed);
   at::Tensor grad_input, grad_weight, grad_bias;
   // Sums of up to N*H*W values, in fp64 (as LibTorch's kernel is accurate to fp32's rounding).

@@ -206,6 +206,7 @@ Conv random_conv(std::mt19937& rng) {
 
 TEST_CASE("one-pixel convolutions: the GEMM path against LibTorch's kernel and fp64, forward and backward") {
   auto rt = test::start_cpu_runtime();
+  const test::Fp32Thread fp32;
   if (!test::plan_lists_kernel(*rt, kForward)) {
     MESSAGE("skipped: the plan lists no plugin convolution (a CPU without AVX2, said by operator_kernels_test)");
     return;
@@ -240,6 +241,7 @@ TEST_CASE("one-pixel convolutions: the GEMM path against LibTorch's kernel and f
 
 TEST_CASE("one-pixel convolutions: other dtypes, groups and a shut gate stay LibTorch's") {
   auto rt = test::start_cpu_runtime();
+  const test::Fp32Thread fp32;
   if (!test::plan_lists_kernel(*rt, kForward)) return;  // said in the first case
   at::manual_seed(test_seed());
   const std::uint64_t forward_calls = test::required_kernel_calls(*rt, kForward), backward_calls = test::required_kernel_calls(*rt, kBackward);
@@ -331,6 +333,7 @@ TEST_CASE("one-pixel convolutions: a DCGAN's layers through autograd, as a train
 }
 
 TEST_CASE("the GEMM path on convolutions of any shape, called directly, against LibTorch's kernel and fp64") {
+  const test::Fp32Thread fp32;  // LibTorch's reference in fp32 (the path itself: the last case)
   std::mt19937 rng(test_seed() + 1);
   at::manual_seed(test_seed() + 1);
   int taken = 0;
@@ -419,6 +422,7 @@ TEST_CASE("the per-shape choice: trials in turn, warm-ups ignored, the GEMM path
 
 TEST_CASE("the per-shape choice through the dispatcher: every call within LibTorch's error, the kept path for good") {
   auto rt = test::start_cpu_runtime();
+  const test::Fp32Thread fp32;
   if (!test::plan_lists_kernel(*rt, kForward)) return;  // said in the first case
   at::manual_seed(test_seed() + 2);
   constexpr int kTrials = cpu::conv_choice::Table::kTrials;
@@ -467,6 +471,7 @@ TEST_CASE("the per-shape choice through the dispatcher: every call within LibTor
 
 TEST_CASE("a channels-last 1x1 convolution's strided weight gradient: LibTorch's hazard goes to the GEMM path") {
   auto rt = test::start_cpu_runtime();
+  const test::Fp32Thread fp32;
   if (!test::plan_lists_kernel(*rt, kForward)) return;  // said in the first case
   at::manual_seed(test_seed() + 3);
   // 8 input channels over 12x12 at stride 2: LibTorch's own kernel (the 2.13 wheel's and
@@ -487,6 +492,43 @@ TEST_CASE("a channels-last 1x1 convolution's strided weight gradient: LibTorch's
       if (mask[2]) CHECK(error(std::get<2>(got), std::get<2>(ref)) < 1e-5);
     }
   }
+}
+
+// A backward pass reaches the plugin's kernel with the thread's autocast on where the forward ran
+// outside it (an fp32 step whose backward() is called after its autocast() scope closed, with
+// the plan's bf16 autocast on the thread): fp32 tensors in, fp32 results out, not autocast's
+// bf16 products.
+TEST_CASE("the GEMM path with the thread's autocast on: fp32 in, fp32 out, within LibTorch's error") {
+  auto rt = test::start_cpu_runtime();
+  if (!test::plan_lists_kernel(*rt, kForward)) return;  // said in the first case
+  at::manual_seed(test_seed() + 4);
+  // A 1x1 output: the GEMM path on every call.
+  const Conv c{{4, 9, 5, 5}, {6, 9, 5, 5}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, false, true, false};
+  const at::Tensor x = at::randn(c.input), w = at::randn(c.weight), b = at::randn({6});
+  const std::array<bool, 3> mask{true, true, true};
+  auto fp64 = [](const at::Tensor& t) { return t.to(at::kDouble); };
+  auto fp64_abs = [](const at::Tensor& t) { return t.to(at::kDouble).abs(); };
+  at::Tensor lib, ref, magnitude, go;
+  {
+    const test::Fp32Thread fp32;
+    lib = forward(c, x, w, b, true);
+    ref = forward(c, fp64(x), fp64(w), fp64(b), true);
+    magnitude = forward(c, fp64_abs(x), fp64_abs(w), fp64_abs(b), true);
+    go = at::randn(lib.sizes());
+  }
+  const std::uint64_t f0 = test::required_kernel_calls(*rt, kForward), b0 = test::required_kernel_calls(*rt, kBackward);
+  at::Tensor got;
+  std::tuple<at::Tensor, at::Tensor, at::Tensor> grads;
+  {
+    compat::AutocastGuard bf16(at::kCPU, true, at::kBFloat16);
+    got = forward(c, x, w, b, false);  // at::convolution: not one of autocast's ops
+    grads = backward(c, go, x, w, mask, false);
+  }
+  CHECK(test::required_kernel_calls(*rt, kForward) == f0 + 1);
+  CHECK(test::required_kernel_calls(*rt, kBackward) == b0 + 1);
+  const test::Fp32Thread fp32;
+  check_close(got, lib, ref, magnitude, "output");
+  check_grads(c, go, x, w, mask, grads);
 }
 
 }  // namespace conv_gemm_suite
