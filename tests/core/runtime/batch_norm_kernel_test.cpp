@@ -169,6 +169,7 @@ Case random_case(std::mt19937& rng) {
 
 TEST_CASE("batch_norm kernels: the plugin's training step against LibTorch's kernel and fp64, forward and backward") {
   auto rt = test::start_cpu_runtime();
+  const test::Fp32Thread fp32;
   if (!test::plan_lists_kernel(*rt, kForward)) {
     MESSAGE("skipped: the plan lists no plugin batch_norm (a CPU without AVX2, said by operator_kernels_test)");
     return;
@@ -225,6 +226,7 @@ TEST_CASE("batch_norm kernels: the plugin's training step against LibTorch's ker
 
 TEST_CASE("batch_norm kernels: the same bits at one thread and at two") {
   auto rt = test::start_cpu_runtime();
+  const test::Fp32Thread fp32;
   if (!test::plan_lists_kernel(*rt, kForward)) return;  // said in the first case
   at::manual_seed(test_seed());
   const int threads = at::get_num_threads();
@@ -253,6 +255,7 @@ TEST_CASE("batch_norm kernels: the same bits at one thread and at two") {
 
 TEST_CASE("batch_norm kernels: a NaN or an infinity in a channel gives what LibTorch's gives, in that channel only") {
   auto rt = test::start_cpu_runtime();
+  const test::Fp32Thread fp32;
   if (!test::plan_lists_kernel(*rt, kForward)) return;  // said in the first case
   at::manual_seed(test_seed());
   for (const double bad : {std::nan(""), std::numeric_limits<double>::infinity()}) {
@@ -277,6 +280,7 @@ TEST_CASE("batch_norm kernels: a NaN or an infinity in a channel gives what LibT
 
 TEST_CASE("batch_norm kernels: eval mode, other dtypes and strides, one value a channel and a shut gate stay LibTorch's") {
   auto rt = test::start_cpu_runtime();
+  const test::Fp32Thread fp32;
   if (!test::plan_lists_kernel(*rt, kForward)) return;  // said in the first case
   at::manual_seed(test_seed());
   const std::uint64_t forward_calls = test::required_kernel_calls(*rt, kForward), backward_calls = test::required_kernel_calls(*rt, kBackward);
@@ -350,6 +354,7 @@ TEST_CASE("batch_norm kernels: eval mode, other dtypes and strides, one value a 
 
 TEST_CASE("batch_norm kernels: a BatchNorm2d between convolutions through autograd, as a training step reaches it") {
   auto rt = test::start_cpu_runtime();
+  const test::Fp32Thread fp32;
   if (!test::plan_lists_kernel(*rt, kForward)) return;  // said in the first case
   at::manual_seed(test_seed());
   for (const bool cl : {true, false}) {
@@ -359,6 +364,7 @@ TEST_CASE("batch_norm kernels: a BatchNorm2d between convolutions through autogr
     const at::Tensor image = at::randn({8, 3, 12, 12});
     // One step: the loss and the gradients of the convolution's weight and the norm's two.
     auto step = [&](at::ScalarType dtype) {
+      const test::Fp32Thread fp32_step;  // an fp32 step, whatever apply_precision set on the thread
       conv->to(dtype);
       bn->to(dtype);
       conv->zero_grad();
