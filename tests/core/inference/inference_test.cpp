@@ -38,7 +38,7 @@ std::vector<at::Tensor> reference(torch::jit::Module m, const std::vector<at::Te
   m.eval();
   torch::NoGradGuard no_grad;
   // fp32: the runtime's plan turns bf16 autocast on for this thread on a CPU with native bf16.
-  compat::AutocastGuard fp32(c10::DeviceType::CPU, false, compat::autocast_dtype(c10::DeviceType::CPU));
+  const test::Fp32Thread fp32;
   return flatten_outputs(m.forward(std::vector<c10::IValue>(inputs.begin(), inputs.end())));
 }
 

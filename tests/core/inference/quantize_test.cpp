@@ -31,7 +31,7 @@ std::vector<at::Tensor> fp64_outputs(const torch::jit::Module& module, const std
   m.eval();
   m.to(at::kDouble);
   torch::NoGradGuard no_grad;
-  compat::AutocastGuard fp32(c10::DeviceType::CPU, false, compat::autocast_dtype(c10::DeviceType::CPU));
+  const test::Fp32Thread fp32;
   std::vector<c10::IValue> args;
   for (const auto& x : inputs) args.emplace_back(x.to(at::kDouble));
   return flatten_outputs(m.forward(args));
@@ -40,7 +40,7 @@ std::vector<at::Tensor> fp64_outputs(const torch::jit::Module& module, const std
 // Without autocast (Runtime::start turned the plan's on for this thread): int8 alone.
 std::vector<at::Tensor> run(torch::jit::Module& m, const std::vector<at::Tensor>& inputs) {
   torch::NoGradGuard no_grad;
-  compat::AutocastGuard fp32(c10::DeviceType::CPU, false, compat::autocast_dtype(c10::DeviceType::CPU));
+  const test::Fp32Thread fp32;
   return flatten_outputs(m.forward(std::vector<c10::IValue>(inputs.begin(), inputs.end())));
 }
 

@@ -292,7 +292,7 @@ TEST_CASE("one-pixel convolutions: a DCGAN's layers through autograd, as a train
   auto step = [&](at::ScalarType dtype) {
     std::vector<at::Tensor> p;
     for (const auto& t : params) p.push_back(t.to(dtype).clone().requires_grad_(true));
-    compat::AutocastGuard fp32(at::kCPU, false, compat::autocast_dtype(at::kCPU));
+    const test::Fp32Thread fp32;
     const at::Tensor a = at::conv_transpose2d(p[0], p[1]);                                     // 1x1 -> 4x4
     const at::Tensor image = at::tanh(at::conv_transpose2d(p[2], p[3], {}, {2, 2}, {1, 1}));  // 64 -> 1
     const at::Tensor f = at::leaky_relu(at::conv2d(image, p[4], {}, {2, 2}, {1, 1}), 0.2);     // 1 -> 64

@@ -372,7 +372,7 @@ TEST_CASE("operator kernels: convolution_backward's one-channel weight gradient 
   const at::Tensor b = at::randn({10}).requires_grad_(true);
   at::Tensor out;
   {
-    compat::AutocastGuard fp32(at::kCPU, false, compat::autocast_dtype(at::kCPU));
+    const test::Fp32Thread fp32;
     out = at::conv2d(data, weight, b);
   }
   const at::Tensor go = at::randn(out.sizes());
