@@ -12,7 +12,11 @@
 // compared. The accelkit run starts with an empty cache: its first epoch includes the steps
 // the step tuner observes (shown apart).
 //
-//   accelkit_bench_mnist_program [--epochs E]
+//   accelkit_bench_mnist_program [--epochs E] [--only original|hand-tuned|accelkit [--trace FILE]]
+//
+// --only trains one variant alone (its epochs, no comparison): for a profiler over one of them.
+// --trace writes a Chrome trace of one more epoch of it and prints the operations that took the
+// time (accelkit::Trace: LibTorch's profiler, whose overhead falls in the small operations).
 //
 // Medians of E epochs per variant after one warm-up epoch each.
 #include <algorithm>
@@ -29,6 +33,7 @@
 
 #include "accelkit/prefetch.hpp"
 #include "accelkit/runtime.hpp"
+#include "accelkit/trace.hpp"
 #include "bench_timing.hpp"
 #include "mnist_example.hpp"
 
@@ -48,15 +53,27 @@ using accelkit::bench_timing::ms_since;
 
 int main(int argc, char** argv) {
   int epochs = 4;
+  std::string only, trace_path;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--epochs" && i + 1 < argc) {
       epochs = std::atoi(argv[++i]);
+    } else if (a == "--only" && i + 1 < argc &&
+               (std::string(argv[i + 1]) == "original" || std::string(argv[i + 1]) == "hand-tuned" ||
+                std::string(argv[i + 1]) == "accelkit")) {
+      only = argv[++i];
+    } else if (a == "--trace" && i + 1 < argc) {
+      trace_path = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: accelkit_bench_mnist_program [--epochs E]\n");
+      std::fprintf(stderr, "usage: accelkit_bench_mnist_program [--epochs E] [--only original|hand-tuned|accelkit [--trace FILE]]\n");
       return 2;
     }
   }
+  if (!trace_path.empty() && only.empty()) {
+    std::fprintf(stderr, "accelkit_bench_mnist_program: --trace needs --only\n");
+    return 2;
+  }
+  if (!trace_path.empty()) accelkit::check_trace_path(trace_path);
   if (epochs < 1) {
     std::fprintf(stderr, "accelkit_bench_mnist_program: --epochs must be at least 1\n");
     return 2;
@@ -134,6 +151,31 @@ int main(int argc, char** argv) {
               "0.01 momentum 0.5; LibTorch default threads %d, cores %d; device %s (%s)\n",
               kImages, batches, default_threads, cores, rt->device().str().c_str(),
               rt->context().require_device().plugin.c_str());
+  if (!only.empty()) {
+    const int w = only == "original" ? 0 : only == "hand-tuned" ? 1 : 2;
+    auto& v = vs[static_cast<std::size_t>(w)];
+    v.first_ms = run(w);
+    for (int e = 0; e < epochs; ++e) v.epochs_ms.push_back(run(w));
+    if (!trace_path.empty()) {
+      accelkit::Trace trace;
+      accelkit::TraceOptions to;
+      to.path = trace_path;
+      to.memory = false;
+      to.top = 30;
+      trace.start(to);
+      run(w);
+      const auto summary = trace.stop();
+      std::printf("%s: one epoch traced by %s in %s; self time over its %d steps:\n", v.name.c_str(),
+                  summary.profiler.c_str(), summary.path.c_str(), batches);
+      for (const auto& op : summary.top_by_self_time)
+        std::printf("  %9.1f us a step %6lld calls  %s\n", op.self_us / batches, static_cast<long long>(op.calls),
+                    op.name.c_str());
+    }
+    std::filesystem::remove_all(root);
+    std::printf("%s alone: first epoch %.1f ms, median of %d epochs after it %.1f ms (%.3f ms a batch)\n", v.name.c_str(),
+                v.first_ms, epochs, median(v.epochs_ms), median(v.epochs_ms) / batches);
+    return 0;
+  }
   for (int w = 0; w < 3; ++w) vs[static_cast<std::size_t>(w)].first_ms = run(w);  // warm-up epoch each
   for (int e = 0; e < epochs; ++e)
     for (int k = 0; k < 3; ++k) {
