@@ -16,6 +16,7 @@
 #include <algorithm>
 
 #include "accelkit/sdk/torch_compat.hpp"
+#include "conv_planes.hpp"
 
 namespace accelkit::cpu::conv_gemm {
 
@@ -220,6 +221,13 @@ struct NoAutocast {
   c10::impl::ExcludeDispatchKeyGuard guard{c10::DispatchKeySet(c10::DispatchKey::AutocastCPU)};
 };
 
+// The NCHW form (conv_planes.hpp) for an NCHW convolution with at least conv_planes::kMinPixels
+// pixels on the small side.
+bool nchw_form(const at::Tensor& input, const at::Tensor& weight, const Geometry& g, at::MemoryFormat format) {
+  return format == at::MemoryFormat::Contiguous && g.OH * g.OW >= conv_planes::kMinPixels && input.is_contiguous() &&
+         weight.is_contiguous() && conv_planes::available();
+}
+
 }  // namespace
 
 std::optional<Geometry> fit_any(const at::Tensor& input, const at::Tensor& weight, const ConvArgs& a) {
@@ -234,6 +242,7 @@ at::Tensor forward(const at::Tensor& input, const at::Tensor& weight, const c10:
                    const Geometry& g) {
   const NoAutocast fp32;
   const at::MemoryFormat format = result_format(input, weight, g.transposed);
+  if (nchw_form(input, weight, g, format)) return conv_planes::forward(input, weight, bias, g);
   const bool with_bias = bias.has_value() && bias->defined();
   if (!g.transposed) {
     const at::Tensor w = weight_matrix(weight).t();
@@ -252,6 +261,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward(const at::Tensor& grad_o
                                                         std::array<bool, 3> output_mask) {
   const NoAutocast fp32;
   const at::MemoryFormat format = result_format(input, weight, g.transposed);
+  if (nchw_form(input, weight, g, format)) return conv_planes::backward(grad_output, input, weight, g, output_mask);
   at::Tensor grad_input, grad_weight, grad_bias;
   // Sums of up to N*H*W values, in fp64 (as LibTorch's kernel is accurate to fp32's rounding).
   if (output_mask[2]) grad_bias = at::sum(grad_output, {0, 2, 3}, false, at::kDouble).to(at::kFloat);

@@ -12,6 +12,8 @@
 // (fit_any): operator_kernels.cpp times it against LibTorch's kernel per shape and keeps the
 // faster (conv_choice.hpp). The patches are gathered in (kh, kw, c) order from a channels-last
 // image, runs of C values, so a channels-last program's layers need no copy of their input.
+// An NCHW convolution with at least conv_planes::kMinPixels output pixels (a transposed one's
+// input pixels) is computed image by image instead, in its own layout (conv_planes.hpp).
 //
 // Forward and backward, plain and transposed, any stride, padding, dilation and output padding,
 // one group, fp32, NCHW or channels-last (the result has the layout LibTorch's own kernel gives:

@@ -30,6 +30,7 @@ add_library(accelkit_cpu_adamw STATIC
   "${_accelkit_adamw_dir}/fused_sgd_kernel_scalar.cpp"
   "${_accelkit_adamw_dir}/operator_kernels.cpp"
   "${_accelkit_adamw_dir}/conv_gemm.cpp"
+  "${_accelkit_adamw_dir}/conv_planes.cpp"
   "${_accelkit_adamw_dir}/conv_choice.cpp"
   "${_accelkit_adamw_dir}/batch_norm_op.cpp"
   "${_accelkit_adamw_dir}/bernoulli_op.cpp")
@@ -56,7 +57,7 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
     PROPERTIES COMPILE_OPTIONS "-mavx512f;-mavx2")
 endif()
 target_include_directories(accelkit_cpu_adamw PUBLIC "${_accelkit_adamw_dir}")
-target_link_libraries(accelkit_cpu_adamw PUBLIC accelkit_torch accelkit::sdk PRIVATE ${_accelkit_openmp})
+target_link_libraries(accelkit_cpu_adamw PUBLIC accelkit_torch accelkit::sdk PRIVATE ${_accelkit_openmp} ${CMAKE_DL_LIBS})
 # Every path does the same float operations in the same order: no FMA contraction. No errno
 # from sqrt, so the portable loop (#pragma omp simd) vectorises for the baseline ISA.
 target_compile_options(accelkit_cpu_adamw PRIVATE

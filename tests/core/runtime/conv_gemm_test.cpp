@@ -9,6 +9,7 @@
 // given times, and the choice through the dispatcher on a fresh shape. Other dtypes, groups,
 // arguments LibTorch refuses and a shut gate stay LibTorch's (its result, its error).
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <ATen/ops/convolution_backward_compositeexplicitautograd_dispatch.h>
 #include <ATen/ops/convolution_compositeexplicitautograd_dispatch.h>
 
@@ -27,6 +28,7 @@
 #include "accelkit/sdk/torch_compat.hpp"
 #include "conv_choice.hpp"
 #include "conv_gemm.hpp"
+#include "conv_planes.hpp"
 #include "cpu_runtime.hpp"
 #include "test_support.hpp"
 
@@ -365,6 +367,71 @@ TEST_CASE("the GEMM path on convolutions of any shape, called directly, against 
     check_grads(c, go, x, w, mask, cpu::conv_gemm::backward(go, x, w, *g, mask));
   }
   CHECK(taken >= 190);
+}
+
+// A random NCHW convolution the GEMM path takes in its NCHW form (conv_planes.hpp): at least
+// kMinPixels pixels on the small side, batches of 1 to 40 images (more than kParts, so the
+// weight and bias gradients are summed in parts of more than one image, and products of more
+// than one image at a time), plain and transposed, strides, padding, dilation, output padding.
+Conv random_nchw_conv(std::mt19937& rng) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (;;) {
+    Conv c = random_conv(rng);
+    c.channels_last = false;
+    c.input[0] = pick(1, 40);
+    if (c.transposed) {
+      c.input[2] = pick(8, 16);
+      c.input[3] = pick(8, 16);
+      return c;
+    }
+    const int64_t span_h = c.dilation[0] * (c.weight[2] - 1) + 1, span_w = c.dilation[1] * (c.weight[3] - 1) + 1;
+    c.input[2] = span_h - 2 * c.padding[0] + c.stride[0] * pick(7, 14);
+    c.input[3] = span_w - 2 * c.padding[1] + c.stride[1] * pick(7, 14);
+    if (c.input[2] >= span_h && c.input[3] >= span_w) return c;
+  }
+}
+
+TEST_CASE("the GEMM path's NCHW form: image by image, against LibTorch's kernel and fp64, at any thread count") {
+  if (!cpu::conv_planes::available()) {
+    MESSAGE("skipped: this process has no BLAS sgemm_ (the GEMM path keeps its batch form)");
+    return;
+  }
+  const test::Fp32Thread fp32;
+  const int threads = at::get_num_threads();
+  std::mt19937 rng(test_seed() + 3);
+  at::manual_seed(test_seed() + 3);
+  for (int i = 0; i < 60; ++i) {
+    const Conv c = random_nchw_conv(rng);
+    INFO(c.label());
+    const at::Tensor x = at::randn(c.input), w = at::randn(c.weight), b = at::randn({c.weight[c.transposed ? 1 : 0]});
+    const auto g = cpu::conv_gemm::fit_any(x, w, {c.stride, c.padding, c.dilation, c.output_padding, c.transposed, 1});
+    REQUIRE(g.has_value());
+    REQUIRE(g->OH * g->OW >= cpu::conv_planes::kMinPixels);
+    const c10::optional<at::Tensor> bias = c.bias ? c10::optional<at::Tensor>(b) : c10::nullopt;
+    const at::Tensor lib = forward(c, x, w, b, true);
+    const at::Tensor got = cpu::conv_gemm::forward(x, w, bias, *g);
+    auto fp64 = [](const at::Tensor& t) { return t.to(at::kDouble); };
+    auto fp64_abs = [](const at::Tensor& t) { return t.to(at::kDouble).abs(); };
+    check_close(got, lib, forward(c, fp64(x), fp64(w), fp64(b), true),
+                forward(c, fp64_abs(x), fp64_abs(w), fp64_abs(b), true), "output");
+    // The form itself, not only the path: the same values as conv_planes::forward.
+    CHECK(at::equal(got, cpu::conv_planes::forward(x, w, bias, *g)));
+
+    const at::Tensor go = at::randn(lib.sizes());
+    const std::array<bool, 3> mask{i % 4 != 1, i % 4 != 2, c.bias || i % 4 == 3};
+    CAPTURE(mask[0]);
+    CAPTURE(mask[1]);
+    CAPTURE(mask[2]);
+    const auto grads = cpu::conv_gemm::backward(go, x, w, *g, mask);
+    check_grads(c, go, x, w, mask, grads);
+    // On one thread: within the same error (the BLAS may round differently at another thread
+    // count), and the bias gradient - fp64 sums in fixed parts - bit for bit the same.
+    at::set_num_threads(1);
+    const auto one = cpu::conv_planes::backward(go, x, w, *g, mask);
+    at::set_num_threads(threads);
+    check_grads(c, go, x, w, mask, one);
+    if (mask[2]) CHECK(at::equal(std::get<2>(grads), std::get<2>(one)));
+  }
 }
 
 TEST_CASE("the per-shape choice: trials in turn, warm-ups ignored, the GEMM path kept only past the margin") {
