@@ -277,13 +277,18 @@ void scatter(const float* pixels, const float* wm, const Geometry& g, const Size
   });
 }
 
-// Sums of each plane of image n of t [N, planes, count], in fp64, added to sums.
-void plane_sums(const float* t, int64_t n, int64_t planes, int64_t count, double* sums) {
+// Sums of each plane of image n of t [N, planes, count], in fp64, added to sums. Eight running
+// sums a plane, added up at its end: one chain of fp64 adds would wait on each add's latency
+// (MNIST conv1's bias gradient, 64x10x24x24: 0.5 ms a step that way).
+ACCELKIT_PLANES_CLONES void plane_sums(const float* t, int64_t n, int64_t planes, int64_t count, double* sums) {
   for (int64_t c = 0; c < planes; ++c) {
     const float* p = t + (n * planes + c) * count;
-    double s = 0;
-    for (int64_t i = 0; i < count; ++i) s += p[i];
-    sums[c] += s;
+    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 8 <= count; i += 8)
+      for (int k = 0; k < 8; ++k) acc[k] += static_cast<double>(p[i + k]);
+    for (; i < count; ++i) acc[i % 8] += static_cast<double>(p[i]);
+    sums[c] += ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
   }
 }
 
