@@ -247,33 +247,36 @@ class Buffer {
   float* p_;
 };
 
-// pixels [N, A, P] = Wm @ patches(image_n) for every image, plus bias[a] on channel a where given.
-void gather(const float* image, const float* wm, const float* bias, const Geometry& g, const Sizes& z, float* pixels) {
+// fn(n0, nb, cols, pix) for each block of images [n0, n0 + nb), blocks in parallel, with the
+// task's scratch for their patches (cols, [K, nb*P]) and pixels (pix, [A, nb*P]).
+template <class Fn>
+void each_block(const Geometry& g, const Sizes& z, const Fn& fn) {
   const int64_t blocks = (g.N + z.block - 1) / z.block;
   at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
     const OneBlasThread serial;
-    const Buffer cols(z.K * z.block * z.P), out(z.A * z.block * z.P);
+    const Buffer cols(z.K * z.block * z.P), pix(z.A * z.block * z.P);
     for (int64_t blk = begin; blk < end; ++blk) {
-      const int64_t n0 = blk * z.block, nb = std::min(z.block, g.N - n0);
-      const float* c = block_patches(image, n0, nb, g, z, cols.data());
-      gemm(false, false, z.A, nb * z.P, z.K, wm, z.K, c, nb * z.P, 0.0f, out.data(), nb * z.P);
-      split(out.data(), n0, nb, z, bias, pixels);
+      const int64_t n0 = blk * z.block;
+      fn(n0, std::min(z.block, g.N - n0), cols.data(), pix.data());
     }
+  });
+}
+
+// pixels [N, A, P] = Wm @ patches(image_n) for every image, plus bias[a] on channel a where given.
+void gather(const float* image, const float* wm, const float* bias, const Geometry& g, const Sizes& z, float* pixels) {
+  each_block(g, z, [&](int64_t n0, int64_t nb, float* cols, float* pix) {
+    const float* c = block_patches(image, n0, nb, g, z, cols);
+    gemm(false, false, z.A, nb * z.P, z.K, wm, z.K, c, nb * z.P, 0.0f, pix, nb * z.P);
+    split(pix, n0, nb, z, bias, pixels);
   });
 }
 
 // image_n = unpatch(Wm^T @ pixels_n) for every image.
 void scatter(const float* pixels, const float* wm, const Geometry& g, const Sizes& z, float* image) {
-  const int64_t blocks = (g.N + z.block - 1) / z.block;
-  at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
-    const OneBlasThread serial;
-    const Buffer cols(z.K * z.block * z.P), in(z.A * z.block * z.P);
-    for (int64_t blk = begin; blk < end; ++blk) {
-      const int64_t n0 = blk * z.block, nb = std::min(z.block, g.N - n0);
-      join(pixels, n0, nb, z, in.data());
-      gemm(true, false, z.K, nb * z.P, z.A, wm, z.K, in.data(), nb * z.P, 0.0f, cols.data(), nb * z.P);
-      for (int64_t i = 0; i < nb; ++i) unpatch(cols.data() + i * z.P, nb * z.P, g, image + (n0 + i) * z.image);
-    }
+  each_block(g, z, [&](int64_t n0, int64_t nb, float* cols, float* pix) {
+    join(pixels, n0, nb, z, pix);
+    gemm(true, false, z.K, nb * z.P, z.A, wm, z.K, pix, nb * z.P, 0.0f, cols, nb * z.P);
+    for (int64_t i = 0; i < nb; ++i) unpatch(cols + i * z.P, nb * z.P, g, image + (n0 + i) * z.image);
   });
 }
 
