@@ -183,6 +183,9 @@ ACCELKIT_PLANES_CLONES void unpatch(const float* cols, int64_t ld, const Geometr
   }
 }
 
+// Parts the weight and bias gradients are summed in (at most; fewer for fewer images).
+constexpr int64_t kParts = 16;
+
 struct Sizes {
   int64_t A, K, P, image;  // weight rows, patch length, pixels an image, an image's values
   int64_t block;           // images a product takes at once

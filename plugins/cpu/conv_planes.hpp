@@ -40,9 +40,6 @@ bool available();
 // MNIST's 8x8 and 24x24 ones faster.
 inline constexpr int64_t kMinPixels = 64;
 
-// Parts the weight and bias gradients are summed in (at most; fewer for fewer images).
-inline constexpr int64_t kParts = 16;
-
 // For a convolution conv_gemm::fit_any() took whose input, weight and (backward) grad_output are
 // NCHW-contiguous, with results NCHW (conv_gemm decides).
 at::Tensor forward(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,

@@ -370,7 +370,7 @@ TEST_CASE("the GEMM path on convolutions of any shape, called directly, against 
 }
 
 // A random NCHW convolution the GEMM path takes in its NCHW form (conv_planes.hpp): at least
-// kMinPixels pixels on the small side, batches of 1 to 40 images (more than kParts, so the
+// kMinPixels pixels on the small side, batches of 1 to 40 images (more than its 16 parts, so the
 // weight and bias gradients are summed in parts of more than one image, and products of more
 // than one image at a time), plain and transposed, strides, padding, dilation, output padding.
 Conv random_nchw_conv(std::mt19937& rng) {
