@@ -42,6 +42,7 @@ using accelkit::bench_mnist::dataset;
 using accelkit::bench_mnist::kImages;
 using accelkit::bench_mnist::Net;
 using accelkit::bench_mnist::Variant;
+using accelkit::bench_mnist::variants;
 using accelkit::bench_mnist::write_mnist;
 using accelkit::bench_timing::Clock;
 using accelkit::bench_timing::median;
@@ -90,14 +91,7 @@ int main(int argc, char** argv) {
     write_mnist(root / "train", images, /*learnable=*/true, 7);
     write_mnist(root / "test", images, /*learnable=*/true, 8);
 
-    std::vector<Variant> vs(3);
-    vs[0].name = "as written";
-    vs[1].name = "hand-tuned";
-    vs[2].name = "accelkit";
-    for (auto& v : vs) {
-      torch::manual_seed(1);
-      v.model = std::make_unique<Net>();
-    }
+    std::vector<Variant> vs = variants("as written", "hand-tuned", "accelkit");
     rt->prepare(*vs[2].model);
     torch::optim::SGD sgd0(vs[0].model->parameters(), torch::optim::SGDOptions(0.01));
     torch::optim::SGD sgd1(vs[1].model->parameters(), torch::optim::SGDOptions(0.01));

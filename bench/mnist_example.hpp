@@ -137,4 +137,17 @@ struct Variant {
   std::int64_t steps = 0;
 };
 
+// Three ways of training the program under these names, each from the same initial weights.
+inline std::vector<Variant> variants(const char* first, const char* second, const char* third) {
+  std::vector<Variant> vs(3);
+  vs[0].name = first;
+  vs[1].name = second;
+  vs[2].name = third;
+  for (auto& v : vs) {
+    torch::manual_seed(1);
+    v.model = std::make_unique<Net>();
+  }
+  return vs;
+}
+
 }  // namespace accelkit::bench_mnist

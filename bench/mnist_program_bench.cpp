@@ -46,6 +46,7 @@ using accelkit::bench_mnist::dataset;
 using accelkit::bench_mnist::kImages;
 using accelkit::bench_mnist::Net;
 using accelkit::bench_mnist::Variant;
+using accelkit::bench_mnist::variants;
 using accelkit::bench_mnist::write_mnist;
 using accelkit::bench_timing::Clock;
 using accelkit::bench_timing::median;
@@ -117,19 +118,6 @@ void banner(int batches, int default_threads, int cores, const accelkit::Runtime
               rt.context().require_device().plugin.c_str());
 }
 
-// The three ways of training the program, each from the same initial weights.
-std::vector<Variant> variants() {
-  std::vector<Variant> vs(3);
-  vs[0].name = "original";
-  vs[1].name = "hand-tuned";
-  vs[2].name = "accelkit";
-  for (auto& v : vs) {
-    torch::manual_seed(1);
-    v.model = std::make_unique<Net>();
-  }
-  return vs;
-}
-
 // Each variant's test accuracy, evaluated as it trained: the plain ones in fp32 at LibTorch's
 // default threads, accelkit's under its plan and autocast.
 std::vector<double> accuracies(std::vector<Variant>& vs, const std::filesystem::path& test_dir, accelkit::Runtime& rt,
@@ -159,15 +147,8 @@ void train_in_turn(std::vector<Variant>& vs, const std::function<double(int)>& e
 // The three variants' medians, speedups and accuracies, and what accelkit decided.
 void report(const std::vector<Variant>& vs, const std::vector<double>& acc, int epochs, int batches,
             const accelkit::Runtime& rt, const accelkit::Adoption& adopted) {
-  std::printf("medians of %d epochs each after one warm-up epoch, variants alternating:\n", epochs);
-  std::printf("  %-11s %12s %12s %12s %10s %10s\n", "variant", "epoch ms", "batch ms", "first epoch", "speedup",
-              "test acc");
+  accelkit::bench_timing::print_epoch_table(vs, acc, epochs, batches);
   const double base = median(vs[0].epochs_ms);
-  for (std::size_t i = 0; i < vs.size(); ++i) {
-    const double m = median(vs[i].epochs_ms);
-    std::printf("  %-11s %12.1f %12.3f %12.1f %9.2fx %9.2f%%\n", vs[i].name.c_str(), m, m / batches, vs[i].first_ms,
-                base / m, acc[i]);
-  }
   const double tuned = median(vs[1].epochs_ms), accel = median(vs[2].epochs_ms);
   std::printf("accelkit (defaults) is %.2fx the original program and %.2fx hand-tuned LibTorch; accuracy %+.2f points "
               "vs the original\n", base / accel, tuned / accel, acc[2] - acc[0]);
@@ -206,7 +187,7 @@ int main(int argc, char** argv) {
       dataset(train_dir), torch::data::DataLoaderOptions().batch_size(64));
   const int batches = (kImages + 63) / 64;
 
-  std::vector<Variant> vs = variants();
+  std::vector<Variant> vs = variants("original", "hand-tuned", "accelkit");
   torch::optim::SGD sgd0(vs[0].model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.5));
   torch::optim::SGD sgd1(vs[1].model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.5));
   torch::optim::SGD sgd2(vs[2].model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.5));

@@ -120,15 +120,8 @@ double accuracy(ResNet20& m, const torch::Tensor& x, const torch::Tensor& y, boo
 void report(const std::vector<Variant>& vs, const std::vector<double>& acc, int epochs, int batches,
             const accelkit::Runtime& runtime) {
   const accelkit::Runtime* rt = &runtime;
-  std::printf("medians of %d epochs each after one warm-up epoch, variants alternating:\n", epochs);
-  std::printf("  %-11s %12s %12s %12s %10s %10s\n", "variant", "epoch ms", "batch ms", "first epoch", "speedup",
-              "test acc");
+  accelkit::bench_timing::print_epoch_table(vs, acc, epochs, batches);
   const double base = median(vs[0].epochs_ms);
-  for (std::size_t i = 0; i < vs.size(); ++i) {
-    const double m = median(vs[i].epochs_ms);
-    std::printf("  %-11s %12.1f %12.3f %12.1f %9.2fx %9.2f%%\n", vs[i].name.c_str(), m, m / batches, vs[i].first_ms,
-                base / m, acc[i]);
-  }
   const double tuned = median(vs[1].epochs_ms), accel = median(vs[2].epochs_ms);
   const auto& cl = rt->context().config().channels_last;
   const std::string settings = cl.user_set() ? std::string("channels_last = ") + accelkit::to_string(*cl) : "defaults";
