@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
@@ -23,10 +24,15 @@
 
 namespace accelkit::test {
 
+// Whether this process drew test_seed(): test_main.cpp's listener then names the seed after a
+// failed run, so that any failure on fresh random inputs can be repeated.
+inline std::atomic<bool> seed_drawn{false};
+
 // The seed of a suite's fresh random inputs: random each run, ACCELKIT_TEST_SEED fixes it.
-// Print it in the failure context (INFO) so a failing run can be repeated.
+// A failed run prints it (test_main.cpp); a suite may also put it in a failure's context.
 inline std::uint64_t test_seed() {
   static const std::uint64_t seed = [] {
+    seed_drawn = true;
     if (const char* s = std::getenv("ACCELKIT_TEST_SEED")) return static_cast<std::uint64_t>(std::stoull(s));
     std::random_device rd;
     return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
