@@ -3,8 +3,9 @@
 // dispatcher would call it with the plugin gone) and fp64, on fresh random inputs: channels-last,
 // [N, C] and NCHW-style tensors of 2 to 5 dimensions, with and without weight, bias and running
 // statistics, inputs far from zero - the output, save_mean, save_invstd, the running statistics
-// and the three gradients; the same bits at any number of threads; a BatchNorm2d module's step
-// through autograd. Eval mode, other dtypes and strides, and a shut gate stay LibTorch's.
+// and the three gradients (each backward against fp64 from the statistics its forward saved);
+// the same bits at any number of threads; a BatchNorm2d module's step through autograd. Eval
+// mode, other dtypes and strides, and a shut gate stay LibTorch's.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <ATen/ops/native_batch_norm_backward_cpu_dispatch.h>
@@ -71,40 +72,54 @@ double error(const at::Tensor& got, const at::Tensor& want, const at::Tensor& ma
 double error(const at::Tensor& got, const at::Tensor& want) { return error(got, want, want); }
 
 // As close to fp64 as LibTorch's (or within fp32's rounding), with LibTorch's shape, dtype and
-// layout.
-void check_close(const at::Tensor& got, const at::Tensor& lib, const at::Tensor& ref, const std::string& what,
-                 const at::Tensor& magnitude = at::Tensor()) {
+// layout: got against ref_got, LibTorch's against ref_lib (each from the inputs it was given).
+void check_close_each(const at::Tensor& got, const at::Tensor& lib, const at::Tensor& ref_got, const at::Tensor& ref_lib,
+                      const std::string& what, const at::Tensor& magnitude) {
   CAPTURE(what);
   REQUIRE(got.defined() == lib.defined());
   if (!got.defined()) return;
   REQUIRE(got.sizes() == lib.sizes());
   CHECK((got.scalar_type() == lib.scalar_type()));
   CHECK(got.strides() == lib.strides());
-  const at::Tensor& m = magnitude.defined() ? magnitude : ref;
-  const double e = error(got, ref, m), e_lib = error(lib, ref, m);
+  const at::Tensor& m = magnitude.defined() ? magnitude : ref_got;
+  const double e = error(got, ref_got, m), e_lib = error(lib, ref_lib, m);
   CAPTURE(e);
   CAPTURE(e_lib);
   CHECK(e <= 4 * e_lib + 2e-6);
 }
 
+void check_close(const at::Tensor& got, const at::Tensor& lib, const at::Tensor& ref, const std::string& what,
+                 const at::Tensor& magnitude = at::Tensor()) {
+  check_close_each(got, lib, ref, ref, what, magnitude);
+}
+
 // Batch normalisation in fp64, as the definition reads: per channel over every dimension but 1.
 struct Reference {
-  at::Tensor out, mean, invstd, var_unbiased, grad_input, grad_weight, grad_bias;
+  at::Tensor out, mean, invstd, var_unbiased;
   // The size of the terms each is the sum of, where they cancel: the mean of values either side
-  // of 0, an output whose bias is about -weight, grad_input's three terms (with two values a
-  // channel, to nothing).
-  at::Tensor out_terms, mean_terms, grad_input_terms;
+  // of 0, an output whose bias is about -weight.
+  at::Tensor out_terms, mean_terms;
 };
 
-Reference reference(const at::Tensor& x32, const at::Tensor& w32, const at::Tensor& b32, const at::Tensor& g32,
-                    double eps) {
-  const at::Tensor x = x32.to(at::kDouble), g = g32.to(at::kDouble);
-  std::vector<int64_t> dims{0}, shape(x.dim(), 1);
+std::vector<int64_t> reduced_dims(const at::Tensor& x) {
+  std::vector<int64_t> dims{0};
   for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
+  return dims;
+}
+
+// A per-channel vector (fp64) shaped to broadcast over x: [1, C, 1, ...].
+at::Tensor per_channel(const at::Tensor& v, const at::Tensor& x) {
+  std::vector<int64_t> shape(x.dim(), 1);
   shape[1] = x.size(1);
+  return v.to(at::kDouble).view(shape);
+}
+
+Reference reference(const at::Tensor& x32, const at::Tensor& w32, const at::Tensor& b32, double eps) {
+  const at::Tensor x = x32.to(at::kDouble);
+  const auto dims = reduced_dims(x);
   const double M = static_cast<double>(x.numel() / x.size(1));
-  const at::Tensor w = w32.defined() ? w32.to(at::kDouble).view(shape) : at::ones(shape, at::kDouble);
-  const at::Tensor b = b32.defined() ? b32.to(at::kDouble).view(shape) : at::zeros(shape, at::kDouble);
+  const at::Tensor w = w32.defined() ? per_channel(w32, x) : per_channel(at::ones({x.size(1)}), x);
+  const at::Tensor b = b32.defined() ? per_channel(b32, x) : at::zeros_like(w);
   Reference r;
   const at::Tensor mean = x.mean(dims, true);
   const at::Tensor xm = x - mean;
@@ -116,11 +131,36 @@ Reference reference(const at::Tensor& x32, const at::Tensor& w32, const at::Tens
   r.mean = mean.flatten();
   r.invstd = invstd.flatten();
   r.var_unbiased = (var * (M / (M - 1))).flatten();
+  return r;
+}
+
+// The backward in fp64 from the statistics a forward saved (fp32, as the backward receives them):
+// each backward is held to its own inputs. Against the exact mean instead, a gradient whose sums
+// cancel would read the rounding of save_mean times sum(dy) as its error - LibTorch's too, by an
+// amount that changes with the last bit of the mean each forward rounded.
+struct GradReference {
+  at::Tensor grad_input, grad_weight, grad_bias;
+  // The size of the terms each is the sum of: grad_input's three (with two values a channel, they
+  // cancel to nothing), dy * (x - mean) and dy.
+  at::Tensor grad_input_terms, grad_weight_terms, grad_bias_terms;
+};
+
+GradReference grad_reference(const at::Tensor& x32, const at::Tensor& w32, const at::Tensor& g32,
+                             const at::Tensor& save_mean, const at::Tensor& save_invstd) {
+  const at::Tensor x = x32.to(at::kDouble), g = g32.to(at::kDouble);
+  const auto dims = reduced_dims(x);
+  const double M = static_cast<double>(x.numel() / x.size(1));
+  const at::Tensor mean = per_channel(save_mean, x), invstd = per_channel(save_invstd, x);
+  const at::Tensor w = w32.defined() ? per_channel(w32, x) : at::ones_like(mean);
+  const at::Tensor xm = x - mean;
   const at::Tensor sum_g = g.sum(dims, true), dot = (g * xm).sum(dims, true);
+  GradReference r;
   r.grad_input = (g - sum_g / M - xm * invstd * invstd * dot / M) * invstd * w;
   r.grad_input_terms = (g.abs() + sum_g.abs() / M + (xm * invstd * invstd * dot).abs() / M) * invstd * w.abs();
   r.grad_weight = (dot * invstd).flatten();
   r.grad_bias = sum_g.flatten();
+  r.grad_weight_terms = ((g * xm).abs().sum(dims, true) * invstd).flatten();
+  r.grad_bias_terms = g.abs().sum(dims, true).flatten();
   return r;
 }
 
@@ -200,7 +240,7 @@ TEST_CASE("batch_norm kernels: the plugin's training step against LibTorch's ker
     CHECK(test::required_kernel_calls(*rt, kForward) == ++forward_calls);
     const at::Tensor g = at::randn(c.shape).contiguous(x.suggest_memory_format());
     REQUIRE(g.strides() == x.strides());
-    const Reference ref = reference(x, w, b, g, eps);
+    const Reference ref = reference(x, w, b, eps);
     check_close(std::get<0>(got), std::get<0>(lib), ref.out, "output", ref.out_terms);
     check_close(std::get<1>(got), std::get<1>(lib), ref.mean, "save_mean", ref.mean_terms);
     check_close(std::get<2>(got), std::get<2>(lib), ref.invstd, "save_invstd");
@@ -217,10 +257,17 @@ TEST_CASE("batch_norm kernels: the plugin's training step against LibTorch's ker
     // NCHW planes: LibTorch's backward (it already reads them at memory speed).
     if (Case::rows(x)) ++backward_calls;
     CHECK(test::required_kernel_calls(*rt, kBackward) == backward_calls);
-    if (mask[0]) check_close(std::get<0>(got_grads), std::get<0>(lib_grads), ref.grad_input, "grad_input",
-                             ref.grad_input_terms);
-    if (mask[1]) check_close(std::get<1>(got_grads), std::get<1>(lib_grads), ref.grad_weight, "grad_weight");
-    if (mask[2]) check_close(std::get<2>(got_grads), std::get<2>(lib_grads), ref.grad_bias, "grad_bias");
+    const GradReference ref_got = grad_reference(x, w, g, std::get<1>(got), std::get<2>(got));
+    const GradReference ref_lib = grad_reference(x, w, g, std::get<1>(lib), std::get<2>(lib));
+    if (mask[0])
+      check_close_each(std::get<0>(got_grads), std::get<0>(lib_grads), ref_got.grad_input, ref_lib.grad_input,
+                       "grad_input", ref_got.grad_input_terms);
+    if (mask[1])
+      check_close_each(std::get<1>(got_grads), std::get<1>(lib_grads), ref_got.grad_weight, ref_lib.grad_weight,
+                       "grad_weight", ref_got.grad_weight_terms);
+    if (mask[2])
+      check_close_each(std::get<2>(got_grads), std::get<2>(lib_grads), ref_got.grad_bias, ref_lib.grad_bias,
+                       "grad_bias", ref_got.grad_bias_terms);
   }
 }
 
