@@ -322,7 +322,10 @@ def forward(self, x):
   INFO(q.report.summary());
   CHECK(text_of(q.report.notes).find("never reached") == std::string::npos);
   REQUIRE(q.report.cosine);
-  CHECK(*q.report.cosine >= 0.99);
+  // Only the branch that runs is quantized, so the output follows fp32's, within a random
+  // network's int8 tail: over seeds 1-1000 the cosine read 0.9816 at the lowest and below 0.99
+  // for 9 of them (one failed a CI run at 0.9891 when this bound was 0.99).
+  CHECK(*q.report.cosine >= 0.97);
 }
 
 TEST_CASE("static int8 is refused without example inputs, without int8 Linear, and on inputs the module refuses") {
