@@ -22,7 +22,12 @@ Turn Table::next(const Key& key) {
     it = entries_.emplace(key, Entry{}).first;
   }
   Entry& e = it->second;
-  if (e.decided) return {e.kept, false};
+  if (e.decided) {
+    if (e.kept != Path::gemm || e.round > 0 || ++e.kept_calls < kRecheckAfter) return {e.kept, false};
+    // The second round: the first's trials again, from fresh times.
+    e = Entry{};
+    e.round = 1;
+  }
   // Turns past the trials (callers on other threads still timing theirs) take LibTorch's.
   if (e.issued >= 2 * kTrials) return {Path::libtorch, false};
   const Path p = e.issued % 2 == 0 ? Path::libtorch : Path::gemm;
@@ -33,7 +38,7 @@ Turn Table::next(const Key& key) {
 void Table::record(const Key& key, Path path, double ms) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(key);
-  if (it == entries_.end() || it->second.decided) return;
+  if (it == entries_.end() || it->second.decided) return;  // a late trial of a decided round
   Entry& e = it->second;
   e.times[static_cast<int>(path)].push_back(ms);
   const auto& lib = e.times[static_cast<int>(Path::libtorch)];
@@ -52,6 +57,7 @@ Table::Counts Table::counts() const {
   std::lock_guard<std::mutex> lock(mu_);
   Counts c;
   for (const auto& [key, e] : entries_) {
+    if (e.round > 0 && e.decided) ++(e.kept == Path::gemm ? c.confirmed : c.dropped);
     if (!e.decided)
       ++c.trying;
     else if (e.kept == Path::gemm)

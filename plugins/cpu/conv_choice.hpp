@@ -11,6 +11,14 @@
 // margin (a path far slower after one counted call each is dropped at once); the rest of the
 // run takes the kept one. Like cuDNN's benchmark mode, but without the
 // extra calls: nothing is computed twice.
+//
+// A GEMM path kept is checked again later in the run: on a VM whose layer times moved by 10-20%
+// between rounds (an AVX2 EPYC, LibTorch 1.13), more than the margin, a choice timed on a
+// shape's first calls kept the GEMM path for pytorch/examples' DCGAN discriminator's 128 -> 256
+// forward and its generator's 256 -> 128 backward, which LibTorch's kernel ran faster in every
+// later round. So after kRecheckAfter calls by the GEMM path the shape takes a second round of
+// trials, timed as the first, and keeps the GEMM path only where that round finds it past the
+// margin too; LibTorch's kernel, once kept, stays (a missed gain, never a slower layer).
 #pragma once
 
 #include <cstddef>
@@ -46,17 +54,21 @@ class Table {
   // Where the GEMM path's first counted call took more than this times LibTorch's, the choice is
   // LibTorch's at once: no more slow trials (a ResNet's 3x3 layers: 2-3x).
   static constexpr double kEarlyOut = 1.5;
+  // Calls by a kept GEMM path before its second round of trials.
+  static constexpr int kRecheckAfter = 16;
   // Shapes the table holds; calls of further shapes take LibTorch's kernel untimed.
   static constexpr std::size_t kMaxShapes = 4096;
 
   // The next call of this shape: trials alternate LibTorch's kernel and the GEMM path
-  // (LibTorch's first), then the kept path.
+  // (LibTorch's first), then the kept path; a kept GEMM path's kRecheckAfter-th call starts the
+  // second round, the same trials.
   Turn next(const Key& key);
   // A trial's time in milliseconds.
   void record(const Key& key, Path path, double ms);
 
   struct Counts {
     std::size_t gemm = 0, libtorch = 0, trying = 0;  // shapes decided each way, and undecided
+    std::size_t confirmed = 0, dropped = 0;  // of those, GEMM paths the second round kept, and dropped
   };
   Counts counts() const;
 
@@ -66,6 +78,8 @@ class Table {
     std::vector<double> times[2];
     bool decided = false;
     Path kept = Path::libtorch;
+    int round = 0;       // 0: the first trials; 1: the second, for a kept GEMM path
+    int kept_calls = 0;  // calls by the kept GEMM path since the first round decided
   };
   mutable std::mutex mu_;
   std::unordered_map<Key, Entry, KeyHash> entries_;

@@ -487,7 +487,63 @@ TEST_CASE("the per-shape choice: trials in turn, warm-ups ignored, the GEMM path
   CHECK(t.next({1, 0}).trial);
 }
 
-TEST_CASE("the per-shape choice through the dispatcher: every call within LibTorch's error, the kept path for good") {
+TEST_CASE("the per-shape choice: a kept GEMM path takes a second round, and stays only where that round agrees") {
+  using cpu::conv_choice::Path;
+  using cpu::conv_choice::Table;
+  constexpr int kTrials = Table::kTrials;
+  constexpr int kRecheckAfter = Table::kRecheckAfter;
+  static_assert(kTrials == 4, "the times below are four per path");
+  // One round of trials with the given times (LibTorch's, the GEMM path's, in turn), its first
+  // turn already taken; what the round kept.
+  auto round = [](Table& t, const cpu::conv_choice::Key& key, cpu::conv_choice::Turn turn, const std::vector<double>& lib,
+                  const std::vector<double>& gemm) {
+    for (size_t i = 0; turn.trial; ++i, turn = t.next(key)) {
+      REQUIRE(i < 2 * kTrials);
+      REQUIRE((turn.path == (i % 2 == 0 ? Path::libtorch : Path::gemm)));
+      t.record(key, turn.path, (i % 2 == 0 ? lib : gemm)[i / 2]);
+    }
+    return turn.path;
+  };
+  // Calls of the kept path until the next trial (at most `limit`): how many, and that trial.
+  auto kept_until_trial = [](Table& t, const cpu::conv_choice::Key& key, Path kept, int limit) {
+    int calls = 0;
+    cpu::conv_choice::Turn turn = t.next(key);
+    for (; !turn.trial && calls < limit; turn = t.next(key)) {
+      CHECK((turn.path == kept));
+      ++calls;
+    }
+    return std::pair<int, cpu::conv_choice::Turn>{calls, turn};
+  };
+  const std::vector<double> slow{5.0, 10.0, 10.2, 10.1}, fast{40.0, 8.5, 8.8, 8.7};  // 0.84x: the GEMM path's
+  Table t;
+  // The first round keeps the GEMM path on each; its first call is the round's last turn.
+  for (const std::int64_t k : {1, 2}) CHECK((round(t, {k}, t.next({k}), slow, fast) == Path::gemm));
+  // Confirmed: the second round finds the GEMM path past the margin again; then no more trials.
+  auto [calls, turn] = kept_until_trial(t, {1}, Path::gemm, 1000);
+  CHECK(calls == kRecheckAfter - 2);  // with the round's last turn, kRecheckAfter - 1 kept calls; then the trial
+  REQUIRE(turn.trial);
+  CHECK((t.counts().trying == 1));
+  CHECK((round(t, {1}, turn, {30.0, 10.0, 10.1, 10.0}, {30.0, 8.7, 8.6, 8.9}) == Path::gemm));
+  CHECK(kept_until_trial(t, {1}, Path::gemm, 1000).first == 1000);
+  // Dropped: the second round reads the GEMM path at 0.95x, short of the margin; LibTorch's
+  // kernel for good.
+  std::tie(calls, turn) = kept_until_trial(t, {2}, Path::gemm, 1000);
+  CHECK(calls == kRecheckAfter - 2);
+  REQUIRE(turn.trial);
+  CHECK((round(t, {2}, turn, {10.0, 10.0, 10.1, 10.0}, {9.6, 9.5, 9.6, 9.7}) == Path::libtorch));
+  CHECK(kept_until_trial(t, {2}, Path::libtorch, 1000).first == 1000);
+  // LibTorch's kernel kept by the first round is not timed again.
+  CHECK((round(t, {3}, t.next({3}), {1.0, 10.0, 10.2, 10.1}, {9.5, 9.5, 9.4, 9.6}) == Path::libtorch));
+  CHECK(kept_until_trial(t, {3}, Path::libtorch, 1000).first == 1000);
+  const auto counts = t.counts();
+  CHECK(counts.gemm == 1);
+  CHECK(counts.confirmed == 1);
+  CHECK(counts.libtorch == 2);
+  CHECK(counts.dropped == 1);
+  CHECK(counts.trying == 0);
+}
+
+TEST_CASE("the per-shape choice through the dispatcher: every call within LibTorch's error, each round's kept path") {
   auto rt = test::start_cpu_runtime();
   const test::Fp32Thread fp32;
   if (!test::plan_lists_kernel(*rt, kForward)) return;  // said in the first case
@@ -504,7 +560,9 @@ TEST_CASE("the per-shape choice through the dispatcher: every call within LibTor
   const at::Tensor go = layout(at::randn(lib.sizes()), true);
   const std::array<bool, 3> mask{true, true, true};
   std::vector<std::uint64_t> fwd_gemm, bwd_gemm;  // whether each call took the GEMM path
-  for (int i = 0; i < 2 * kTrials + 4; ++i) {
+  constexpr int kRecheckAfter = cpu::conv_choice::Table::kRecheckAfter;
+  // Enough calls for both rounds of trials where the GEMM path is kept after the first.
+  for (int i = 0; i < 4 * kTrials + kRecheckAfter + 4; ++i) {
     CAPTURE(i);
     const std::uint64_t f0 = test::required_kernel_calls(*rt, kForward), b0 = test::required_kernel_calls(*rt, kBackward);
     check_close(forward(c, x, w, b, false), lib, ref, magnitude, "output");
@@ -514,15 +572,31 @@ TEST_CASE("the per-shape choice through the dispatcher: every call within LibTor
     check_grads(c, go, x, w, mask, got);
   }
   for (const auto* calls : {&fwd_gemm, &bwd_gemm}) {
-    // The trials: LibTorch's kernel, then the GEMM path, in turn - four calls where the GEMM
-    // path was far slower, 2 * kTrials otherwise; then one path for good.
+    // A round of trials: LibTorch's kernel, then the GEMM path, in turn - 2 * kTrials calls, or
+    // fewer where the GEMM path was far slower and LibTorch's kernel is kept; then the kept path.
+    // A GEMM path kept by the first round takes kRecheckAfter - 1 calls, then a second round;
+    // the second round's choice is for good.
     const auto& seq = *calls;
-    bool constant_after_four = true;
-    for (size_t i = 5; i < seq.size(); ++i) constant_after_four = constant_after_four && seq[i] == seq[4];
-    const size_t trials = constant_after_four && seq[4] == 0 ? 4 : 2 * kTrials;
-    CAPTURE(trials);
-    for (size_t i = 0; i < trials; ++i) CHECK(seq[i] == i % 2);
-    for (size_t i = trials + 1; i < seq.size(); ++i) CHECK(seq[i] == seq[trials]);
+    std::string paths;  // "0101..." : LibTorch's kernel or the GEMM path, call by call
+    for (const std::uint64_t v : seq) paths += v == 0 ? '0' : '1';
+    CAPTURE(paths);
+    size_t at = 0;
+    for (int round = 0; round < 2; ++round) {
+      CAPTURE(round);
+      size_t alternating = 0;
+      while (alternating < 2 * kTrials && at + alternating < seq.size() && seq[at + alternating] == alternating % 2)
+        ++alternating;
+      REQUIRE(alternating >= 4);
+      const size_t trials = alternating;
+      REQUIRE(at + trials < seq.size());
+      const std::uint64_t kept = trials < 2 * kTrials ? 0 : seq[at + trials];
+      at += trials;
+      if (kept == 0 || round == 1) {
+        for (; at < seq.size(); ++at) CHECK(seq[at] == kept);
+        break;
+      }
+      for (int k = 0; k < kRecheckAfter - 1; ++k, ++at) CHECK(seq[at] == 1);
+    }
   }
   // The read-back says how the shapes timed so far went.
   auto precision = rt->device_handle()->precision();
@@ -532,7 +606,7 @@ TEST_CASE("the per-shape choice through the dispatcher: every call within LibTor
   std::string said;
   for (const auto& v : values.value())
     if (v.key == "convolution_shapes") said = v.value;
-  CHECK(said.find(" by the GEMM path, ") != std::string::npos);
+  CHECK(said.find(" by the GEMM path") != std::string::npos);
   CHECK(said.find(" by LibTorch's kernel") != std::string::npos);
 }
 
