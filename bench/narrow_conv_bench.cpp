@@ -5,11 +5,12 @@
 //
 // Each layer's forward and backward (the gradients autograd asks for in training) timed in one
 // process three ways, call by call in turn: the plugin's kernel as the dispatcher reaches it (a
-// one-pixel layer's GEMM, or what the shape's timed choice kept: conv_choice.hpp), LibTorch's
-// (the same plan without the plugin's kernels), and the GEMM path called directly (conv_gemm.hpp;
-// "-" where it does not take the layer). Medians of R rounds after warm-up (which covers the
-// choice's trials); the largest difference of the plugin's results from LibTorch's, relative to
-// their largest value, beside them.
+// one-pixel layer's GEMM, or what the shape's timed choice kept - the GEMM path, the Winograd
+// path or LibTorch's kernel: conv_choice.hpp), LibTorch's (the same plan without the plugin's
+// kernels), and the GEMM path called directly (conv_gemm.hpp; "-" where it does not take the
+// layer). Medians of R rounds after warm-up (which covers both rounds of the choice's trials);
+// the largest difference of the plugin's results from LibTorch's, relative to their largest
+// value, beside them.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -68,7 +69,9 @@ void time_layer(const accelkit::bench_layers::Session& bench, int rounds, at::Me
   const int variants = geometry ? 3 : 2;  // 0: the plugin's, 1: LibTorch's, 2: the GEMM path
   std::array<std::vector<double>, 6> t;  // forward then backward, by variant
   double diff = 0;
-  const int warm_up = 2 * accelkit::cpu::conv_choice::Table::kTrials + 2;
+  // Warm-up rounds that cover both rounds of the choice's trials, of all three paths.
+  using Table = accelkit::cpu::conv_choice::Table;
+  const int warm_up = 2 * accelkit::cpu::conv_choice::kPaths * Table::kTrials + Table::kRecheckAfter + 2;
   for (int r = -warm_up; r < rounds; ++r) {
     for (int i = 0; i < variants; ++i) {
       const int v = (i + (r + warm_up)) % variants;

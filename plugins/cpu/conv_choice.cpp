@@ -14,26 +14,43 @@ std::size_t KeyHash::operator()(const Key& k) const noexcept {
   return static_cast<std::size_t>(h);
 }
 
-Turn Table::next(const Key& key) {
+Table::Entry Table::fresh(Paths paths, int round) {
+  Entry e;
+  e.paths = e.timing = paths;
+  e.round = round;
+  return e;
+}
+
+Turn Table::next(const Key& key, Paths others) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(key);
   if (it == entries_.end()) {
     if (entries_.size() >= kMaxShapes) return {Path::libtorch, false};
-    it = entries_.emplace(key, Entry{}).first;
+    it = entries_.emplace(key, fresh(static_cast<Paths>(bit(Path::libtorch) | others), 0)).first;
   }
   Entry& e = it->second;
   if (e.decided) {
-    if (e.kept != Path::gemm || e.round > 0 || ++e.kept_calls < kRecheckAfter) return {e.kept, false};
-    // The second round: the first's trials again, from fresh times.
-    e = Entry{};
-    e.round = 1;
+    if (e.kept == Path::libtorch || e.round > 0 || ++e.kept_calls < kRecheckAfter) return {e.kept, false};
+    e = fresh(e.paths, 1);  // the second round: the first's trials again, from fresh times
   }
-  // Turns past the trials (callers on other threads still timing theirs) take LibTorch's.
-  if (e.issued >= 2 * kTrials) return {Path::libtorch, false};
-  const Path p = e.issued % 2 == 0 ? Path::libtorch : Path::gemm;
-  ++e.issued;
-  return {p, true};
+  // The next path in turn with trials left; past the trials (callers on other threads still
+  // timing theirs), LibTorch's kernel, untimed.
+  for (int k = 0; k < kPaths; ++k) {
+    const int i = (e.cursor + k) % kPaths;
+    if ((e.timing & bit(static_cast<Path>(i))) == 0 || e.issued[i] >= kTrials) continue;
+    ++e.issued[i];
+    e.cursor = (i + 1) % kPaths;
+    return {static_cast<Path>(i), true};
+  }
+  return {Path::libtorch, false};
 }
+
+namespace {
+
+// The best of a path's timed calls after its warm-up.
+double best(const std::vector<double>& t) { return *std::min_element(t.begin() + 1, t.end()); }
+
+}  // namespace
 
 void Table::record(const Key& key, Path path, double ms) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -42,14 +59,33 @@ void Table::record(const Key& key, Path path, double ms) {
   Entry& e = it->second;
   e.times[static_cast<int>(path)].push_back(ms);
   const auto& lib = e.times[static_cast<int>(Path::libtorch)];
-  const auto& gemm = e.times[static_cast<int>(Path::gemm)];
-  if (lib.size() < 2 || gemm.size() < 2) return;  // a warm-up and a counted call each, at least
-  // The best of each path's timed calls after its warm-up.
-  const double best_lib = *std::min_element(lib.begin() + 1, lib.end());
-  const double best_gemm = *std::min_element(gemm.begin() + 1, gemm.end());
-  const bool done = static_cast<int>(lib.size()) >= kTrials && static_cast<int>(gemm.size()) >= kTrials;
-  if (!done && best_gemm <= kEarlyOut * best_lib) return;
-  e.kept = done && best_gemm < kMargin * best_lib ? Path::gemm : Path::libtorch;
+  if (lib.size() < 2) return;  // a warm-up and a counted call, at least
+  const double best_lib = best(lib);
+  bool done = static_cast<int>(lib.size()) >= kTrials;
+  for (const Path p : {Path::gemm, Path::winograd}) {
+    if ((e.timing & bit(p)) == 0) continue;
+    const auto& t = e.times[static_cast<int>(p)];
+    if (t.size() < 2) {
+      done = false;
+    } else if (best(t) > kEarlyOut * best_lib) {
+      e.timing = static_cast<Paths>(e.timing & ~bit(p));  // far slower: timed no more
+    } else if (static_cast<int>(t.size()) < kTrials) {
+      done = false;
+    }
+  }
+  if (e.timing != bit(Path::libtorch) && !done) return;
+  // The fastest path past the margin, or LibTorch's.
+  Path kept = Path::libtorch;
+  double kept_best = kMargin * best_lib;
+  for (const Path p : {Path::gemm, Path::winograd}) {
+    if ((e.timing & bit(p)) == 0) continue;
+    const double b = best(e.times[static_cast<int>(p)]);
+    if (b < kept_best) {
+      kept = p;
+      kept_best = b;
+    }
+  }
+  e.kept = kept;
   e.decided = true;
 }
 
@@ -57,11 +93,13 @@ Table::Counts Table::counts() const {
   std::lock_guard<std::mutex> lock(mu_);
   Counts c;
   for (const auto& [key, e] : entries_) {
-    if (e.round > 0 && e.decided) ++(e.kept == Path::gemm ? c.confirmed : c.dropped);
+    if (e.round > 0 && e.decided) ++(e.kept != Path::libtorch ? c.confirmed : c.dropped);
     if (!e.decided)
       ++c.trying;
     else if (e.kept == Path::gemm)
       ++c.gemm;
+    else if (e.kept == Path::winograd)
+      ++c.winograd;
     else
       ++c.libtorch;
   }

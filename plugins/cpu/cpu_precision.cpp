@@ -47,11 +47,12 @@ Status CpuPrecision::apply(const PrecisionPlan& plan) noexcept {
 
 namespace {
 
-// The convolution shapes timed so far: "3 by the GEMM path (2 confirmed by a second round), 5 by
-// LibTorch's kernel (1 after a second round), 1 being timed".
+// The convolution shapes timed so far: "3 by the GEMM path, 2 by the Winograd path (4 confirmed
+// by a second round), 5 by LibTorch's kernel (1 after a second round), 1 being timed".
 std::string convolution_shapes_text() {
   const conv_choice::Table::Counts c = convolution_shapes();
   std::string s = std::to_string(c.gemm) + " by the GEMM path";
+  if (c.winograd > 0) s += ", " + std::to_string(c.winograd) + " by the Winograd path";
   if (c.confirmed > 0) s += " (" + std::to_string(c.confirmed) + " confirmed by a second round)";
   s += ", " + std::to_string(c.libtorch) + " by LibTorch's kernel";
   if (c.dropped > 0) s += " (" + std::to_string(c.dropped) + " after a second round)";

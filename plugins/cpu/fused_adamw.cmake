@@ -32,6 +32,7 @@ add_library(accelkit_cpu_adamw STATIC
   "${_accelkit_adamw_dir}/conv_gemm.cpp"
   "${_accelkit_adamw_dir}/conv_planes.cpp"
   "${_accelkit_adamw_dir}/conv_choice.cpp"
+  "${_accelkit_adamw_dir}/conv_winograd.cpp"
   "${_accelkit_adamw_dir}/batch_norm_op.cpp"
   "${_accelkit_adamw_dir}/bernoulli_op.cpp")
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
@@ -41,6 +42,7 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
     "${_accelkit_adamw_dir}/fused_sgd_kernel_avx2.cpp"
     "${_accelkit_adamw_dir}/max_pool_kernel_avx2.cpp"
     "${_accelkit_adamw_dir}/conv_kernel_avx2.cpp"
+    "${_accelkit_adamw_dir}/winograd_kernel_avx2.cpp"
     "${_accelkit_adamw_dir}/batch_norm_kernel_avx2.cpp"
     "${_accelkit_adamw_dir}/bernoulli_kernel_avx2.cpp"
     "${_accelkit_adamw_dir}/bernoulli_kernel_avx512.cpp")
@@ -51,6 +53,10 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
     "${_accelkit_adamw_dir}/batch_norm_kernel_avx2.cpp"
     "${_accelkit_adamw_dir}/bernoulli_kernel_avx2.cpp"
     PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma")
+  # -O3 whatever the build type: at -O2 the Winograd products ran ResNet-20's 16-channel layer
+  # about 10% slower (2.76 against 2.53 ms at batch 128 on a Zen 3's two cores).
+  set_source_files_properties("${_accelkit_adamw_dir}/winograd_kernel_avx2.cpp"
+    PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-O3")
   set_source_files_properties("${_accelkit_adamw_dir}/fused_adamw_kernel_avx512.cpp"
     PROPERTIES COMPILE_OPTIONS "-mavx512f;-mavx512bw")
   set_source_files_properties("${_accelkit_adamw_dir}/bernoulli_kernel_avx512.cpp"

@@ -14,7 +14,9 @@
 // Other convolutions go the same way where that is faster for their shape, timed on the shape's
 // first calls against LibTorch's kernel (conv_choice.hpp); NCHW ones of 64 or more output pixels
 // a few images at a time, in their own layout (conv_planes.hpp): on an AVX-512 Xeon's two cores
-// that ran MNIST's two layers at 1.3-1.7x oneDNN's speed, forward and backward.
+// that ran MNIST's two layers at 1.3-1.7x oneDNN's speed, forward and backward. Channels-last
+// 3x3 stride-1 layers (a ResNet's body) have a third way, timed beside the two: Winograd's
+// F(2x2, 3x3) for the output and the input gradient (conv_winograd.hpp).
 // Dropout's masks (bernoulli_ with a scalar p) come from a counter-based generator on every
 // thread (bernoulli_op.hpp) instead of one Mersenne Twister element by element.
 // Every other input - and every call while the host's gate is shut - goes to LibTorch's own
@@ -44,6 +46,7 @@
 #include "conv_choice.hpp"
 #include "conv_gemm.hpp"
 #include "conv_kernel.hpp"
+#include "conv_winograd.hpp"
 #include "max_pool_kernel.hpp"
 
 namespace accelkit::cpu {
@@ -233,11 +236,17 @@ conv_choice::Key shape_key(int64_t op, const at::Tensor& grad_output, const at::
   return key;
 }
 
-// This call by the path the shape's choice gives: a trial is timed and recorded.
-template <class LibTorch, class Gemm>
-auto chosen(const conv_choice::Key& key, LibTorch&& libtorch, Gemm&& gemm) {
-  const conv_choice::Turn turn = choices().next(key);
-  auto run = [&] { return turn.path == conv_choice::Path::gemm ? gemm() : libtorch(); };
+// This call by the path the shape's choice gives among LibTorch's kernel and `others`: a trial
+// is timed and recorded.
+template <class LibTorch, class Gemm, class Winograd>
+auto chosen(const conv_choice::Key& key, conv_choice::Paths others, LibTorch&& libtorch, Gemm&& gemm,
+            Winograd&& winograd) {
+  const conv_choice::Turn turn = choices().next(key, others);
+  auto run = [&] {
+    if (turn.path == conv_choice::Path::gemm) return gemm();
+    if (turn.path == conv_choice::Path::winograd) return winograd();
+    return libtorch();
+  };
   if (!turn.trial) return run();
   const auto t0 = std::chrono::steady_clock::now();
   auto result = run();
@@ -259,6 +268,28 @@ bool libtorch_strided_1x1_hazard(const at::Tensor& input, const conv_gemm::Geome
          input.suggest_memory_format() == at::MemoryFormat::ChannelsLast;
 }
 
+// Whether the Winograd path (conv_winograd.hpp) is timed for this convolution: what it takes,
+// with a channels-last input (whose output and input gradient LibTorch's kernel makes
+// channels-last too, as that path does).
+bool winograd_fits(const at::Tensor& input, const at::Tensor& weight, const conv_gemm::ConvArgs& a) {
+  return input.dim() == 4 && input.suggest_memory_format() == at::MemoryFormat::ChannelsLast &&
+         input.is_contiguous(at::MemoryFormat::ChannelsLast) &&
+         conv_winograd::eligible(input, weight, a.stride, a.padding, a.dilation, a.transposed, a.groups);
+}
+
+// The output sizes of a convolution the Winograd path takes: 3x3 windows at stride 1.
+std::array<int64_t, 4> winograd_output_sizes(const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef padding) {
+  const int64_t ph = padding[0], pw = padding.size() > 1 ? padding[1] : padding[0];
+  return {input.size(0), weight.size(0), input.size(2) + 2 * ph - 2, input.size(3) + 2 * pw - 2};
+}
+
+// The paths timed beside LibTorch's kernel: the GEMM path and the Winograd path, where each fits.
+conv_choice::Paths others_than_libtorch(bool gemm, bool winograd) {
+  using conv_choice::bit;
+  using conv_choice::Path;
+  return static_cast<conv_choice::Paths>((gemm ? bit(Path::gemm) : 0) | (winograd ? bit(Path::winograd) : 0));
+}
+
 // The GEMM path (conv_gemm.hpp) for a convolution's gradients: always for one pixel on the
 // small side and for LibTorch's hazard above, by the shape's timed choice for the rest it
 // fits; LibTorch's kernel for every other input (grad_output not of the output's shape, a bias
@@ -274,17 +305,36 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> gemm_convolution_backward(
                                                                dilation, transposed, output_padding, groups,
                                                                output_mask);
   };
-  const bool fit = g.has_value() && grad_output.scalar_type() == at::kFloat && grad_output.device().is_cpu() &&
-                   grad_output.layout() == at::kStrided && grad_output.sizes() == at::IntArrayRef(g->output_shape()) &&
-                   (!output_mask[2] ||
-                    (bias_sizes.has_value() && bias_sizes->size() == 1 && (*bias_sizes)[0] == g->out_channels));
-  if (!fit) return libtorch();
+  const bool grad_fits = grad_output.scalar_type() == at::kFloat && grad_output.device().is_cpu() &&
+                         grad_output.layout() == at::kStrided;
+  auto bias_fits = [&](int64_t channels) {
+    return !output_mask[2] || (bias_sizes.has_value() && bias_sizes->size() == 1 && (*bias_sizes)[0] == channels);
+  };
+  const bool fit = g.has_value() && grad_fits && grad_output.sizes() == at::IntArrayRef(g->output_shape()) &&
+                   bias_fits(g->out_channels);
+  // The Winograd path for the input gradient of what it takes (its own fit: it takes shapes the
+  // GEMM path leaves, ResNet-20's 16-channel layers over 32x32 at batch 128 among them).
+  const bool wino = output_mask[0] && grad_fits && winograd_fits(input, weight, args) &&
+                    grad_output.sizes() == at::IntArrayRef(winograd_output_sizes(input, weight, padding)) &&
+                    bias_fits(weight.size(0));
+  if (!fit && !wino) return libtorch();
   auto gemm = [&] {
     conv_backward_calls.fetch_add(1, std::memory_order_relaxed);
     return conv_gemm::backward(grad_output, input, weight, *g, output_mask);
   };
-  if (conv_gemm::one_pixel(*g) || libtorch_strided_1x1_hazard(input, *g, output_mask)) return gemm();
-  return chosen(shape_key(1, grad_output, input, weight, args, output_mask, output_mask[2]), libtorch, gemm);
+  if (fit && (conv_gemm::one_pixel(*g) || libtorch_strided_1x1_hazard(input, *g, output_mask))) return gemm();
+  // The Winograd path computes the input gradient; the weight's and the bias's stay LibTorch's.
+  auto winograd = [&] {
+    conv_backward_calls.fetch_add(1, std::memory_order_relaxed);
+    at::Tensor grad_input = conv_winograd::input_grad(grad_output, weight, input.sizes(), padding);
+    if (!output_mask[1] && !output_mask[2]) return std::make_tuple(grad_input, at::Tensor(), at::Tensor());
+    auto rest = at::compositeexplicitautograd::convolution_backward(grad_output, input, weight, bias_sizes, stride,
+                                                                    padding, dilation, transposed, output_padding,
+                                                                    groups, {false, output_mask[1], output_mask[2]});
+    return std::make_tuple(grad_input, std::get<1>(rest), std::get<2>(rest));
+  };
+  return chosen(shape_key(1, grad_output, input, weight, args, output_mask, output_mask[2]),
+                others_than_libtorch(fit, wino), libtorch, gemm, winograd);
 }
 
 // aten::convolution: the GEMM path for one-pixel convolutions, by each shape's timed choice for
@@ -300,15 +350,24 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const 
   const conv_gemm::ConvArgs args{stride, padding, dilation, output_padding, transposed, groups};
   const auto g = conv_gemm::fit_any(input, weight, args);
   const bool with_bias = bias.has_value() && bias->defined();
-  const bool bias_fits = !with_bias || (g && bias->dim() == 1 && bias->scalar_type() == at::kFloat &&
-                                        bias->device().is_cpu() && bias->size(0) == g->out_channels);
-  if (!g || !bias_fits) return libtorch();
+  auto bias_fits = [&](int64_t channels) {
+    return !with_bias || (bias->dim() == 1 && bias->scalar_type() == at::kFloat && bias->device().is_cpu() &&
+                          bias->size(0) == channels);
+  };
+  const bool fit = g.has_value() && bias_fits(g->out_channels);
+  const bool wino = winograd_fits(input, weight, args) && bias_fits(weight.size(0));
+  if (!fit && !wino) return libtorch();
   auto gemm = [&] {
     conv_calls.fetch_add(1, std::memory_order_relaxed);
     return conv_gemm::forward(input, weight, bias, *g);
   };
-  if (conv_gemm::one_pixel(*g)) return gemm();
-  return chosen(shape_key(0, at::Tensor(), input, weight, args, {false, false, false}, with_bias), libtorch, gemm);
+  if (fit && conv_gemm::one_pixel(*g)) return gemm();
+  auto winograd = [&] {
+    conv_calls.fetch_add(1, std::memory_order_relaxed);
+    return conv_winograd::forward(input, weight, bias, padding);
+  };
+  return chosen(shape_key(0, at::Tensor(), input, weight, args, {false, false, false}, with_bias),
+                others_than_libtorch(fit, wino), libtorch, gemm, winograd);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
@@ -415,15 +474,16 @@ std::vector<OperatorKernel> operator_kernels(const IsaFlags& isa) {
                   }});
     ks.push_back({kConv,
                   "fp32 convolutions of one group as GEMMs over their patches (NCHW ones of 64 or more output "
-                  "pixels image by image, the rest as one GEMM): always where they have one pixel on the small side "
-                  "(1x1 output, or 1x1 input of a transposed one), by each shape's timing against LibTorch's kernel "
-                  "on its first calls for the others; LibTorch's kernel for the rest",
+                  "pixels image by image, the rest as one GEMM), and channels-last 3x3 stride-1 ones by Winograd's "
+                  "F(2x2, 3x3) (AVX2 and FMA): always the GEMM where they have one pixel on the small side (1x1 "
+                  "output, or 1x1 input of a transposed one), by each shape's timing against LibTorch's kernel on its "
+                  "first calls for the others; LibTorch's kernel for the rest",
                   [](torch::Library& library, KernelGate gate) {
                     kernel_gate.store(gate, std::memory_order_relaxed);
                     library.impl(kConv, TORCH_FN(convolution));
                   }});
     ks.push_back({kConvBackward,
-                  "their gradients the same way; the weight gradient of a one-channel NCHW convolution (stride 1, "
+                  "their gradients the same way (Winograd's for the input gradient); the weight gradient of a one-channel NCHW convolution (stride 1, "
                   "no padding, rows of at most 7 weights) as running sums in registers where the CPU has FMA; "
                   "LibTorch's kernel for the rest",
                   [](torch::Library& library, KernelGate gate) {
@@ -475,6 +535,9 @@ Result<std::vector<std::string>> plan_operator_kernels(Toggle request, const Isa
             "output, or 1x1 input of a transposed one) as one GEMM (oneDNN runs them at a fraction of its GEMM "
             "rate), and for other fp32 convolutions of one group where that GEMM beat LibTorch's kernel on the "
             "shape's first calls (each shape timed both ways)";
+  if (cpu_has_fma())
+    reason += ", or Winograd's F(2x2, 3x3) for channels-last 3x3 stride-1 ones (their output and input gradient) "
+              "where that beat both (timed the same way; 2.25x fewer multiplies)";
   if (cpu_has_fma() && !cpu_has_avx512())
     reason += ", and convolution_backward for the weight gradient of one-input-channel fp32 convolutions (LibTorch's "
               "runs them at a fraction of its GEMM rate)";

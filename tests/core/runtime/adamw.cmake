@@ -69,6 +69,12 @@ if(TARGET accelkit-plugin-cpu)
   target_compile_definitions(${conv_gemm_test_target} PRIVATE ACCELKIT_TEST_PLUGIN_DIR="${ACCELKIT_PLUGIN_OUTPUT_DIR}")
   add_dependencies(${conv_gemm_test_target} accelkit-plugin-cpu)
 endif()
+# The CPU plugin's Winograd F(2x2,3x3) convolution (plugins/cpu/conv_winograd.hpp) called
+# directly, against fp64 on fresh random inputs.
+if(TARGET accelkit-plugin-cpu)
+  accelkit_add_test(conv_winograd_test SOURCES core/runtime/conv_winograd_test.cpp LINK accelkit::core accelkit_cpu_adamw
+    GROUP runtime)
+endif()
 # malloc_reuse: the decision for each setting, environment and malloc, and its effect through a
 # Runtime on the built CPU plugin (a block above glibc's own mmap limit comes from the heap).
 if(TARGET accelkit-plugin-cpu)

@@ -29,6 +29,7 @@
 #include "conv_choice.hpp"
 #include "conv_gemm.hpp"
 #include "conv_planes.hpp"
+#include "conv_winograd.hpp"
 #include "cpu_runtime.hpp"
 #include "test_support.hpp"
 
@@ -543,6 +544,73 @@ TEST_CASE("the per-shape choice: a kept GEMM path takes a second round, and stay
   CHECK(counts.trying == 0);
 }
 
+TEST_CASE("the per-shape choice among three paths: each in turn, the slow dropped, the fastest past the margin kept") {
+  using cpu::conv_choice::bit;
+  using cpu::conv_choice::Path;
+  using cpu::conv_choice::Table;
+  constexpr int kTrials = Table::kTrials;
+  static_assert(kTrials == 4, "the times below are four per path");
+  const auto both = static_cast<cpu::conv_choice::Paths>(bit(Path::gemm) | bit(Path::winograd));
+  // Runs a shape's first round with times by path (LibTorch's, the GEMM path's, Winograd's); the
+  // paths of its trial turns in order, and what it kept.
+  auto decide = [&](Table& t, const cpu::conv_choice::Key& key, const std::array<std::vector<double>, 3>& times) {
+    std::vector<Path> turns;
+    std::array<size_t, 3> used{};
+    for (;;) {
+      const auto turn = t.next(key, both);
+      if (!turn.trial) return std::pair<std::vector<Path>, Path>{turns, turn.path};
+      REQUIRE(turns.size() < 3 * kTrials);
+      turns.push_back(turn.path);
+      const auto i = static_cast<size_t>(turn.path);
+      t.record(key, turn.path, times[i][used[i]++]);
+    }
+  };
+  const Path L = Path::libtorch, G = Path::gemm, W = Path::winograd;
+  Table t;
+  // All three timed to the end, in turn; the fastest past the margin kept (Winograd's 7.1 against
+  // the GEMM path's 8.5 and LibTorch's 10.0).
+  auto r = decide(t, {1}, {{{5.0, 10.0, 10.2, 10.1}, {40.0, 8.5, 8.8, 8.7}, {30.0, 7.5, 7.1, 7.3}}});
+  CHECK((r.first == std::vector<Path>{L, G, W, L, G, W, L, G, W, L, G, W}));
+  CHECK((r.second == W));
+  // The GEMM path far slower after one counted call: dropped, the other two go on in turn.
+  r = decide(t, {2}, {{{5.0, 10.0, 10.2, 10.1}, {40.0, 20.0}, {30.0, 7.5, 7.1, 7.3}}});
+  CHECK((r.first == std::vector<Path>{L, G, W, L, G, W, L, W, L, W}));
+  CHECK((r.second == W));
+  // Both far slower: LibTorch's at once.
+  r = decide(t, {3}, {{{5.0, 10.0}, {40.0, 20.0}, {30.0, 16.0}}});
+  CHECK((r.first == std::vector<Path>{L, G, W, L, G, W}));
+  CHECK((r.second == L));
+  // Neither past the margin (0.92x, 0.95x): LibTorch's.
+  r = decide(t, {4}, {{{1.0, 10.0, 10.2, 10.1}, {9.5, 9.2, 9.4, 9.6}, {9.5, 9.5, 9.6, 9.7}}});
+  CHECK((r.second == L));
+  // The GEMM path the faster of two past the margin.
+  r = decide(t, {5}, {{{1.0, 10.0, 10.2, 10.1}, {9.5, 7.0, 7.4, 7.6}, {9.5, 8.5, 8.6, 8.7}}});
+  CHECK((r.second == G));
+  const auto counts = t.counts();
+  CHECK(counts.winograd == 2);
+  CHECK(counts.gemm == 1);
+  CHECK(counts.libtorch == 2);
+  // A kept Winograd path takes a second round of all three after kRecheckAfter calls, whose
+  // choice is for good: here LibTorch's.
+  int calls = 0;
+  cpu::conv_choice::Turn turn = t.next({1}, both);
+  for (; !turn.trial && calls < 1000; turn = t.next({1}, both)) {
+    CHECK((turn.path == W));
+    ++calls;
+  }
+  CHECK(calls == Table::kRecheckAfter - 2);  // with the call that ended the round, kRecheckAfter - 1
+  REQUIRE(turn.trial);
+  const std::array<std::vector<double>, 3> second{{{9.0, 9.0, 9.1, 9.0}, {20.0, 18.0}, {9.0, 9.5, 9.4, 9.6}}};
+  std::array<size_t, 3> used{};
+  for (; turn.trial; turn = t.next({1}, both)) {
+    const auto i = static_cast<size_t>(turn.path);
+    t.record({1}, turn.path, second[i][used[i]++]);
+  }
+  CHECK((turn.path == L));
+  for (int i = 0; i < 100; ++i) CHECK_FALSE(t.next({1}, both).trial);
+  CHECK(t.counts().dropped == 1);
+}
+
 TEST_CASE("the per-shape choice through the dispatcher: every call within LibTorch's error, each round's kept path") {
   auto rt = test::start_cpu_runtime();
   const test::Fp32Thread fp32;
@@ -608,6 +676,45 @@ TEST_CASE("the per-shape choice through the dispatcher: every call within LibTor
     if (v.key == "convolution_shapes") said = v.value;
   CHECK(said.find(" by the GEMM path") != std::string::npos);
   CHECK(said.find(" by LibTorch's kernel") != std::string::npos);
+}
+
+TEST_CASE("a channels-last 3x3 stride-1 layer through the dispatcher: three paths in turn, every call within LibTorch's error") {
+  auto rt = test::start_cpu_runtime();
+  const test::Fp32Thread fp32;
+  if (!test::plan_lists_kernel(*rt, kForward)) return;  // said in the first case
+  if (!cpu::conv_winograd::eligible(at::empty({1, 1, 3, 3}), at::empty({1, 1, 3, 3}), {1, 1}, {1, 1}, {1, 1}, false,
+                                    1)) {
+    MESSAGE("skipped: the Winograd path needs a CPU with AVX2 and FMA");
+    return;
+  }
+  at::manual_seed(test_seed() + 5);
+  // A shape no other case uses: a ResNet's body layer, 12 channels over 10x10, padding 1, bias.
+  const Conv c{{3, 12, 10, 10}, {12, 12, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, true, true};
+  const at::Tensor x = layout(at::randn(c.input), true), w = at::randn(c.weight), b = at::randn({12});
+  auto fp64 = [](const at::Tensor& t) { return t.to(at::kDouble); };
+  auto fp64_abs = [](const at::Tensor& t) { return t.to(at::kDouble).abs(); };
+  const at::Tensor lib = forward(c, x, w, b, true);
+  const at::Tensor ref = forward(c, fp64(x), fp64(w), fp64(b), true);
+  const at::Tensor magnitude = forward(c, fp64_abs(x), fp64_abs(w), fp64_abs(b), true);
+  const at::Tensor go = layout(at::randn(lib.sizes()), true);
+  const std::array<bool, 3> mask{true, true, true};
+  std::string fwd, bwd;  // "0110..." : LibTorch's kernel or the plugin's (the GEMM or the Winograd path), call by call
+  constexpr int kTrials = cpu::conv_choice::Table::kTrials;
+  for (int i = 0; i < 6 * kTrials + cpu::conv_choice::Table::kRecheckAfter + 4; ++i) {
+    CAPTURE(i);
+    const std::uint64_t f0 = test::required_kernel_calls(*rt, kForward), b0 = test::required_kernel_calls(*rt, kBackward);
+    check_close(forward(c, x, w, b, false), lib, ref, magnitude, "output");
+    const auto got = backward(c, go, x, w, mask, false);
+    fwd += test::required_kernel_calls(*rt, kForward) == f0 ? '0' : '1';
+    bwd += test::required_kernel_calls(*rt, kBackward) == b0 ? '0' : '1';
+    check_grads(c, go, x, w, mask, got);
+  }
+  CAPTURE(fwd);
+  CAPTURE(bwd);
+  // The first turns of the three: LibTorch's kernel, the GEMM path, the Winograd path, twice,
+  // before any is dropped.
+  CHECK(fwd.substr(0, 6) == "011011");
+  CHECK(bwd.substr(0, 6) == "011011");
 }
 
 TEST_CASE("a channels-last 1x1 convolution's strided weight gradient: LibTorch's hazard goes to the GEMM path") {
