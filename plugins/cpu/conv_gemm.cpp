@@ -20,8 +20,6 @@
 
 namespace accelkit::cpu::conv_gemm {
 
-namespace {
-
 // One value for both dimensions, or two; `empty` where the list is empty (output_padding).
 bool read_pair(at::IntArrayRef v, int64_t empty, int64_t out[2]) {
   if (v.empty()) {
@@ -37,6 +35,8 @@ bool read_pair(at::IntArrayRef v, int64_t empty, int64_t out[2]) {
   out[1] = v[1];
   return true;
 }
+
+namespace {
 
 // The geometry of this convolution, or false where the arguments are not the ones fit_any() takes
 // (LibTorch's kernel then says what is wrong with them, if anything).

@@ -58,6 +58,10 @@ struct Geometry {
 // The geometry of this convolution where the path can compute it (forward and, with a
 // grad_output of its output_shape(), backward): fp32 on the CPU, strided 4-d tensors, one group,
 // a patch matrix within kMaxPatchElements. nullopt: LibTorch's.
+// A convolution argument's two values (height, width) from one value for both or two; `empty`
+// for both where the list is empty (an output_padding left out). False for any other length.
+bool read_pair(at::IntArrayRef v, int64_t empty, int64_t out[2]);
+
 std::optional<Geometry> fit_any(const at::Tensor& input, const at::Tensor& weight, const ConvArgs& a);
 
 // One pixel on the small side: a plain convolution's 1x1 output, a transposed one's 1x1 input.

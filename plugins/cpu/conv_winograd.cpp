@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "conv_gemm.hpp"
 #include "winograd_kernel.hpp"
 
 namespace accelkit::cpu::conv_winograd {
@@ -22,18 +23,6 @@ bool cpu_has_avx2_fma() {
 #else
   return false;
 #endif
-}
-
-// One value for both dimensions, or two.
-bool read_pair(at::IntArrayRef v, int64_t out[2]) {
-  if (v.size() == 1) {
-    out[0] = out[1] = v[0];
-    return true;
-  }
-  if (v.size() != 2) return false;
-  out[0] = v[0];
-  out[1] = v[1];
-  return true;
 }
 
 bool plain_fp32(const at::Tensor& t) {
@@ -98,7 +87,9 @@ bool eligible(const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef
               at::IntArrayRef dilation, bool transposed, int64_t groups) {
   if (transposed || groups != 1 || !plain_fp32(input) || !plain_fp32(weight)) return false;
   int64_t s[2], pad[2], d[2];
-  if (!read_pair(stride, s) || !read_pair(padding, pad) || !read_pair(dilation, d)) return false;
+  if (!conv_gemm::read_pair(stride, 1, s) || !conv_gemm::read_pair(padding, 0, pad) ||
+      !conv_gemm::read_pair(dilation, 1, d))
+    return false;
   for (int i = 0; i < 2; ++i)
     if (s[i] != 1 || d[i] != 1 || pad[i] < 0 || pad[i] > 1) return false;
   if (weight.size(2) != 3 || weight.size(3) != 3 || weight.size(1) != input.size(1) || weight.size(0) < 1 ||
@@ -111,7 +102,7 @@ bool eligible(const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef
 at::Tensor forward(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
                    at::IntArrayRef padding) {
   int64_t pad[2];
-  TORCH_CHECK(read_pair(padding, pad), "conv_winograd: padding of one or two values");
+  TORCH_CHECK(conv_gemm::read_pair(padding, 0, pad), "conv_winograd: padding of one or two values");
   const int64_t K = weight.size(0);
   const at::Tensor x = input.contiguous(at::MemoryFormat::ChannelsLast);
   at::Tensor b;
@@ -126,7 +117,7 @@ at::Tensor forward(const at::Tensor& input, const at::Tensor& weight, const c10:
 at::Tensor input_grad(const at::Tensor& grad_output, const at::Tensor& weight, at::IntArrayRef input_sizes,
                       at::IntArrayRef padding) {
   int64_t pad[2];
-  TORCH_CHECK(read_pair(padding, pad), "conv_winograd: padding of one or two values");
+  TORCH_CHECK(conv_gemm::read_pair(padding, 0, pad), "conv_winograd: padding of one or two values");
   TORCH_CHECK(input_sizes.size() == 4 && grad_output.dim() == 4, "conv_winograd: 4-d sizes");
   const int64_t K = weight.size(0), C = weight.size(1);
   TORCH_CHECK(grad_output.size(0) == input_sizes[0] && grad_output.size(1) == K && input_sizes[1] == C &&

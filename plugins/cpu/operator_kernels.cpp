@@ -279,8 +279,9 @@ bool winograd_fits(const at::Tensor& input, const at::Tensor& weight, const conv
 
 // The output sizes of a convolution the Winograd path takes: 3x3 windows at stride 1.
 std::array<int64_t, 4> winograd_output_sizes(const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef padding) {
-  const int64_t ph = padding[0], pw = padding.size() > 1 ? padding[1] : padding[0];
-  return {input.size(0), weight.size(0), input.size(2) + 2 * ph - 2, input.size(3) + 2 * pw - 2};
+  int64_t pad[2] = {0, 0};
+  (void)conv_gemm::read_pair(padding, 0, pad);  // winograd_fits() took it
+  return {input.size(0), weight.size(0), input.size(2) + 2 * pad[0] - 2, input.size(3) + 2 * pad[1] - 2};
 }
 
 // The paths timed beside LibTorch's kernel: the GEMM path and the Winograd path, where each fits.

@@ -544,6 +544,33 @@ TEST_CASE("the per-shape choice: a kept GEMM path takes a second round, and stay
   CHECK(counts.trying == 0);
 }
 
+// A channels-last shape's calls through the dispatcher, forward and backward (every gradient),
+// each checked against LibTorch's kernel and fp64; which took LibTorch's kernel ('0') or the
+// plugin's ('1': the GEMM or the Winograd path), call by call, forward then backward.
+std::pair<std::string, std::string> through_dispatcher(Runtime& rt, const Conv& c, bool weight_channels_last,
+                                                       int calls) {
+  const at::Tensor x = layout(at::randn(c.input), true), w = layout(at::randn(c.weight), weight_channels_last);
+  const at::Tensor b = at::randn({c.weight[0]});
+  auto fp64 = [](const at::Tensor& t) { return t.to(at::kDouble); };
+  auto fp64_abs = [](const at::Tensor& t) { return t.to(at::kDouble).abs(); };
+  const at::Tensor lib = forward(c, x, w, b, true);
+  const at::Tensor ref = forward(c, fp64(x), fp64(w), fp64(b), true);
+  const at::Tensor magnitude = forward(c, fp64_abs(x), fp64_abs(w), fp64_abs(b), true);
+  const at::Tensor go = layout(at::randn(lib.sizes()), true);
+  const std::array<bool, 3> mask{true, true, true};
+  std::string fwd, bwd;
+  for (int i = 0; i < calls; ++i) {
+    CAPTURE(i);
+    const std::uint64_t f0 = test::required_kernel_calls(rt, kForward), b0 = test::required_kernel_calls(rt, kBackward);
+    check_close(forward(c, x, w, b, false), lib, ref, magnitude, "output");
+    const auto got = backward(c, go, x, w, mask, false);
+    fwd += test::required_kernel_calls(rt, kForward) == f0 ? '0' : '1';
+    bwd += test::required_kernel_calls(rt, kBackward) == b0 ? '0' : '1';
+    check_grads(c, go, x, w, mask, got);
+  }
+  return {fwd, bwd};
+}
+
 TEST_CASE("the per-shape choice among three paths: each in turn, the slow dropped, the fastest past the margin kept") {
   using cpu::conv_choice::bit;
   using cpu::conv_choice::Path;
@@ -617,53 +644,34 @@ TEST_CASE("the per-shape choice through the dispatcher: every call within LibTor
   if (!test::plan_lists_kernel(*rt, kForward)) return;  // said in the first case
   at::manual_seed(test_seed() + 2);
   constexpr int kTrials = cpu::conv_choice::Table::kTrials;
+  constexpr int kRecheckAfter = cpu::conv_choice::Table::kRecheckAfter;
   // A shape no other case uses: a discriminator's middle layer, 4x4 stride 2 from 9x9 to 4x4.
   const Conv c{{3, 11, 9, 9}, {13, 11, 4, 4}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, false, true, true};
-  const at::Tensor x = layout(at::randn(c.input), true), w = layout(at::randn(c.weight), true), b = at::randn({13});
-  auto fp64 = [](const at::Tensor& t) { return t.to(at::kDouble); };
-  auto fp64_abs = [](const at::Tensor& t) { return t.to(at::kDouble).abs(); };
-  const at::Tensor lib = forward(c, x, w, b, true);
-  const at::Tensor ref = forward(c, fp64(x), fp64(w), fp64(b), true);
-  const at::Tensor magnitude = forward(c, fp64_abs(x), fp64_abs(w), fp64_abs(b), true);
-  const at::Tensor go = layout(at::randn(lib.sizes()), true);
-  const std::array<bool, 3> mask{true, true, true};
-  std::vector<std::uint64_t> fwd_gemm, bwd_gemm;  // whether each call took the GEMM path
-  constexpr int kRecheckAfter = cpu::conv_choice::Table::kRecheckAfter;
   // Enough calls for both rounds of trials where the GEMM path is kept after the first.
-  for (int i = 0; i < 4 * kTrials + kRecheckAfter + 4; ++i) {
-    CAPTURE(i);
-    const std::uint64_t f0 = test::required_kernel_calls(*rt, kForward), b0 = test::required_kernel_calls(*rt, kBackward);
-    check_close(forward(c, x, w, b, false), lib, ref, magnitude, "output");
-    const auto got = backward(c, go, x, w, mask, false);
-    fwd_gemm.push_back(test::required_kernel_calls(*rt, kForward) - f0);
-    bwd_gemm.push_back(test::required_kernel_calls(*rt, kBackward) - b0);
-    check_grads(c, go, x, w, mask, got);
-  }
-  for (const auto* calls : {&fwd_gemm, &bwd_gemm}) {
+  const auto calls = through_dispatcher(*rt, c, true, 4 * kTrials + kRecheckAfter + 4);
+  for (const std::string& paths : {calls.first, calls.second}) {
     // A round of trials: LibTorch's kernel, then the GEMM path, in turn - 2 * kTrials calls, or
     // fewer where the GEMM path was far slower and LibTorch's kernel is kept; then the kept path.
     // A GEMM path kept by the first round takes kRecheckAfter - 1 calls, then a second round;
     // the second round's choice is for good.
-    const auto& seq = *calls;
-    std::string paths;  // "0101..." : LibTorch's kernel or the GEMM path, call by call
-    for (const std::uint64_t v : seq) paths += v == 0 ? '0' : '1';
     CAPTURE(paths);
     size_t at = 0;
     for (int round = 0; round < 2; ++round) {
       CAPTURE(round);
       size_t alternating = 0;
-      while (alternating < 2 * kTrials && at + alternating < seq.size() && seq[at + alternating] == alternating % 2)
+      while (alternating < 2 * kTrials && at + alternating < paths.size() &&
+             paths[at + alternating] == (alternating % 2 == 0 ? '0' : '1'))
         ++alternating;
       REQUIRE(alternating >= 4);
       const size_t trials = alternating;
-      REQUIRE(at + trials < seq.size());
-      const std::uint64_t kept = trials < 2 * kTrials ? 0 : seq[at + trials];
+      REQUIRE(at + trials < paths.size());
+      const char kept = trials < 2 * kTrials ? '0' : paths[at + trials];
       at += trials;
-      if (kept == 0 || round == 1) {
-        for (; at < seq.size(); ++at) CHECK(seq[at] == kept);
+      if (kept == '0' || round == 1) {
+        for (; at < paths.size(); ++at) CHECK(paths[at] == kept);
         break;
       }
-      for (int k = 0; k < kRecheckAfter - 1; ++k, ++at) CHECK(seq[at] == 1);
+      for (int k = 0; k < kRecheckAfter - 1; ++k, ++at) CHECK(paths[at] == '1');
     }
   }
   // The read-back says how the shapes timed so far went.
@@ -690,25 +698,10 @@ TEST_CASE("a channels-last 3x3 stride-1 layer through the dispatcher: three path
   at::manual_seed(test_seed() + 5);
   // A shape no other case uses: a ResNet's body layer, 12 channels over 10x10, padding 1, bias.
   const Conv c{{3, 12, 10, 10}, {12, 12, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, true, true};
-  const at::Tensor x = layout(at::randn(c.input), true), w = at::randn(c.weight), b = at::randn({12});
-  auto fp64 = [](const at::Tensor& t) { return t.to(at::kDouble); };
-  auto fp64_abs = [](const at::Tensor& t) { return t.to(at::kDouble).abs(); };
-  const at::Tensor lib = forward(c, x, w, b, true);
-  const at::Tensor ref = forward(c, fp64(x), fp64(w), fp64(b), true);
-  const at::Tensor magnitude = forward(c, fp64_abs(x), fp64_abs(w), fp64_abs(b), true);
-  const at::Tensor go = layout(at::randn(lib.sizes()), true);
-  const std::array<bool, 3> mask{true, true, true};
-  std::string fwd, bwd;  // "0110..." : LibTorch's kernel or the plugin's (the GEMM or the Winograd path), call by call
   constexpr int kTrials = cpu::conv_choice::Table::kTrials;
-  for (int i = 0; i < 6 * kTrials + cpu::conv_choice::Table::kRecheckAfter + 4; ++i) {
-    CAPTURE(i);
-    const std::uint64_t f0 = test::required_kernel_calls(*rt, kForward), b0 = test::required_kernel_calls(*rt, kBackward);
-    check_close(forward(c, x, w, b, false), lib, ref, magnitude, "output");
-    const auto got = backward(c, go, x, w, mask, false);
-    fwd += test::required_kernel_calls(*rt, kForward) == f0 ? '0' : '1';
-    bwd += test::required_kernel_calls(*rt, kBackward) == b0 ? '0' : '1';
-    check_grads(c, go, x, w, mask, got);
-  }
+  const auto calls = through_dispatcher(*rt, c, false, 6 * kTrials + cpu::conv_choice::Table::kRecheckAfter + 4);
+  const std::string& fwd = calls.first;
+  const std::string& bwd = calls.second;
   CAPTURE(fwd);
   CAPTURE(bwd);
   // The first turns of the three: LibTorch's kernel, the GEMM path, the Winograd path, twice,
