@@ -36,6 +36,11 @@ bool read_pair(at::IntArrayRef v, int64_t empty, int64_t out[2]) {
   return true;
 }
 
+bool plain_fp32(const at::Tensor& t) {
+  return t.defined() && t.dim() == 4 && t.scalar_type() == at::kFloat && t.device().is_cpu() &&
+         t.layout() == at::kStrided && !t.is_quantized() && !t.is_mkldnn() && !t.is_neg() && !t.is_conj();
+}
+
 namespace {
 
 // The geometry of this convolution, or false where the arguments are not the ones fit_any() takes
@@ -71,11 +76,6 @@ bool geometry(const at::Tensor& input, const at::Tensor& weight, const ConvArgs&
     g.W = (g.OW - 1) * g.stride[1] - 2 * g.pad[1] + g.dil[1] * (g.KW - 1) + g.out_pad[1] + 1;
   }
   return g.N > 0 && g.C > 0 && g.H > 0 && g.W > 0 && g.KH > 0 && g.KW > 0 && g.OH > 0 && g.OW > 0;
-}
-
-bool plain_fp32(const at::Tensor& t) {
-  return t.defined() && t.dim() == 4 && t.scalar_type() == at::kFloat && t.device().is_cpu() &&
-         t.layout() == at::kStrided && !t.is_quantized() && !t.is_mkldnn() && !t.is_neg() && !t.is_conj();
 }
 
 // The layout LibTorch's CPU kernel gives its results: channels-last where the input or the

@@ -62,6 +62,10 @@ struct Geometry {
 // for both where the list is empty (an output_padding left out). False for any other length.
 bool read_pair(at::IntArrayRef v, int64_t empty, int64_t out[2]);
 
+// A 4-d fp32 CPU tensor in plain strided memory (not quantized, oneDNN's, or a lazy negative or
+// conjugate view): what the plugin's convolution paths read.
+bool plain_fp32(const at::Tensor& t);
+
 std::optional<Geometry> fit_any(const at::Tensor& input, const at::Tensor& weight, const ConvArgs& a);
 
 // One pixel on the small side: a plain convolution's 1x1 output, a transposed one's 1x1 input.

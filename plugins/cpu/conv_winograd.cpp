@@ -10,25 +10,12 @@
 #include <memory>
 
 #include "conv_gemm.hpp"
+#include "fused_adamw.hpp"
 #include "winograd_kernel.hpp"
 
 namespace accelkit::cpu::conv_winograd {
 
 namespace {
-
-bool cpu_has_avx2_fma() {
-#if defined(__x86_64__) || defined(_M_X64)
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return ok;
-#else
-  return false;
-#endif
-}
-
-bool plain_fp32(const at::Tensor& t) {
-  return t.defined() && t.dim() == 4 && t.scalar_type() == at::kFloat && t.device().is_cpu() &&
-         t.layout() == at::kStrided && !t.is_quantized() && !t.is_mkldnn() && !t.is_neg() && !t.is_conj();
-}
 
 struct FreeFloats {
   void operator()(float* p) const { std::free(p); }
@@ -85,7 +72,7 @@ at::Tensor run(const at::Tensor& x, const float* weight, int64_t sk, int64_t sc,
 
 bool eligible(const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding,
               at::IntArrayRef dilation, bool transposed, int64_t groups) {
-  if (transposed || groups != 1 || !plain_fp32(input) || !plain_fp32(weight)) return false;
+  if (transposed || groups != 1 || !conv_gemm::plain_fp32(input) || !conv_gemm::plain_fp32(weight)) return false;
   int64_t s[2], pad[2], d[2];
   if (!conv_gemm::read_pair(stride, 1, s) || !conv_gemm::read_pair(padding, 0, pad) ||
       !conv_gemm::read_pair(dilation, 1, d))
@@ -96,7 +83,8 @@ bool eligible(const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef
       input.numel() == 0)
     return false;
   if (input.size(2) + 2 * pad[0] < 3 || input.size(3) + 2 * pad[1] < 3) return false;
-  return cpu_has_avx2_fma();
+  static const bool isa = adamw_isa_supported(AdamWIsa::avx2);  // AVX2 and FMA, as the kernel is built
+  return isa;
 }
 
 at::Tensor forward(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
