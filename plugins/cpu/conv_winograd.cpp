@@ -23,7 +23,7 @@ struct FreeFloats {
 
 // This thread's buffer `Use` of at least `floats` floats, 64-byte aligned, kept between calls:
 // the same (warm) pages call after call, no page faults of a fresh mapping per call.
-enum Use { kWeights, kBlocks };
+enum Use { kWeights, kBlocks, kSums };
 template <Use>
 float* thread_buffer(int64_t floats) {
   thread_local std::unique_ptr<float, FreeFloats> buffer;
@@ -118,6 +118,59 @@ at::Tensor input_grad(const at::Tensor& grad_output, const at::Tensor& weight, a
   const float* w = weight.data_ptr<float>() + 2 * weight.stride(2) + 2 * weight.stride(3);
   return run(g, w, weight.stride(1), weight.stride(0), -weight.stride(2), -weight.stride(3), C, nullptr, 2 - pad[0],
              2 - pad[1]);
+}
+
+at::Tensor weight_grad(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
+                       at::IntArrayRef padding) {
+  int64_t pad[2];
+  TORCH_CHECK(conv_gemm::read_pair(padding, 0, pad), "conv_winograd: padding of one or two values");
+  TORCH_CHECK(input.dim() == 4 && grad_output.dim() == 4 && weight.dim() == 4, "conv_winograd: 4-d tensors");
+  const int64_t K = weight.size(0), C = weight.size(1);
+  TORCH_CHECK(grad_output.size(0) == input.size(0) && grad_output.size(1) == K && input.size(1) == C &&
+                  grad_output.size(2) == input.size(2) + 2 * pad[0] - 2 &&
+                  grad_output.size(3) == input.size(3) + 2 * pad[1] - 2,
+              "conv_winograd: grad_output ", grad_output.sizes(), " does not fit input ", input.sizes());
+  const at::Tensor x = input.contiguous(at::MemoryFormat::ChannelsLast);
+  const at::Tensor g = grad_output.contiguous(at::MemoryFormat::ChannelsLast);
+  // Channels-last, as LibTorch's kernel makes it for a channels-last input.
+  at::Tensor out = at::empty(weight.sizes(), weight.options().memory_format(at::MemoryFormat::ChannelsLast));
+  detail::WinogradConv p = detail::winograd_plan(x.size(0), x.size(2), x.size(3), C, K, pad[0], pad[1]);
+  if (p.blocks == 0) return out.zero_();
+#if defined(__x86_64__) || defined(_M_X64)
+  p.input = x.data_ptr<float>();
+  p.grad = g.data_ptr<float>();
+  // One part of the blocks per thread, each summed into its own S[16][Cp][Kp], then added up.
+  const int64_t parts = std::min<int64_t>(at::get_num_threads(), p.blocks);
+  const int64_t plane = 16 * p.Cp * p.Kp;
+  float* sums = thread_buffer<kSums>(parts * plane);
+  const int64_t scratch = detail::winograd_scratch_floats(p);
+  at::parallel_for(0, parts, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float* S = sums + i * plane;
+      std::fill(S, S + plane, 0.0f);
+      detail::winograd_weight_grad_blocks_avx2(p, thread_buffer<kBlocks>(scratch), S, p.blocks * i / parts,
+                                               p.blocks * (i + 1) / parts);
+    }
+  });
+  float* w = out.data_ptr<float>();
+  const int64_t sk = out.stride(0), sc = out.stride(1), sh = out.stride(2), sw = out.stride(3);
+  at::parallel_for(0, K, std::max<int64_t>(1, 4096 / (C * parts)), [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k)
+      for (int64_t c = 0; c < C; ++c) {
+        double s[16], window[3][3];
+        for (int xi = 0; xi < 16; ++xi) {
+          s[xi] = 0.0;
+          for (int64_t i = 0; i < parts; ++i) s[xi] += sums[i * plane + (xi * p.Cp + c) * p.Kp + k];
+        }
+        detail::winograd_weight_grad_window(s, window);
+        for (int a = 0; a < 3; ++a)
+          for (int b = 0; b < 3; ++b) w[k * sk + c * sc + a * sh + b * sw] = static_cast<float>(window[a][b]);
+      }
+  });
+#else
+  TORCH_CHECK(false, "conv_winograd: an x86 CPU with AVX2 and FMA only");
+#endif
+  return out;
 }
 
 }  // namespace accelkit::cpu::conv_winograd

@@ -6,7 +6,9 @@
 // was 0.4x oneDNN's, over random shapes of the same order as LibTorch's).
 //
 // The input gradient of such a convolution is the same kind of convolution: grad_output with
-// the window turned by 180 degrees, input and output channels swapped, and padding 2 - p.
+// the window turned by 180 degrees, input and output channels swapped, and padding 2 - p. The
+// weight gradient takes the same input tiles, 16 products per tile and channel pair instead of
+// 36 (winograd_kernel.hpp).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -29,5 +31,11 @@ at::Tensor forward(const at::Tensor& input, const at::Tensor& weight, const c10:
 // The gradient of that convolution's input (of input_sizes) from grad_output; channels-last.
 at::Tensor input_grad(const at::Tensor& grad_output, const at::Tensor& weight, at::IntArrayRef input_sizes,
                       at::IntArrayRef padding);
+
+// The gradient of that convolution's weight from grad_output and its input; channels-last:
+// G^T [sum over tiles of (B^T d B) .* (A dY A^T)] G, the sums over
+// the tiles in fp32 (per block of tiles in registers, then per thread), the rest in fp64.
+at::Tensor weight_grad(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
+                       at::IntArrayRef padding);
 
 }  // namespace accelkit::cpu::conv_winograd

@@ -16,7 +16,7 @@
 // a few images at a time, in their own layout (conv_planes.hpp): on an AVX-512 Xeon's two cores
 // that ran MNIST's two layers at 1.3-1.7x oneDNN's speed, forward and backward. Channels-last
 // 3x3 stride-1 layers (a ResNet's body) have a third way, timed beside the two: Winograd's
-// F(2x2, 3x3) for the output and the input gradient (conv_winograd.hpp).
+// F(2x2, 3x3) for the output and both gradients (conv_winograd.hpp).
 // Dropout's masks (bernoulli_ with a scalar p) come from a counter-based generator on every
 // thread (bernoulli_op.hpp) instead of one Mersenne Twister element by element.
 // Every other input - and every call while the host's gate is shut - goes to LibTorch's own
@@ -313,9 +313,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> gemm_convolution_backward(
   };
   const bool fit = g.has_value() && grad_fits && grad_output.sizes() == at::IntArrayRef(g->output_shape()) &&
                    bias_fits(g->out_channels);
-  // The Winograd path for the input gradient of what it takes (its own fit: it takes shapes the
-  // GEMM path leaves, ResNet-20's 16-channel layers over 32x32 at batch 128 among them).
-  const bool wino = output_mask[0] && grad_fits && winograd_fits(input, weight, args) &&
+  // The Winograd path for the input and weight gradients of what it takes (its own fit: it
+  // takes shapes the GEMM path leaves, ResNet-20's 16-channel layers over 32x32 at batch 128
+  // among them).
+  const bool wino = (output_mask[0] || output_mask[1]) && grad_fits && winograd_fits(input, weight, args) &&
                     grad_output.sizes() == at::IntArrayRef(winograd_output_sizes(input, weight, padding)) &&
                     bias_fits(weight.size(0));
   if (!fit && !wino) return libtorch();
@@ -324,15 +325,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> gemm_convolution_backward(
     return conv_gemm::backward(grad_output, input, weight, *g, output_mask);
   };
   if (fit && (conv_gemm::one_pixel(*g) || libtorch_strided_1x1_hazard(input, *g, output_mask))) return gemm();
-  // The Winograd path computes the input gradient; the weight's and the bias's stay LibTorch's.
+  // The Winograd path computes the input and weight gradients; the bias's is grad_output's sum
+  // over the batch and the pixels, as LibTorch's.
   auto winograd = [&] {
     conv_backward_calls.fetch_add(1, std::memory_order_relaxed);
-    at::Tensor grad_input = conv_winograd::input_grad(grad_output, weight, input.sizes(), padding);
-    if (!output_mask[1] && !output_mask[2]) return std::make_tuple(grad_input, at::Tensor(), at::Tensor());
-    auto rest = at::compositeexplicitautograd::convolution_backward(grad_output, input, weight, bias_sizes, stride,
-                                                                    padding, dilation, transposed, output_padding,
-                                                                    groups, {false, output_mask[1], output_mask[2]});
-    return std::make_tuple(grad_input, std::get<1>(rest), std::get<2>(rest));
+    at::Tensor grad_input, grad_weight, grad_bias;
+    if (output_mask[0]) grad_input = conv_winograd::input_grad(grad_output, weight, input.sizes(), padding);
+    if (output_mask[1]) grad_weight = conv_winograd::weight_grad(grad_output, input, weight, padding);
+    if (output_mask[2]) grad_bias = grad_output.sum({0, 2, 3});
+    return std::make_tuple(grad_input, grad_weight, grad_bias);
   };
   return chosen(shape_key(1, grad_output, input, weight, args, output_mask, output_mask[2]),
                 others_than_libtorch(fit, wino), libtorch, gemm, winograd);

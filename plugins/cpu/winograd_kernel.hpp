@@ -23,6 +23,7 @@ struct WinogradConv {
   const float* weight = nullptr;  // [16][Cp][Kp], 32-byte aligned
   const float* bias = nullptr;
   float* output = nullptr;
+  const float* grad = nullptr;  // the weight gradient's grad_output: N x OH x OW x K
   int64_t N = 0, H = 0, W = 0, C = 0, K = 0;
   int64_t ph = 0, pw = 0;
   int64_t OH = 0, OW = 0;
@@ -65,6 +66,30 @@ void winograd_weight_transform_avx2(const float* weight, int64_t sk, int64_t sc,
 // The blocks [begin, end) of p.blocks, into p.output. scratch: winograd_scratch_floats(p)
 // floats, 64-byte aligned, this call's alone.
 void winograd_blocks_avx2(const WinogradConv& p, float* scratch, int64_t begin, int64_t end);
+
+// The weight gradient's part from the tiles of blocks [begin, end): adds to S[16][Cp][Kp]
+// (64-byte aligned) the sums over those tiles of U[xi][t][c] Z[xi][t][k], U = B^T d B of p.input
+// as above and Z = A dY A^T of p.grad's 2x2 tiles (zeros past OH, OW and K). The gradient of
+// the 3x3 window (c, k) is G^T S[.][c][k] G (winograd_weight_grad_window). scratch: as for
+// winograd_blocks_avx2 (Z takes M's place).
+void winograd_weight_grad_blocks_avx2(const WinogradConv& p, float* scratch, float* S, int64_t begin, int64_t end);
 #endif
+
+// G^T s G: the 3x3 window's gradient from the 16 sums s[xi] of one (c, k) (xi = 4 i + j, i down),
+// G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1].
+inline void winograd_weight_grad_window(const double s[16], double g[3][3]) {
+  double h[3][4];
+  for (int j = 0; j < 4; ++j) {
+    const double s0 = s[j], s1 = s[4 + j], s2 = s[8 + j], s3 = s[12 + j];
+    h[0][j] = s0 + 0.5 * (s1 + s2);
+    h[1][j] = 0.5 * (s1 - s2);
+    h[2][j] = 0.5 * (s1 + s2) + s3;
+  }
+  for (int a = 0; a < 3; ++a) {
+    g[a][0] = h[a][0] + 0.5 * (h[a][1] + h[a][2]);
+    g[a][1] = 0.5 * (h[a][1] - h[a][2]);
+    g[a][2] = 0.5 * (h[a][1] + h[a][2]) + h[a][3];
+  }
+}
 
 }  // namespace accelkit::cpu::detail

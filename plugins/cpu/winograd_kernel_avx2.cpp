@@ -264,6 +264,80 @@ void blocks(const WinogradConv& p, float* scratch, int64_t begin, int64_t end) {
   }
 }
 
+// Z[16][T][Kp] = A dY A^T of grad_output's 2x2 tiles [first, first + tiles), 8 channels at a
+// time: the pixels past OH and OW and the channels past K give zeros, up to Kp.
+void grad_transform(const WinogradConv& p, int64_t first, int64_t tiles, float* Z) {
+  const int64_t xs = p.T * p.Kp;
+  const int64_t K = p.K, full = K / 8 * 8;
+  const __m256i mask = lanes_below(K - full);
+  const int64_t row_stride = p.OW * K;
+  for_each_run(p, first, tiles, [&](int64_t n, int64_t ty, int64_t tx0, int64_t count, int64_t t) {
+    const bool second_row = 2 * ty + 1 < p.OH;
+    const float* in_row = p.grad + (n * p.OH + 2 * ty) * row_stride;
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t tx = tx0 + i;
+      const bool second_col = 2 * tx + 1 < p.OW;
+      const float* y = in_row + 2 * tx * K;
+      float* z = Z + (t + i) * p.Kp;
+      for (int64_t k = 0; k < p.Kp; k += 8) {
+        __m256 d[2][2];
+        if (k < full) {
+          d[0][0] = _mm256_loadu_ps(y + k);
+          d[0][1] = second_col ? _mm256_loadu_ps(y + K + k) : _mm256_setzero_ps();
+          d[1][0] = second_row ? _mm256_loadu_ps(y + row_stride + k) : _mm256_setzero_ps();
+          d[1][1] = second_row && second_col ? _mm256_loadu_ps(y + row_stride + K + k) : _mm256_setzero_ps();
+        } else if (k == full && full < K) {
+          d[0][0] = _mm256_maskload_ps(y + k, mask);
+          d[0][1] = second_col ? _mm256_maskload_ps(y + K + k, mask) : _mm256_setzero_ps();
+          d[1][0] = second_row ? _mm256_maskload_ps(y + row_stride + k, mask) : _mm256_setzero_ps();
+          d[1][1] = second_row && second_col ? _mm256_maskload_ps(y + row_stride + K + k, mask) : _mm256_setzero_ps();
+        } else {
+          d[0][0] = d[0][1] = d[1][0] = d[1][1] = _mm256_setzero_ps();
+        }
+        // Down: e[i] = (dY0, dY0 + dY1, dY0 - dY1, -dY1) of each column, then the same across.
+        __m256 e[4][2];
+        for (int b = 0; b < 2; ++b) {
+          e[0][b] = d[0][b];
+          e[1][b] = _mm256_add_ps(d[0][b], d[1][b]);
+          e[2][b] = _mm256_sub_ps(d[0][b], d[1][b]);
+          e[3][b] = _mm256_sub_ps(_mm256_setzero_ps(), d[1][b]);
+        }
+        for (int i4 = 0; i4 < 4; ++i4) {
+          _mm256_store_ps(z + (i4 * 4 + 0) * xs + k, e[i4][0]);
+          _mm256_store_ps(z + (i4 * 4 + 1) * xs + k, _mm256_add_ps(e[i4][0], e[i4][1]));
+          _mm256_store_ps(z + (i4 * 4 + 2) * xs + k, _mm256_sub_ps(e[i4][0], e[i4][1]));
+          _mm256_store_ps(z + (i4 * 4 + 3) * xs + k, _mm256_sub_ps(_mm256_setzero_ps(), e[i4][1]));
+        }
+      }
+    }
+  });
+}
+
+// S[R][16] (row stride lds) += sum over t < tiles of U[t][0..R) (row stride ldu) Z[t][0..16)
+// (row stride ldz): R input channels by sixteen output channels, summed over the block's tiles
+// in registers, added to S once.
+template <int R>
+inline void weight_grad_kernel(int64_t tiles, int64_t ldu, int64_t ldz, int64_t lds, const float* __restrict U,
+                               const float* __restrict Z, float* __restrict S) {
+  __m256 s[R][2];
+  for (int r = 0; r < R; ++r) s[r][0] = s[r][1] = _mm256_setzero_ps();
+#pragma GCC unroll 4
+  for (int64_t t = 0; t < tiles; ++t) {
+    const __m256 z0 = _mm256_load_ps(Z + t * ldz), z1 = _mm256_load_ps(Z + t * ldz + 8);
+    const float* u = U + t * ldu;
+    for (int r = 0; r < R; ++r) {
+      const __m256 a = _mm256_broadcast_ss(u + r);
+      s[r][0] = _mm256_fmadd_ps(a, z0, s[r][0]);
+      s[r][1] = _mm256_fmadd_ps(a, z1, s[r][1]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    float* row = S + r * lds;
+    _mm256_store_ps(row, _mm256_add_ps(_mm256_load_ps(row), s[r][0]));
+    _mm256_store_ps(row + 8, _mm256_add_ps(_mm256_load_ps(row + 8), s[r][1]));
+  }
+}
+
 }  // namespace
 
 void winograd_weight_transform_avx2(const float* weight, int64_t sk, int64_t sc, int64_t sh, int64_t sw,
@@ -318,6 +392,34 @@ void winograd_blocks_avx2(const WinogradConv& p, float* scratch, int64_t begin, 
     case 128: blocks<128>(p, scratch, begin, end); break;
     case 256: blocks<256>(p, scratch, begin, end); break;
     default: blocks<0>(p, scratch, begin, end); break;
+  }
+}
+
+void winograd_weight_grad_blocks_avx2(const WinogradConv& p, float* scratch, float* S, int64_t begin, int64_t end) {
+  float* U = scratch;
+  float* Z = U + 16 * p.T * p.Cp;
+  float* zeros = Z + 16 * p.T * p.Kp;
+  std::memset(zeros, 0, static_cast<size_t>(p.W * p.Cp) * sizeof(float));
+  const int64_t total = p.N * p.TH * p.TW;
+  for (int64_t b = begin; b < end; ++b) {
+    const int64_t first = b * p.T, tiles = std::min(p.T, total - first);
+    input_transform(p, zeros, first, tiles, U);
+    grad_transform(p, first, tiles, Z);
+    for (int64_t xi = 0; xi < 16; ++xi) {
+      const float* Ux = U + xi * p.T * p.Cp;
+      const float* Zx = Z + xi * p.T * p.Kp;
+      float* Sx = S + xi * p.Cp * p.Kp;
+      // Six channels at a time (twelve sums in registers), then the 2 or 4 left of Cp.
+      const int64_t six = p.Cp / 6 * 6;
+      for (int64_t k0 = 0; k0 < p.Kp; k0 += kNR) {
+        for (int64_t c0 = 0; c0 < six; c0 += 6)
+          weight_grad_kernel<6>(tiles, p.Cp, p.Kp, p.Kp, Ux + c0, Zx + k0, Sx + c0 * p.Kp + k0);
+        if (p.Cp - six == 4)
+          weight_grad_kernel<4>(tiles, p.Cp, p.Kp, p.Kp, Ux + six, Zx + k0, Sx + six * p.Kp + k0);
+        else if (p.Cp - six == 2)
+          weight_grad_kernel<2>(tiles, p.Cp, p.Kp, p.Kp, Ux + six, Zx + k0, Sx + six * p.Kp + k0);
+      }
+    }
   }
 }
 

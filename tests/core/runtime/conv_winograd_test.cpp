@@ -1,8 +1,9 @@
 // The CPU plugin's Winograd F(2x2,3x3) convolution (plugins/cpu/conv_winograd.hpp), called
-// directly, against fp64 on fresh random inputs: forward (bias or none) and the input gradient,
-// any channel counts (not only multiples of 8 or 16), odd and even image sizes down to one
-// pixel, padding 0 or 1 in each dimension, NCHW and channels-last inputs, the same values at
-// any thread count; ResNet-20's layers; and the convolutions it leaves to LibTorch.
+// directly, against fp64 on fresh random inputs: forward (bias or none), the input gradient and
+// the weight gradient, any channel counts (not only multiples of 8 or 16), odd and even image
+// sizes down to one pixel, padding 0 or 1 in each dimension, NCHW and channels-last inputs, the
+// same values at any thread count; ResNet-20's layers; and the convolutions it leaves to
+// LibTorch.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -57,24 +58,26 @@ double error(const at::Tensor& got, const at::Tensor& want, const at::Tensor& ma
   return (got.to(at::kDouble) - want).abs().max().item<double>() / (scale > 0 ? scale : 1.0);
 }
 
-// The error allowed for sums over C channels of 9 products: a few times fp32's epsilon times
-// the square root of their count. LibTorch's fp32 kernel stays well within it; the transforms'
-// own rounding (a few additions each) costs a small factor; a wrong index or a missing term is
-// off by the size of one term, 1 / (9 C) of the magnitude or more.
-double bound(int64_t c) {
-  return 4.0 * std::numeric_limits<float>::epsilon() * std::sqrt(9.0 * static_cast<double>(c));
+// The error allowed for sums of `terms` products: a few times fp32's epsilon times the square
+// root of their count. LibTorch's fp32 kernel stays well within it; the transforms' own
+// rounding (a few additions each) costs a small factor; a wrong index or a missing term is off
+// by the size of one term, 1 / terms of the magnitude or more. The output and the input
+// gradient sum 9 C products (C: the channels summed over); the weight gradient one per output
+// pixel of the batch.
+double bound_of_terms(int64_t terms) {
+  return 4.0 * std::numeric_limits<float>::epsilon() * std::sqrt(static_cast<double>(terms));
 }
+double bound(int64_t c) { return bound_of_terms(9 * c); }
 
-void check_close(const at::Tensor& got, const at::Tensor& want, const at::Tensor& magnitude, int64_t terms_c,
+void check_close(const at::Tensor& got, const at::Tensor& want, const at::Tensor& magnitude, double allowed,
                  const std::string& what) {
   CAPTURE(what);
   REQUIRE(got.sizes() == want.sizes());
   CHECK((got.scalar_type() == at::kFloat));
-  CHECK(got.is_contiguous(at::MemoryFormat::ChannelsLast));
   const double e = error(got, want, magnitude);
   CAPTURE(e);
-  CAPTURE(bound(terms_c));
-  CHECK(e <= bound(terms_c));
+  CAPTURE(allowed);
+  CHECK(e <= allowed);
 }
 
 // Forward and input gradient of c on fresh random values, against fp64; with `one_thread`, also
@@ -92,7 +95,8 @@ void check_conv(const Conv& c, bool one_thread) {
 
   const at::Tensor got = cpu::conv_winograd::forward(x, w, bias, padding);
   const at::Tensor ref = at::conv2d(fp64(x), fp64(w), bias64, stride, padding);
-  check_close(got, ref, at::conv2d(fp64_abs(x), fp64_abs(w), bias_abs, stride, padding), c.c, "output");
+  CHECK(got.is_contiguous(at::MemoryFormat::ChannelsLast));
+  check_close(got, ref, at::conv2d(fp64_abs(x), fp64_abs(w), bias_abs, stride, padding), bound(c.c), "output");
 
   const at::Tensor g = layout(at::randn(ref.sizes()), !c.channels_last);
   const at::Tensor grad = cpu::conv_winograd::input_grad(g, w, x.sizes(), padding);
@@ -100,8 +104,20 @@ void check_conv(const Conv& c, bool one_thread) {
     return std::get<0>(at::convolution_backward(go, xt, wt, c10::nullopt, stride, padding, dilation, false, {0, 0}, 1,
                                                 {true, false, false}));
   };
-  check_close(grad, grad_input(fp64(g), fp64(w), fp64(x)), grad_input(fp64_abs(g), fp64_abs(w), fp64(x)), c.k,
+  CHECK(grad.is_contiguous(at::MemoryFormat::ChannelsLast));
+  check_close(grad, grad_input(fp64(g), fp64(w), fp64(x)), grad_input(fp64_abs(g), fp64_abs(w), fp64(x)), bound(c.k),
               "grad_input");
+
+  // The weight gradient: sums over every output pixel of the batch; channels-last, as LibTorch's
+  // kernel gives it for a channels-last input (the only one the dispatcher passes on).
+  const at::Tensor grad_w = cpu::conv_winograd::weight_grad(g, x, w, padding);
+  auto grad_weight = [&](const at::Tensor& go, const at::Tensor& xt, const at::Tensor& wt) {
+    return std::get<1>(at::convolution_backward(go, xt, wt, c10::nullopt, stride, padding, dilation, false, {0, 0}, 1,
+                                                {false, true, false}));
+  };
+  CHECK(grad_w.is_contiguous(at::MemoryFormat::ChannelsLast));
+  check_close(grad_w, grad_weight(fp64(g), fp64(x), fp64(w)), grad_weight(fp64_abs(g), fp64_abs(x), fp64(w)),
+              bound_of_terms(g.size(0) * g.size(2) * g.size(3)), "grad_weight");
 
   if (one_thread) {
     // Each tile's sums run in the same order whatever thread takes it.
@@ -109,9 +125,13 @@ void check_conv(const Conv& c, bool one_thread) {
     at::set_num_threads(1);
     const at::Tensor got1 = cpu::conv_winograd::forward(x, w, bias, padding);
     const at::Tensor grad1 = cpu::conv_winograd::input_grad(g, w, x.sizes(), padding);
+    const at::Tensor grad_w1 = cpu::conv_winograd::weight_grad(g, x, w, padding);
     at::set_num_threads(threads);
     CHECK(at::equal(got, got1));
     CHECK(at::equal(grad, grad1));
+    // The weight gradient's sums are split by thread: within the bound, not equal.
+    check_close(grad_w1, grad_weight(fp64(g), fp64(x), fp64(w)), grad_weight(fp64_abs(g), fp64_abs(x), fp64(w)),
+                bound_of_terms(g.size(0) * g.size(2) * g.size(3)), "grad_weight on one thread");
   }
 }
 
@@ -148,11 +168,11 @@ TEST_CASE("the Winograd convolution on ResNet-20's 3x3 layers against fp64") {
     return;
   }
   at::manual_seed(test_seed() + 1);
-  const int64_t layers[][3] = {{16, 16, 32}, {32, 32, 16}, {64, 64, 8}, {3, 16, 32}};  // C, K, size
-  int64_t n = 2;
+  // C, K, size, batch: the first at a batch whose weight gradient sums 32768 pixels a value.
+  const int64_t layers[][4] = {{16, 16, 32, 32}, {32, 32, 16, 3}, {64, 64, 8, 4}, {3, 16, 32, 5}};
   for (const auto& l : layers) {
     Conv c;
-    c.n = n++;
+    c.n = l[3];
     c.c = l[0], c.k = l[1], c.h = c.w = l[2];
     c.channels_last = true;
     c.bias = l[0] == 3;
