@@ -246,22 +246,32 @@ void block_ranges(const WinogradConv& p, int64_t first, int64_t tiles, Prefetch&
   out.lines = ((o1 - o0) * pixels_out * static_cast<int64_t>(sizeof(float)) + 63) / 64;
 }
 
-template <int CC>
-void blocks(const WinogradConv& p, float* scratch, int64_t begin, int64_t end) {
+// For each block of [begin, end): its input transform into U, then fn(U, second, b, first,
+// tiles) (second: M or Z, after U in the scratch; first, tiles: the block's tiles).
+template <typename Fn>
+void each_block(const WinogradConv& p, float* scratch, int64_t begin, int64_t end, Fn&& fn) {
   float* U = scratch;
-  float* M = U + 16 * p.T * p.Cp;
-  float* zeros = M + 16 * p.T * p.Kp;
+  float* second = U + 16 * p.T * p.Cp;
+  float* zeros = second + 16 * p.T * p.Kp;
   std::memset(zeros, 0, static_cast<size_t>(p.W * p.Cp) * sizeof(float));
   const int64_t total = p.N * p.TH * p.TW;
   for (int64_t b = begin; b < end; ++b) {
     const int64_t first = b * p.T, tiles = std::min(p.T, total - first);
     input_transform(p, zeros, first, tiles, U);
+    fn(U, second, b, first, tiles);
+  }
+}
+
+template <int CC>
+void blocks(const WinogradConv& p, float* scratch, int64_t begin, int64_t end) {
+  const int64_t total = p.N * p.TH * p.TW;
+  each_block(p, scratch, begin, end, [&](const float* U, float* M, int64_t b, int64_t first, int64_t tiles) {
     Prefetch in, out, unused;
     if (b + 1 < end) block_ranges(p, first + p.T, std::min(p.T, total - first - p.T), in, unused);
     block_ranges(p, first, tiles, unused, out);
     products<CC>(p, U, M, (tiles + kMR - 1) / kMR * kMR, in, out);
     output_transform(p, M, first, tiles);
-  }
+  });
 }
 
 // Z[16][T][Kp] = A dY A^T of grad_output's 2x2 tiles [first, first + tiles), 8 channels at a
@@ -396,14 +406,7 @@ void winograd_blocks_avx2(const WinogradConv& p, float* scratch, int64_t begin, 
 }
 
 void winograd_weight_grad_blocks_avx2(const WinogradConv& p, float* scratch, float* S, int64_t begin, int64_t end) {
-  float* U = scratch;
-  float* Z = U + 16 * p.T * p.Cp;
-  float* zeros = Z + 16 * p.T * p.Kp;
-  std::memset(zeros, 0, static_cast<size_t>(p.W * p.Cp) * sizeof(float));
-  const int64_t total = p.N * p.TH * p.TW;
-  for (int64_t b = begin; b < end; ++b) {
-    const int64_t first = b * p.T, tiles = std::min(p.T, total - first);
-    input_transform(p, zeros, first, tiles, U);
+  each_block(p, scratch, begin, end, [&](const float* U, float* Z, int64_t, int64_t first, int64_t tiles) {
     grad_transform(p, first, tiles, Z);
     for (int64_t xi = 0; xi < 16; ++xi) {
       const float* Ux = U + xi * p.T * p.Cp;
@@ -420,7 +423,7 @@ void winograd_weight_grad_blocks_avx2(const WinogradConv& p, float* scratch, flo
           weight_grad_kernel<2>(tiles, p.Cp, p.Kp, p.Kp, Ux + six, Zx + k0, Sx + six * p.Kp + k0);
       }
     }
-  }
+  });
 }
 
 }  // namespace accelkit::cpu::detail
