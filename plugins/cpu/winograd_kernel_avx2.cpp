@@ -205,28 +205,37 @@ inline void output_tile(const float* m, int64_t xs, __m256 bias, __m256i mask, f
   }
 }
 
+// Calls fn(pixel, t, second_row, second_col) for each output tile of the tiles [first, first +
+// tiles): pixel, the offset of its top-left pixel in N x OH x OW x K; t, its row in the block;
+// whether its second row and column are in the output.
+template <typename Fn>
+void each_output_tile(const WinogradConv& p, int64_t first, int64_t tiles, Fn&& fn) {
+  for_each_run(p, first, tiles, [&](int64_t n, int64_t ty, int64_t tx0, int64_t count, int64_t t) {
+    const bool second_row = 2 * ty + 1 < p.OH;
+    const int64_t row = (n * p.OH + 2 * ty) * p.OW * p.K;
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t tx = tx0 + i;
+      fn(row + 2 * tx * p.K, t + i, second_row, 2 * tx + 1 < p.OW);
+    }
+  });
+}
+
 // The output of the tiles [first, first + tiles) from M.
 void output_transform(const WinogradConv& p, const float* M, int64_t first, int64_t tiles) {
   const int64_t xs = p.T * p.Kp;
   const int64_t K = p.K, full = K / 8 * 8;
   const __m256i mask = lanes_below(K - full);
   const int64_t row_stride = p.OW * K;
-  for_each_run(p, first, tiles, [&](int64_t n, int64_t ty, int64_t tx0, int64_t count, int64_t t) {
-    const bool second_row = 2 * ty + 1 < p.OH;
-    float* out_row = p.output + (n * p.OH + 2 * ty) * row_stride;
-    for (int64_t i = 0; i < count; ++i) {
-      const int64_t tx = tx0 + i;
-      const bool second_col = 2 * tx + 1 < p.OW;
-      const float* m = M + (t + i) * p.Kp;
-      float* y = out_row + 2 * tx * K;
-      for (int64_t k = 0; k < full; k += 8) {
-        const __m256 b = p.bias ? _mm256_loadu_ps(p.bias + k) : _mm256_setzero_ps();
-        output_tile<false>(m + k, xs, b, mask, y + k, row_stride, K, second_row, second_col);
-      }
-      if (full < K) {
-        const __m256 b = p.bias ? _mm256_maskload_ps(p.bias + full, mask) : _mm256_setzero_ps();
-        output_tile<true>(m + full, xs, b, mask, y + full, row_stride, K, second_row, second_col);
-      }
+  each_output_tile(p, first, tiles, [&](int64_t pixel, int64_t t, bool second_row, bool second_col) {
+    const float* m = M + t * p.Kp;
+    float* y = p.output + pixel;
+    for (int64_t k = 0; k < full; k += 8) {
+      const __m256 b = p.bias ? _mm256_loadu_ps(p.bias + k) : _mm256_setzero_ps();
+      output_tile<false>(m + k, xs, b, mask, y + k, row_stride, K, second_row, second_col);
+    }
+    if (full < K) {
+      const __m256 b = p.bias ? _mm256_maskload_ps(p.bias + full, mask) : _mm256_setzero_ps();
+      output_tile<true>(m + full, xs, b, mask, y + full, row_stride, K, second_row, second_col);
     }
   });
 }
@@ -281,43 +290,37 @@ void grad_transform(const WinogradConv& p, int64_t first, int64_t tiles, float* 
   const int64_t K = p.K, full = K / 8 * 8;
   const __m256i mask = lanes_below(K - full);
   const int64_t row_stride = p.OW * K;
-  for_each_run(p, first, tiles, [&](int64_t n, int64_t ty, int64_t tx0, int64_t count, int64_t t) {
-    const bool second_row = 2 * ty + 1 < p.OH;
-    const float* in_row = p.grad + (n * p.OH + 2 * ty) * row_stride;
-    for (int64_t i = 0; i < count; ++i) {
-      const int64_t tx = tx0 + i;
-      const bool second_col = 2 * tx + 1 < p.OW;
-      const float* y = in_row + 2 * tx * K;
-      float* z = Z + (t + i) * p.Kp;
-      for (int64_t k = 0; k < p.Kp; k += 8) {
-        __m256 d[2][2];
-        if (k < full) {
-          d[0][0] = _mm256_loadu_ps(y + k);
-          d[0][1] = second_col ? _mm256_loadu_ps(y + K + k) : _mm256_setzero_ps();
-          d[1][0] = second_row ? _mm256_loadu_ps(y + row_stride + k) : _mm256_setzero_ps();
-          d[1][1] = second_row && second_col ? _mm256_loadu_ps(y + row_stride + K + k) : _mm256_setzero_ps();
-        } else if (k == full && full < K) {
-          d[0][0] = _mm256_maskload_ps(y + k, mask);
-          d[0][1] = second_col ? _mm256_maskload_ps(y + K + k, mask) : _mm256_setzero_ps();
-          d[1][0] = second_row ? _mm256_maskload_ps(y + row_stride + k, mask) : _mm256_setzero_ps();
-          d[1][1] = second_row && second_col ? _mm256_maskload_ps(y + row_stride + K + k, mask) : _mm256_setzero_ps();
-        } else {
-          d[0][0] = d[0][1] = d[1][0] = d[1][1] = _mm256_setzero_ps();
-        }
-        // Down: e[i] = (dY0, dY0 + dY1, dY0 - dY1, -dY1) of each column, then the same across.
-        __m256 e[4][2];
-        for (int b = 0; b < 2; ++b) {
-          e[0][b] = d[0][b];
-          e[1][b] = _mm256_add_ps(d[0][b], d[1][b]);
-          e[2][b] = _mm256_sub_ps(d[0][b], d[1][b]);
-          e[3][b] = _mm256_sub_ps(_mm256_setzero_ps(), d[1][b]);
-        }
-        for (int i4 = 0; i4 < 4; ++i4) {
-          _mm256_store_ps(z + (i4 * 4 + 0) * xs + k, e[i4][0]);
-          _mm256_store_ps(z + (i4 * 4 + 1) * xs + k, _mm256_add_ps(e[i4][0], e[i4][1]));
-          _mm256_store_ps(z + (i4 * 4 + 2) * xs + k, _mm256_sub_ps(e[i4][0], e[i4][1]));
-          _mm256_store_ps(z + (i4 * 4 + 3) * xs + k, _mm256_sub_ps(_mm256_setzero_ps(), e[i4][1]));
-        }
+  each_output_tile(p, first, tiles, [&](int64_t pixel, int64_t t, bool second_row, bool second_col) {
+    const float* y = p.grad + pixel;
+    float* z = Z + t * p.Kp;
+    for (int64_t k = 0; k < p.Kp; k += 8) {
+      __m256 d[2][2];
+      if (k < full) {
+        d[0][0] = _mm256_loadu_ps(y + k);
+        d[0][1] = second_col ? _mm256_loadu_ps(y + K + k) : _mm256_setzero_ps();
+        d[1][0] = second_row ? _mm256_loadu_ps(y + row_stride + k) : _mm256_setzero_ps();
+        d[1][1] = second_row && second_col ? _mm256_loadu_ps(y + row_stride + K + k) : _mm256_setzero_ps();
+      } else if (k == full && full < K) {
+        d[0][0] = _mm256_maskload_ps(y + k, mask);
+        d[0][1] = second_col ? _mm256_maskload_ps(y + K + k, mask) : _mm256_setzero_ps();
+        d[1][0] = second_row ? _mm256_maskload_ps(y + row_stride + k, mask) : _mm256_setzero_ps();
+        d[1][1] = second_row && second_col ? _mm256_maskload_ps(y + row_stride + K + k, mask) : _mm256_setzero_ps();
+      } else {
+        d[0][0] = d[0][1] = d[1][0] = d[1][1] = _mm256_setzero_ps();
+      }
+      // Down: e[i] = (dY0, dY0 + dY1, dY0 - dY1, -dY1) of each column, then the same across.
+      __m256 e[4][2];
+      for (int b = 0; b < 2; ++b) {
+        e[0][b] = d[0][b];
+        e[1][b] = _mm256_add_ps(d[0][b], d[1][b]);
+        e[2][b] = _mm256_sub_ps(d[0][b], d[1][b]);
+        e[3][b] = _mm256_sub_ps(_mm256_setzero_ps(), d[1][b]);
+      }
+      for (int i4 = 0; i4 < 4; ++i4) {
+        _mm256_store_ps(z + (i4 * 4 + 0) * xs + k, e[i4][0]);
+        _mm256_store_ps(z + (i4 * 4 + 1) * xs + k, _mm256_add_ps(e[i4][0], e[i4][1]));
+        _mm256_store_ps(z + (i4 * 4 + 2) * xs + k, _mm256_sub_ps(e[i4][0], e[i4][1]));
+        _mm256_store_ps(z + (i4 * 4 + 3) * xs + k, _mm256_sub_ps(_mm256_setzero_ps(), e[i4][1]));
       }
     }
   });
