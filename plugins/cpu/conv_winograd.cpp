@@ -68,6 +68,18 @@ at::Tensor run(const at::Tensor& x, const float* weight, int64_t sk, int64_t sc,
   return out;
 }
 
+// Reads padding into pad, and checks that grad_output (N x K x OH x OW) fits an input of
+// input_sizes (N x C x H x W) and the K x C x 3 x 3 weight.
+void check_grad_sizes(const at::Tensor& grad_output, at::IntArrayRef input_sizes, const at::Tensor& weight,
+                      at::IntArrayRef padding, int64_t pad[2]) {
+  TORCH_CHECK(conv_gemm::read_pair(padding, 0, pad), "conv_winograd: padding of one or two values");
+  TORCH_CHECK(input_sizes.size() == 4 && grad_output.dim() == 4 && weight.dim() == 4, "conv_winograd: 4-d sizes");
+  TORCH_CHECK(grad_output.size(0) == input_sizes[0] && grad_output.size(1) == weight.size(0) &&
+                  input_sizes[1] == weight.size(1) && grad_output.size(2) == input_sizes[2] + 2 * pad[0] - 2 &&
+                  grad_output.size(3) == input_sizes[3] + 2 * pad[1] - 2,
+              "conv_winograd: grad_output ", grad_output.sizes(), " does not fit input ", input_sizes);
+}
+
 }  // namespace
 
 bool eligible(const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding,
@@ -105,13 +117,8 @@ at::Tensor forward(const at::Tensor& input, const at::Tensor& weight, const c10:
 at::Tensor input_grad(const at::Tensor& grad_output, const at::Tensor& weight, at::IntArrayRef input_sizes,
                       at::IntArrayRef padding) {
   int64_t pad[2];
-  TORCH_CHECK(conv_gemm::read_pair(padding, 0, pad), "conv_winograd: padding of one or two values");
-  TORCH_CHECK(input_sizes.size() == 4 && grad_output.dim() == 4, "conv_winograd: 4-d sizes");
-  const int64_t K = weight.size(0), C = weight.size(1);
-  TORCH_CHECK(grad_output.size(0) == input_sizes[0] && grad_output.size(1) == K && input_sizes[1] == C &&
-                  grad_output.size(2) == input_sizes[2] + 2 * pad[0] - 2 &&
-                  grad_output.size(3) == input_sizes[3] + 2 * pad[1] - 2,
-              "conv_winograd: grad_output ", grad_output.sizes(), " does not fit input ", input_sizes);
+  check_grad_sizes(grad_output, input_sizes, weight, padding, pad);
+  const int64_t C = weight.size(1);
   const at::Tensor g = grad_output.contiguous(at::MemoryFormat::ChannelsLast);
   // The window turned by 180 degrees, its channel axes swapped: new window (c, k) row i column
   // j is weight[k][c][2 - i][2 - j]. The padding 2 - p brings the output back to the input's size.
@@ -123,13 +130,8 @@ at::Tensor input_grad(const at::Tensor& grad_output, const at::Tensor& weight, a
 at::Tensor weight_grad(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
                        at::IntArrayRef padding) {
   int64_t pad[2];
-  TORCH_CHECK(conv_gemm::read_pair(padding, 0, pad), "conv_winograd: padding of one or two values");
-  TORCH_CHECK(input.dim() == 4 && grad_output.dim() == 4 && weight.dim() == 4, "conv_winograd: 4-d tensors");
+  check_grad_sizes(grad_output, input.sizes(), weight, padding, pad);
   const int64_t K = weight.size(0), C = weight.size(1);
-  TORCH_CHECK(grad_output.size(0) == input.size(0) && grad_output.size(1) == K && input.size(1) == C &&
-                  grad_output.size(2) == input.size(2) + 2 * pad[0] - 2 &&
-                  grad_output.size(3) == input.size(3) + 2 * pad[1] - 2,
-              "conv_winograd: grad_output ", grad_output.sizes(), " does not fit input ", input.sizes());
   const at::Tensor x = input.contiguous(at::MemoryFormat::ChannelsLast);
   const at::Tensor g = grad_output.contiguous(at::MemoryFormat::ChannelsLast);
   // Channels-last, as LibTorch's kernel makes it for a channels-last input.

@@ -294,20 +294,14 @@ void grad_transform(const WinogradConv& p, int64_t first, int64_t tiles, float* 
     const float* y = p.grad + pixel;
     float* z = Z + t * p.Kp;
     for (int64_t k = 0; k < p.Kp; k += 8) {
-      __m256 d[2][2];
-      if (k < full) {
-        d[0][0] = _mm256_loadu_ps(y + k);
-        d[0][1] = second_col ? _mm256_loadu_ps(y + K + k) : _mm256_setzero_ps();
-        d[1][0] = second_row ? _mm256_loadu_ps(y + row_stride + k) : _mm256_setzero_ps();
-        d[1][1] = second_row && second_col ? _mm256_loadu_ps(y + row_stride + K + k) : _mm256_setzero_ps();
-      } else if (k == full && full < K) {
-        d[0][0] = _mm256_maskload_ps(y + k, mask);
-        d[0][1] = second_col ? _mm256_maskload_ps(y + K + k, mask) : _mm256_setzero_ps();
-        d[1][0] = second_row ? _mm256_maskload_ps(y + row_stride + k, mask) : _mm256_setzero_ps();
-        d[1][1] = second_row && second_col ? _mm256_maskload_ps(y + row_stride + K + k, mask) : _mm256_setzero_ps();
-      } else {
-        d[0][0] = d[0][1] = d[1][0] = d[1][1] = _mm256_setzero_ps();
-      }
+      // The pixel at offset `at` from the tile's first, 8 channels from k: zeros where it or
+      // the channels are past the output (the last 8 channels' masked load: zeros past K).
+      auto read = [&](bool present, int64_t at) {
+        if (!present || k >= K) return _mm256_setzero_ps();
+        return k < full ? load<false>(y + at + k, mask) : load<true>(y + at + k, mask);
+      };
+      const __m256 d[2][2] = {{read(true, 0), read(second_col, K)},
+                              {read(second_row, row_stride), read(second_row && second_col, row_stride + K)}};
       // Down: e[i] = (dY0, dY0 + dY1, dY0 - dY1, -dY1) of each column, then the same across.
       __m256 e[4][2];
       for (int b = 0; b < 2; ++b) {
