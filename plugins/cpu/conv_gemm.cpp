@@ -36,10 +36,12 @@ bool read_pair(at::IntArrayRef v, int64_t empty, int64_t out[2]) {
   return true;
 }
 
-bool plain_fp32(const at::Tensor& t) {
-  return t.defined() && t.dim() == 4 && t.scalar_type() == at::kFloat && t.device().is_cpu() &&
+bool plain(const at::Tensor& t, at::ScalarType dtype) {
+  return t.defined() && t.dim() == 4 && t.scalar_type() == dtype && t.device().is_cpu() &&
          t.layout() == at::kStrided && !t.is_quantized() && !t.is_mkldnn() && !t.is_neg() && !t.is_conj();
 }
+
+bool plain_fp32(const at::Tensor& t) { return plain(t, at::kFloat); }
 
 namespace {
 
@@ -110,11 +112,14 @@ Span inside(int64_t iw0, const Geometry& g) {
 // order: one run of C values a window position, zeros where it leaves the image. Without
 // dilation a window row's positions are neighbours in a channels-last image, so the part of the
 // row inside the image is one copy of up to KW*C values.
-at::Tensor patches(const at::Tensor& image, const Geometry& g) {
+// T: float, or c10::BFloat16 for the bf16 weight gradient (values copied as they are).
+template <class T>
+at::Tensor patches_of(const at::Tensor& image, const Geometry& g) {
   const at::Tensor img = pixels_last(image);
   at::Tensor cols = at::empty({g.rows(), g.patch()}, image.options().memory_format(at::MemoryFormat::Contiguous));
-  const float* src = img.data_ptr<float>();
-  float* dst = cols.data_ptr<float>();
+  const T* src = img.data_ptr<T>();
+  T* dst = cols.data_ptr<T>();
+  const T zero(0.0f);
   const int64_t C = g.C, K = g.patch(), KWC = g.KW * C;
   const int64_t row_stride = g.W * C, image_stride = g.H * g.W * C;
   at::parallel_for(0, g.N * g.OH, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, g.OW * K)), [&](int64_t b, int64_t e) {
@@ -123,27 +128,31 @@ at::Tensor patches(const at::Tensor& image, const Geometry& g) {
       for (int64_t ow = 0; ow < g.OW; ++ow) {
         const int64_t iw0 = ow * g.stride[1] - g.pad[1];
         const Span span = inside(iw0, g);
-        float* out = dst + (r * g.OW + ow) * K;
+        T* out = dst + (r * g.OW + ow) * K;
         for (int64_t kh = 0; kh < g.KH; ++kh, out += KWC) {
           const int64_t ih = oh * g.stride[0] - g.pad[0] + kh * g.dil[0];
           if (ih < 0 || ih >= g.H || span.lo == span.hi) {
-            std::fill_n(out, KWC, 0.0f);
+            std::fill_n(out, KWC, zero);
             continue;
           }
-          const float* row = src + n * image_stride + ih * row_stride;
-          std::fill_n(out, span.lo * C, 0.0f);
+          const T* row = src + n * image_stride + ih * row_stride;
+          std::fill_n(out, span.lo * C, zero);
           if (g.dil[1] == 1) {
             std::copy_n(row + (iw0 + span.lo) * C, (span.hi - span.lo) * C, out + span.lo * C);
           } else {
             for (int64_t kw = span.lo; kw < span.hi; ++kw)
               std::copy_n(row + (iw0 + kw * g.dil[1]) * C, C, out + kw * C);
           }
-          std::fill_n(out + span.hi * C, (g.KW - span.hi) * C, 0.0f);
+          std::fill_n(out + span.hi * C, (g.KW - span.hi) * C, zero);
         }
       }
     }
   });
   return cols;
+}
+
+at::Tensor patches(const at::Tensor& image, const Geometry& g) {
+  return image.scalar_type() == at::kBFloat16 ? patches_of<c10::BFloat16>(image, g) : patches_of<float>(image, g);
 }
 
 // The inverse: each row's values added to the image pixels its window covers, as a
@@ -213,9 +222,9 @@ at::Tensor in_format(const at::Tensor& t, at::MemoryFormat format) {
   return format == at::MemoryFormat::ChannelsLast ? t : t.contiguous();
 }
 
-// The GEMMs below run in fp32 whatever the thread's autocast says: the path takes fp32 tensors
-// only, and a backward pass reaches it with autocast still on where the forward ran outside
-// it (an fp32 step whose backward is called after its autocast() scope closed) - without this,
+// The GEMMs below run in their operands' dtype whatever the thread's autocast says (fp32, or
+// bf16 for weight_grad()): a backward pass reaches them with autocast still on where the forward
+// ran outside it (an fp32 step whose backward is called after its autocast() scope closed) - without this,
 // autocast would hand back a bf16 product of fp32 operands.
 struct NoAutocast {
   c10::impl::ExcludeDispatchKeyGuard guard{c10::DispatchKeySet(c10::DispatchKey::AutocastCPU)};
@@ -230,12 +239,49 @@ bool nchw_form(const at::Tensor& input, const at::Tensor& weight, const Geometry
 
 }  // namespace
 
-std::optional<Geometry> fit_any(const at::Tensor& input, const at::Tensor& weight, const ConvArgs& a) {
-  if (a.groups != 1 || !plain_fp32(input) || !plain_fp32(weight) || input.numel() == 0 || weight.numel() == 0)
+namespace {
+
+std::optional<Geometry> fit_dtype(const at::Tensor& input, const at::Tensor& weight, const ConvArgs& a,
+                                  at::ScalarType dtype) {
+  if (a.groups != 1 || !plain(input, dtype) || !plain(weight, dtype) || input.numel() == 0 || weight.numel() == 0)
     return std::nullopt;
   Geometry g;
   if (!geometry(input, weight, a, g) || g.rows() * g.patch() > kMaxPatchElements) return std::nullopt;
   return g;
+}
+
+// The weight gradient of a plain convolution from grad_output's pixel rows [N*OH*OW, O], and of
+// a transposed one from grad_output's patches [N*H*W, KH*KW*Ot]: one GEMM each.
+at::Tensor plain_weight_grad(const at::Tensor& grad_rows, const at::Tensor& input, const at::Tensor& weight,
+                             const Geometry& g, at::MemoryFormat format) {
+  return weight_from_matrix(at::mm(grad_rows.t(), patches(input, g)), weight, format);
+}
+
+at::Tensor transposed_weight_grad(const at::Tensor& grad_cols, const at::Tensor& input, const at::Tensor& weight,
+                                  at::MemoryFormat format) {
+  return weight_from_matrix(at::mm(pixel_rows(input).t(), grad_cols), weight, format);
+}
+
+}  // namespace
+
+std::optional<Geometry> fit_any(const at::Tensor& input, const at::Tensor& weight, const ConvArgs& a) {
+  return fit_dtype(input, weight, a, at::kFloat);
+}
+
+std::optional<Geometry> fit_bf16_weight_grad(const at::Tensor& grad_output, const at::Tensor& input,
+                                             const at::Tensor& weight, const ConvArgs& a) {
+  auto g = fit_dtype(input, weight, a, at::kBFloat16);
+  if (!g || !plain(grad_output, at::kBFloat16) || grad_output.sizes() != at::IntArrayRef(g->output_shape()))
+    return std::nullopt;
+  return g;
+}
+
+at::Tensor weight_grad(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
+                       const Geometry& g) {
+  const NoAutocast as_given;
+  const at::MemoryFormat format = result_format(input, weight, g.transposed);
+  if (!g.transposed) return plain_weight_grad(pixel_rows(grad_output), input, weight, g, format);
+  return transposed_weight_grad(patches(grad_output, g), input, weight, format);
 }
 
 at::Tensor forward(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
@@ -267,13 +313,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward(const at::Tensor& grad_o
   if (output_mask[2]) grad_bias = at::sum(grad_output, {0, 2, 3}, false, at::kDouble).to(at::kFloat);
   if (!g.transposed) {
     const at::Tensor rows = pixel_rows(grad_output);  // [N*OH*OW, O]
-    if (output_mask[1]) grad_weight = weight_from_matrix(at::mm(rows.t(), patches(input, g)), weight, format);
+    if (output_mask[1]) grad_weight = plain_weight_grad(rows, input, weight, g, format);
     if (output_mask[0]) grad_input = in_format(scatter(at::mm(rows, weight_matrix(weight)), g), format);
     return {grad_input, grad_weight, grad_bias};
   }
   // Transposed: grad_output is the forward-sense image; its patches meet the input's pixels.
   const at::Tensor cols = patches(grad_output, g);  // [N*H*W, KH*KW*Ot]
-  if (output_mask[1]) grad_weight = weight_from_matrix(at::mm(pixel_rows(input).t(), cols), weight, format);
+  if (output_mask[1]) grad_weight = transposed_weight_grad(cols, input, weight, format);
   if (output_mask[0]) grad_input = from_pixel_rows(at::mm(cols, weight_matrix(weight).t()), g.N, g.OH, g.OW, format);
   return {grad_input, grad_weight, grad_bias};
 }

@@ -71,6 +71,16 @@ std::optional<Geometry> fit_any(const at::Tensor& input, const at::Tensor& weigh
 // One pixel on the small side: a plain convolution's 1x1 output, a transposed one's 1x1 input.
 inline bool one_pixel(const Geometry& g) { return g.OH * g.OW == 1; }
 
+// A bf16 convolution (autocast's, on a CPU with AVX512_BF16) whose weight gradient weight_grad()
+// computes: what fit_any() takes, in bf16, with grad_output of the output's shape.
+std::optional<Geometry> fit_bf16_weight_grad(const at::Tensor& grad_output, const at::Tensor& input,
+                                             const at::Tensor& weight, const ConvArgs& a);
+
+// The weight gradient alone, one GEMM over the patches in the tensors' own dtype (fp32, or bf16
+// with fp32 sums: LibTorch's at::mm), in the layout LibTorch's kernel gives it.
+at::Tensor weight_grad(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
+                       const Geometry& g);
+
 
 // aten::convolution for what fit_any() took.
 at::Tensor forward(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,

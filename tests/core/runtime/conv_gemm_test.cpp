@@ -108,8 +108,10 @@ double error(const at::Tensor& got, const at::Tensor& want) { return error(got, 
 // within fp32's rounding of sums of a few hundred products). The error is relative to the sums'
 // magnitude - the same sums of |terms| (`magnitude`) - not to their results, which cancel: a
 // one-pixel output of one image is a single sum.
+// `slack`: what the result's own rounding adds (fp32's: next to none; bf16's: half a unit in
+// the last of its 8 bits, 2^-9 of the largest value, for any result).
 void check_close(const at::Tensor& got, const at::Tensor& lib, const at::Tensor& ref, const at::Tensor& magnitude,
-                 const std::string& what) {
+                 const std::string& what, double slack = 2e-6) {
   CAPTURE(what);
   REQUIRE(got.defined() == lib.defined());
   if (!got.defined()) return;
@@ -120,23 +122,24 @@ void check_close(const at::Tensor& got, const at::Tensor& lib, const at::Tensor&
   const double e = error(got, ref, magnitude), e_lib = error(lib, ref, magnitude);
   CAPTURE(e);
   CAPTURE(e_lib);
-  CHECK(e <= 4 * e_lib + 2e-6);
+  CHECK(e <= 4 * e_lib + slack);
 }
 
 // A convolution's gradients `got` against LibTorch's kernel and fp64, for what `mask` asks (what
 // it leaves out is not read: LibTorch's kernel computes some of it anyway).
 void check_grads(const Conv& c, const at::Tensor& g, const at::Tensor& x, const at::Tensor& w, std::array<bool, 3> mask,
-                 const std::tuple<at::Tensor, at::Tensor, at::Tensor>& got) {
+                 const std::tuple<at::Tensor, at::Tensor, at::Tensor>& got, double slack = 2e-6) {
   auto fp64 = [](const at::Tensor& t) { return t.to(at::kDouble); };
   auto fp64_abs = [](const at::Tensor& t) { return t.to(at::kDouble).abs(); };
   const auto lib = backward(c, g, x, w, mask, true);
   const auto ref = backward(c, fp64(g), fp64(x), fp64(w), mask, true);
   const auto magnitudes = backward(c, fp64_abs(g), fp64_abs(x), fp64_abs(w), mask, true);
   if (mask[0])
-    check_close(std::get<0>(got), std::get<0>(lib), std::get<0>(ref), std::get<0>(magnitudes), "grad_input");
+    check_close(std::get<0>(got), std::get<0>(lib), std::get<0>(ref), std::get<0>(magnitudes), "grad_input", slack);
   if (mask[1])
-    check_close(std::get<1>(got), std::get<1>(lib), std::get<1>(ref), std::get<1>(magnitudes), "grad_weight");
-  if (mask[2]) check_close(std::get<2>(got), std::get<2>(lib), std::get<2>(ref), std::get<2>(magnitudes), "grad_bias");
+    check_close(std::get<1>(got), std::get<1>(lib), std::get<1>(ref), std::get<1>(magnitudes), "grad_weight", slack);
+  if (mask[2])
+    check_close(std::get<2>(got), std::get<2>(lib), std::get<2>(ref), std::get<2>(magnitudes), "grad_bias", slack);
 }
 
 // A random convolution with one pixel on the small side (1x1 output of a plain one, 1x1 input
@@ -770,6 +773,76 @@ TEST_CASE("the GEMM path with the thread's autocast on: fp32 in, fp32 out, withi
   const test::Fp32Thread fp32;
   check_close(got, lib, ref, magnitude, "output");
   check_grads(c, go, x, w, mask, grads);
+}
+
+// bf16's rounding of a result, relative to its largest value (2^-9), twice over.
+constexpr double kBf16Slack = 1.0 / 256;
+
+TEST_CASE("bf16 convolutions: the weight gradient by one bf16 GEMM, called directly, against LibTorch's kernel and fp64") {
+  const test::Fp32Thread as_given;
+  std::mt19937 rng(test_seed() + 3);
+  at::manual_seed(test_seed() + 3);
+  int checked = 0, refused = 0;
+  for (int i = 0; i < 120; ++i) {
+    const Conv c = random_conv(rng);
+    INFO(c.label());
+    const auto bf16 = [](const at::Tensor& t) { return t.to(at::kBFloat16); };
+    const at::Tensor x = layout(bf16(at::randn(c.input)), c.channels_last);
+    const at::Tensor w = layout(bf16(at::randn(c.weight)), c.channels_last && i % 3 != 0);
+    const cpu::conv_gemm::ConvArgs args{c.stride, c.padding, c.dilation, c.output_padding, c.transposed, 1};
+    at::Tensor out;
+    try {
+      out = forward(c, x, w, at::Tensor(), true);
+    } catch (const c10::Error&) {
+      ++refused;  // a bf16 kernel LibTorch does not have for this shape on this CPU
+      continue;
+    }
+    const at::Tensor go = layout(bf16(at::randn(out.sizes())), i % 2 == 0);
+    const auto g = cpu::conv_gemm::fit_bf16_weight_grad(go, x, w, args);
+    if (!g) {
+      CHECK(out.numel() * c.weight[2] * c.weight[3] > 0);  // only past the patch limit
+      continue;
+    }
+    CHECK_FALSE(cpu::conv_gemm::fit_bf16_weight_grad(go.to(at::kFloat), x, w, args).has_value());
+    CHECK_FALSE(cpu::conv_gemm::fit_any(x, w, args).has_value());  // the fp32 path's fit: fp32 only
+    const at::Tensor got = cpu::conv_gemm::weight_grad(go, x, w, *g);
+    CHECK((got.scalar_type() == at::kBFloat16));
+    check_grads(c, go, x, w, {false, true, false}, {at::Tensor(), got, at::Tensor()}, kBf16Slack);
+    ++checked;
+  }
+  MESSAGE(checked << " bf16 weight gradients checked, " << refused << " shapes LibTorch's bf16 kernel refuses here");
+  CHECK(checked >= 60);
+}
+
+TEST_CASE("a bf16 convolution's backward through the dispatcher: LibTorch's kernel and the split path in turn, every call within LibTorch's error") {
+  auto rt = test::start_cpu_runtime();
+  const test::Fp32Thread as_given;
+  if (!test::plan_lists_kernel(*rt, kBackward)) return;  // said in the first case
+  at::manual_seed(test_seed() + 4);
+  constexpr int kTrials = cpu::conv_choice::Table::kTrials;
+  // A discriminator's middle layer in bf16 (a shape no other case uses), NCHW: 4x4 stride 2.
+  const Conv c{{5, 12, 10, 10}, {14, 12, 4, 4}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, false, true, false};
+  const auto bf16 = [](const at::Tensor& t) { return t.to(at::kBFloat16); };
+  const at::Tensor x = bf16(at::randn(c.input)), w = bf16(at::randn(c.weight));
+  const at::Tensor go = bf16(at::randn(forward(c, x, w, at::Tensor(), true).sizes()));
+  for (const std::array<bool, 3> mask : {std::array<bool, 3>{true, true, true}, std::array<bool, 3>{false, true, false}}) {
+    CAPTURE(mask[0]);
+    std::string paths;
+    for (int i = 0; i < 2 * kTrials + 4; ++i) {
+      CAPTURE(i);
+      const std::uint64_t b0 = test::required_kernel_calls(*rt, kBackward);
+      const auto got = backward(c, go, x, w, mask, false);
+      paths += test::required_kernel_calls(*rt, kBackward) == b0 ? '0' : '1';
+      if (mask[1]) CHECK((std::get<1>(got).scalar_type() == at::kBFloat16));
+      check_grads(c, go, x, w, mask, got, kBf16Slack);
+    }
+    CAPTURE(paths);
+    CHECK(paths.substr(0, 4) == "0101");  // LibTorch's kernel, then the split path, each a warm-up and a timed call
+  }
+  // Without the weight gradient there is nothing for the GEMM: LibTorch's kernel, untimed.
+  const std::uint64_t b0 = test::required_kernel_calls(*rt, kBackward);
+  check_grads(c, go, x, w, {true, false, false}, backward(c, go, x, w, {true, false, false}, false), kBf16Slack);
+  CHECK(test::required_kernel_calls(*rt, kBackward) == b0);
 }
 
 }  // namespace conv_gemm_suite
