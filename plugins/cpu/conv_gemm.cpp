@@ -270,6 +270,7 @@ std::optional<Geometry> fit_any(const at::Tensor& input, const at::Tensor& weigh
 
 std::optional<Geometry> fit_bf16_weight_grad(const at::Tensor& grad_output, const at::Tensor& input,
                                              const at::Tensor& weight, const ConvArgs& a) {
+  if (!compat::kBf16MatmulSumsInFp32) return std::nullopt;
   auto g = fit_dtype(input, weight, a, at::kBFloat16);
   if (!g || !plain(grad_output, at::kBFloat16) || grad_output.sizes() != at::IntArrayRef(g->output_shape()))
     return std::nullopt;

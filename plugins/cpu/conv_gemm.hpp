@@ -72,7 +72,8 @@ std::optional<Geometry> fit_any(const at::Tensor& input, const at::Tensor& weigh
 inline bool one_pixel(const Geometry& g) { return g.OH * g.OW == 1; }
 
 // A bf16 convolution (autocast's, on a CPU with AVX512_BF16) whose weight gradient weight_grad()
-// computes: what fit_any() takes, in bf16, with grad_output of the output's shape.
+// computes: what fit_any() takes, in bf16, with grad_output of the output's shape - on LibTorch
+// 2.x (1.x's bf16 at::mm sums in bf16: compat::kBf16MatmulSumsInFp32).
 std::optional<Geometry> fit_bf16_weight_grad(const at::Tensor& grad_output, const at::Tensor& input,
                                              const at::Tensor& weight, const ConvArgs& a);
 
