@@ -813,26 +813,29 @@ TEST_CASE("bf16 convolutions: the weight gradient by one bf16 GEMM, called direc
     CHECK_FALSE(cpu::conv_gemm::fit_any(x, w, args).has_value());  // the fp32 path's fit: fp32 only
     const at::Tensor got = cpu::conv_gemm::weight_grad(go, x, w, *g);
     CHECK((got.scalar_type() == at::kBFloat16));
-    bool libtorch_has_it = true;
+    // LibTorch's bf16 kernel as the reference where it has one for the shape and its result is
+    // a number (the 2.13 wheel's gave NaN now and then for a channels-last transposed 4x3 layer
+    // with output padding, on a Zen 4 EPYC); else fp64 alone, within bf16's own rounding.
+    at::Tensor lib;
     try {
-      (void)backward(c, go, x, w, weight_only, true);
+      lib = std::get<1>(backward(c, go, x, w, weight_only, true));
     } catch (const std::exception&) {  // c10::Error, or oneDNN's own (1.x, dilated)
-      libtorch_has_it = false;
+      lib = at::Tensor();
     }
-    if (libtorch_has_it) {
-      check_grads(c, go, x, w, weight_only, {at::Tensor(), got, at::Tensor()}, kBf16Slack);
+    const at::Tensor ref = std::get<1>(backward(c, fp64(go), fp64(x), fp64(w), weight_only, true));
+    const at::Tensor magnitude = std::get<1>(backward(c, fp64_abs(go), fp64_abs(x), fp64_abs(w), weight_only, true));
+    if (lib.defined() && lib.to(at::kFloat).isfinite().all().item<bool>()) {
+      check_close(got, lib, ref, magnitude, "grad_weight", kBf16Slack);
       ++against_libtorch;
     } else {
-      // Against fp64 alone: bf16's own rounding of the result, no more.
-      const double e = error(got, std::get<1>(backward(c, fp64(go), fp64(x), fp64(w), weight_only, true)),
-                             std::get<1>(backward(c, fp64_abs(go), fp64_abs(x), fp64_abs(w), weight_only, true)));
+      const double e = error(got, ref, magnitude);
       CAPTURE(e);
       CHECK(e <= kBf16Slack);
       ++against_fp64;
     }
   }
   MESSAGE(against_libtorch << " bf16 weight gradients checked against LibTorch's kernel and fp64, " << against_fp64
-                           << " against fp64 alone (no bf16 kernel for them in this LibTorch)");
+                           << " against fp64 alone (no bf16 kernel, or a non-finite result, in this LibTorch)");
   CHECK(against_libtorch + against_fp64 >= 110);
   CHECK(against_libtorch >= 40);
 }
