@@ -224,8 +224,8 @@ at::Tensor in_format(const at::Tensor& t, at::MemoryFormat format) {
 
 // The GEMMs below run in their operands' dtype whatever the thread's autocast says (fp32, or
 // bf16 for weight_grad()): a backward pass reaches them with autocast still on where the forward
-// ran outside it (an fp32 step whose backward is called after its autocast() scope closed) - without this,
-// autocast would hand back a bf16 product of fp32 operands.
+// ran outside it (an fp32 step whose backward is called after its autocast() scope closed) -
+// without this, autocast would hand back a bf16 product of fp32 operands.
 struct NoAutocast {
   c10::impl::ExcludeDispatchKeyGuard guard{c10::DispatchKeySet(c10::DispatchKey::AutocastCPU)};
 };

@@ -228,7 +228,7 @@ void add_tensor(conv_choice::Key& key, const at::Tensor& t) {
 // sizes and strides, the arguments, the thread count.
 conv_choice::Key shape_key(int64_t op, const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
                            const conv_gemm::ConvArgs& a, std::array<bool, 3> mask, bool bias) {
-  conv_choice::Key key{op,   mask[0], mask[1], mask[2], bias, a.transposed, at::get_num_threads(),
+  conv_choice::Key key{op, mask[0], mask[1], mask[2], bias, a.transposed, at::get_num_threads(),
                        static_cast<int64_t>(input.scalar_type())};
   add_tensor(key, grad_output);
   add_tensor(key, input);
